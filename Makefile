@@ -1,0 +1,51 @@
+# gpuportal — `make demo` to try it, `make test` to check it.
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+PIP    := $(VENV)/bin/pip
+PORT   ?= 8000
+export DATABASE_URL_TEST ?= postgres://postgres@127.0.0.1:5432/gpuportal
+
+.PHONY: setup system-packages demo test lint bench load clean
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[test]'
+	touch $@
+
+# Debian packages the real-service tests use: prometheus/promtool and chromium.
+# Installed when missing and we may (root, or passwordless sudo); otherwise the README says how.
+system-packages:
+	@missing=""; \
+	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
+	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
+	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing Debian packages:$$missing"; \
+	    $$SUDO apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
+	  else echo "note: could not install$$missing (needs apt-get as root); the demo falls back to in-process data"; fi; \
+	fi
+
+setup: $(VENV)/.installed system-packages
+
+demo: setup
+	DATABASE_URL=$${DATABASE_URL:-sqlite:///$(CURDIR)/var/demo.sqlite3} REDIS_URL= PORT=$(PORT) $(PY) manage.py demo
+
+test: setup
+	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m pytest -q
+
+lint:
+	$(PY) manage.py check
+	$(PY) manage.py makemigrations --check --dry-run
+
+bench: setup
+	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m tests.bench
+
+# 50 API clients for 60 s against gunicorn (4 workers, DEBUG off) on Postgres; stops by itself.
+load: setup
+	DATABASE_URL=$${LOAD_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gpuportal_load} $(PY) scripts/load.py
+
+clean:
+	rm -rf $(VENV) var staticfiles .pytest_cache

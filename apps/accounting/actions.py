@@ -1,0 +1,176 @@
+"""The writes that matter in accounting, one function each, atomic and audited (STYLE §3)."""
+from __future__ import annotations
+
+from datetime import date
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.teams.access import is_admin
+from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
+
+from .calc import cost_by_currency, last_day, parse_period, period_bounds, period_of, present
+from .models import BillingPeriod, FrozenCell, Rate, StatementLine
+from .statements import compute_open, period_has_ended
+from .usage import billing_zone
+
+
+class ActionError(ValueError):
+    """A refused write; the message says why, for the API, the page and the CLI alike."""
+
+
+class NotAllowed(ActionError):
+    pass
+
+
+def _audit(actor, action, target, old=None, new=None):
+    AuditEvent.objects.create(actor=actor if actor and actor.is_authenticated else None, action=action,
+                              target=target, old_value=old, new_value=new)
+
+
+# ---------------------------------------------------------------- rates
+
+def do_import_rates(entries, actor=None, source="") -> list[Rate]:
+    with transaction.atomic():
+        rates = [Rate(gpu_model=e.gpu_model, mig_profile=e.mig_profile, price_class=e.price_class,
+                      hourly_rate=e.hourly_rate, currency=e.currency, effective_from=e.effective_from)
+                 for e in entries]
+        for r in rates:
+            r.full_clean()
+            r.save()
+        _audit(actor, "rates.import", source or "csv", None, [r.as_dict() for r in rates])
+    return rates
+
+
+def do_save_rate(actor, rate: Rate) -> Rate:
+    """Create or change one rate (admin page, REST API); the audit row keeps old → new."""
+    with transaction.atomic():
+        old = None
+        if rate.pk:
+            old = Rate.objects.select_for_update().get(pk=rate.pk).as_dict()
+        rate.full_clean()
+        rate.save()
+        rate.refresh_from_db()  # the stored value (6 decimal places), so old and new read alike
+        _audit(actor, "rate.change" if old else "rate.create", f"rate {rate.pk}", old, rate.as_dict())
+    return rate
+
+
+def do_delete_rate(actor, rate: Rate) -> None:
+    with transaction.atomic():
+        old = rate.as_dict()
+        pk = rate.pk
+        rate.delete()
+        _audit(actor, "rate.delete", f"rate {pk}", old, None)
+
+
+# ---------------------------------------------------------------- periods
+
+def _period(text: str) -> str:
+    try:
+        return parse_period(text)
+    except ValueError as exc:
+        raise ActionError(str(exc)) from None
+
+
+def _lock_period(period: str) -> BillingPeriod:
+    bp, _ = BillingPeriod.objects.get_or_create(period=period)
+    return BillingPeriod.objects.select_for_update().get(pk=bp.pk)
+
+
+def do_close_period(period: str, actor=None) -> BillingPeriod:
+    """Freeze a month's statement: lines as shown (numbers, rates, teams) and the usage cells
+    behind them, so later ingests, rate edits and team moves never change it."""
+    period = _period(period)
+    if not period_has_ended(period):
+        raise ActionError(f"{period} has not ended yet in {billing_zone().key}; it can be closed from "
+                          f"{period_bounds(period, billing_zone())[1].date()} on")
+    with transaction.atomic():
+        bp = _lock_period(period)
+        if bp.is_closed:
+            raise ActionError(f"{period} is already closed")
+        computed = compute_open(period)
+        StatementLine.objects.bulk_create([
+            StatementLine(period=bp, kind=line.kind, adjusts_period=line.adjusts_period, team=line.team,
+                          cluster=line.cluster, namespace=line.namespace, gpu_model=line.gpu_model,
+                          mig_profile=line.mig_profile, price_class=line.price_class, rate_basis=line.rate_basis,
+                          hourly_rate=line.hourly_rate, currency=line.currency,
+                          allocated_gpu_seconds=float(line.allocated_gpu_seconds),
+                          used_gpu_seconds=float(line.used_gpu_seconds),
+                          billed_seconds=float(line.billed_seconds), cost=line.cost)
+            for line in computed.lines
+        ])
+        targets = {period: bp}
+        for earlier in computed.deltas:
+            targets[earlier] = BillingPeriod.objects.get(period=earlier)
+        frozen = [(period, c) for c in computed.cells]
+        frozen += [(earlier, c) for earlier, cells in computed.deltas.items() for c in cells]
+        FrozenCell.objects.bulk_create([
+            FrozenCell(period=targets[p], booked_in=bp, cluster_id_value=c.cluster_id, cluster=c.cluster,
+                       namespace=c.namespace, team=c.team, gpu_model=c.gpu_model, mig_profile=c.mig_profile,
+                       price_class=c.price_class, day=c.day, gpu_seconds=c.gpu_seconds,
+                       used_gpu_seconds=c.used_gpu_seconds, mig_seconds=c.mig_seconds)
+            for p, c in frozen
+        ], batch_size=2000)
+        bp.closed_at = timezone.now()
+        bp.closed_by = actor if actor and actor.is_authenticated else None
+        bp.billing_timezone = billing_zone().key
+        bp.save()
+        totals = {c: present(a) for c, a in cost_by_currency(computed.lines).items()}
+        _audit(actor, "period.close", period, {"closed": False},
+               {"closed": True, "lines": len(computed.lines), "cost_by_currency": totals,
+                "adjusted_periods": sorted(computed.deltas)})
+    return bp
+
+
+def do_reopen_period(period: str, actor) -> BillingPeriod:
+    """Admins only: drop the frozen statement so the month is computed live again."""
+    period = _period(period)
+    if not is_admin(actor):
+        raise NotAllowed("only an admin can reopen a closed period")
+    with transaction.atomic():
+        bp = _lock_period(period)
+        if not bp.is_closed:
+            raise ActionError(f"{period} is not closed")
+        later = (FrozenCell.objects.filter(period=bp).exclude(booked_in=bp)
+                 .values_list("booked_in__period", flat=True).distinct())
+        if later:
+            raise ActionError(f"{period} has adjustments booked in the closed period(s) "
+                              f"{', '.join(sorted(later))}; reopen those first")
+        lines = bp.lines.count()
+        bp.lines.all().delete()
+        FrozenCell.objects.filter(booked_in=bp).delete()
+        old = {"closed": True, "closed_at": bp.closed_at.isoformat(),
+               "closed_by": bp.closed_by.username if bp.closed_by else None, "lines": lines}
+        bp.closed_at = None
+        bp.closed_by = None
+        bp.save()
+        _audit(actor, "period.reopen", period, old, {"closed": False})
+    return bp
+
+
+# ---------------------------------------------------------------- namespace → team
+
+def do_assign_namespace(namespace: Namespace, team: Team, effective_from: date, actor=None) -> NamespaceAssignment:
+    """Move a namespace to a team from a billing-zone date on. Closed months keep their
+    mapping: a move that would be in force during a closed month is refused."""
+    with transaction.atomic():
+        blocking = (BillingPeriod.objects.select_for_update().filter(closed_at__isnull=False)
+                    .filter(period__gte=period_of(effective_from)).order_by("-period").first())
+        if blocking is not None:
+            raise ActionError(f"{blocking.period} is closed; a move dated {effective_from} would change it. "
+                              f"Date it {_day_after(blocking.period)} "
+                              "or later, or have an admin reopen the period")
+        old = (NamespaceAssignment.objects.filter(namespace=namespace, effective_from__lte=effective_from)
+               .select_related("team").order_by("-effective_from").first())
+        assignment, _ = NamespaceAssignment.objects.update_or_create(
+            namespace=namespace, effective_from=effective_from,
+            defaults={"team": team, "created_by": actor if actor and actor.is_authenticated else None},
+        )
+        _audit(actor, "namespace.assign", str(namespace),
+               {"team": old.team.name, "effective_from": old.effective_from.isoformat()} if old else None,
+               {"team": team.name, "effective_from": effective_from.isoformat()})
+    return assignment
+
+
+def _day_after(period: str) -> date:
+    return date.fromordinal(last_day(period).toordinal() + 1)

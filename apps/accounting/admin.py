@@ -1,0 +1,129 @@
+from django.contrib import admin, messages
+
+from django import forms
+
+from apps.teams.models import NamespaceAssignment
+
+from .actions import (ActionError, do_assign_namespace, do_close_period, do_delete_rate, do_reopen_period,
+                      do_save_rate)
+from .models import BillingPeriod, NodePool, Rate, StatementLine
+
+
+@admin.register(Rate)
+class RateAdmin(admin.ModelAdmin):
+    list_display = ("gpu_model", "mig_profile", "price_class", "hourly_rate", "currency", "effective_from",
+                    "updated_at")
+    list_filter = ("price_class", "currency", "gpu_model")
+    search_fields = ("gpu_model", "mig_profile")
+    date_hierarchy = "effective_from"
+
+    # Every change goes through the audited actions, as in the API and the CLI.
+    def save_model(self, request, obj, form, change):
+        do_save_rate(request.user, obj)
+
+    def delete_model(self, request, obj):
+        do_delete_rate(request.user, obj)
+
+    def delete_queryset(self, request, queryset):
+        for rate in queryset:
+            do_delete_rate(request.user, rate)
+
+
+@admin.register(NodePool)
+class NodePoolAdmin(admin.ModelAdmin):
+    list_display = ("cluster", "name", "host_pattern", "price_class", "priority")
+    list_filter = ("cluster", "price_class")
+
+
+class StatementLineInline(admin.TabularInline):
+    model = StatementLine
+    extra = 0
+    can_delete = False
+    fields = ("kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model", "mig_profile", "price_class",
+              "hourly_rate", "currency", "allocated_gpu_seconds", "cost")
+    readonly_fields = fields
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(BillingPeriod)
+class BillingPeriodAdmin(admin.ModelAdmin):
+    list_display = ("period", "closed_at", "closed_by", "billing_timezone")
+    inlines = [StatementLineInline]
+    actions = ["close_periods", "reopen_periods"]
+
+    def get_inlines(self, request, obj):
+        return [StatementLineInline] if obj is not None and obj.is_closed else []
+
+    def get_readonly_fields(self, request, obj=None):
+        # Adding a period only names the month; closing is the action on the list page.
+        return ("period", "closed_at", "closed_by", "billing_timezone") if obj else ("closed_at", "closed_by",
+                                                                                        "billing_timezone")
+
+    @admin.action(description="Close the selected periods (freeze their statements)")
+    def close_periods(self, request, queryset):
+        self._run(request, queryset, do_close_period, "closed")
+
+    @admin.action(description="Reopen the selected periods (admins only)")
+    def reopen_periods(self, request, queryset):
+        self._run(request, queryset, do_reopen_period, "reopened")
+
+    def _run(self, request, queryset, action, verb):
+        for bp in queryset:
+            try:
+                action(bp.period, actor=request.user)
+                self.message_user(request, f"{bp.period} {verb}")
+            except ActionError as exc:
+                self.message_user(request, f"{bp.period}: {exc}", level=messages.ERROR)
+
+
+class NamespaceAssignmentForm(forms.ModelForm):
+    class Meta:
+        model = NamespaceAssignment
+        fields = ("namespace", "team", "effective_from")
+
+    def clean(self):
+        data = super().clean()
+        if self.instance.pk and any(f in self.changed_data for f in ("namespace", "effective_from")):
+            raise forms.ValidationError("add a new assignment instead of moving an existing one")
+        return data
+
+
+@admin.register(NamespaceAssignment)
+class NamespaceAssignmentAdmin(admin.ModelAdmin):
+    """Dated namespace -> team moves; saved through do_assign_namespace (audited, closed months refused)."""
+
+    form = NamespaceAssignmentForm
+    list_display = ("namespace", "team", "effective_from", "created_by", "created_at")
+    list_filter = ("team", "namespace__cluster")
+    search_fields = ("namespace__name", "team__name")
+
+    def save_model(self, request, obj, form, change):
+        try:
+            saved = do_assign_namespace(obj.namespace, obj.team, obj.effective_from, actor=request.user)
+        except ActionError as exc:
+            self.message_user(request, f"not saved: {exc}", level=messages.ERROR)
+            raise _Refused() from exc
+        obj.pk = saved.pk
+
+    def add_view(self, request, *args, **kwargs):
+        return self._guard(super().add_view, request, *args, **kwargs)
+
+    def change_view(self, request, *args, **kwargs):
+        return self._guard(super().change_view, request, *args, **kwargs)
+
+    def _guard(self, view, request, *args, **kwargs):
+        from django.http import HttpResponseRedirect
+
+        try:
+            return view(request, *args, **kwargs)
+        except _Refused:
+            return HttpResponseRedirect(request.path)
+
+    def has_delete_permission(self, request, obj=None):
+        return False  # a move is undone by a newer move, so history stays whole
+
+
+class _Refused(Exception):
+    pass

@@ -1,0 +1,322 @@
+"""Pure money math for chargeback (SPEC §2 Cost, Shared idle cost, Billing period).
+
+Plain dataclasses in and out, no Django: every figure here is pinned by hand-computed tests.
+Money is `Decimal` throughout and rounded to cents only by `present` / `round_to_total`.
+
+Cost of a usage cell = billed hours × the rate in force on the cell's billing-zone day for
+its (GPU model, MIG profile, price class):
+- a whole GPU, or a MIG instance whose profile has no rate of its own: the model's rate per
+  GPU-hour × allocated GPU-hours (MIG GPU-seconds already carry the fraction, so this *is*
+  "parent rate × fraction × instance-hours");
+- a MIG instance whose profile has a rate: that rate × instance-hours (raw MIG seconds).
+No rate → the line is unpriced: cost None, never 0.
+"""
+from __future__ import annotations
+
+import calendar
+import re
+from bisect import bisect_right
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from datetime import date, datetime, time
+from decimal import ROUND_HALF_UP, Decimal
+from zoneinfo import ZoneInfo
+
+CENT = Decimal("0.01")
+SECONDS_PER_HOUR = Decimal(3600)
+BASIS_PROFILE = "mig_profile"
+BASIS_MODEL = "gpu_model"
+SECONDS_EPSILON = 1e-6  # a float difference smaller than this is no late data
+
+
+# ---------------------------------------------------------------- rates
+
+@dataclass(frozen=True)
+class RateEntry:
+    gpu_model: str
+    mig_profile: str
+    price_class: str
+    hourly_rate: Decimal
+    currency: str
+    effective_from: date
+
+
+class RateCard:
+    """Look-ups of the rate in force on a day; built once per report from all rates."""
+
+    def __init__(self, entries):
+        by_key = defaultdict(list)
+        for e in entries:
+            by_key[(e.gpu_model, e.mig_profile, e.price_class)].append(e)
+        self._entries = {k: sorted(v, key=lambda e: e.effective_from) for k, v in by_key.items()}
+        self._dates = {k: [e.effective_from for e in v] for k, v in self._entries.items()}
+
+    def _in_force(self, key, day):
+        dates = self._dates.get(key)
+        if not dates:
+            return None
+        i = bisect_right(dates, day) - 1
+        return self._entries[key][i] if i >= 0 else None
+
+    def lookup(self, gpu_model, mig_profile, price_class, day):
+        """(RateEntry, basis) or None: the profile's own rate first, else the parent model's."""
+        if mig_profile:
+            entry = self._in_force((gpu_model, mig_profile, price_class), day)
+            if entry is not None:
+                return entry, BASIS_PROFILE
+        entry = self._in_force((gpu_model, "", price_class), day)
+        return (entry, BASIS_MODEL) if entry is not None else None
+
+
+def to_decimal(seconds: float) -> Decimal:
+    """A float of seconds as the Decimal it prints as (no binary-expansion noise)."""
+    return Decimal(repr(float(seconds)))
+
+
+# ---------------------------------------------------------------- cells and lines
+
+@dataclass(frozen=True)
+class UsageCell:
+    """Seconds for one (cluster, namespace, model, profile, price class, billing day)."""
+    cluster_id: int
+    cluster: str
+    namespace: str          # "" = unallocated capacity
+    team: str
+    gpu_model: str
+    mig_profile: str
+    price_class: str
+    day: date
+    gpu_seconds: float
+    used_gpu_seconds: float
+    mig_seconds: float
+
+
+@dataclass
+class Line:
+    kind: str                      # usage | unallocated | adjustment | shared_idle
+    team: str
+    cluster: str
+    namespace: str
+    gpu_model: str
+    mig_profile: str
+    price_class: str
+    rate_basis: str                # mig_profile | gpu_model | "" (unpriced)
+    hourly_rate: Decimal | None
+    currency: str                  # "" when unpriced
+    allocated_gpu_seconds: Decimal = Decimal(0)
+    used_gpu_seconds: Decimal = Decimal(0)
+    billed_seconds: Decimal = Decimal(0)
+    adjusts_period: str = ""
+    fixed_cost: Decimal | None = None   # shared-idle lines carry a cost, not a rate
+
+    @property
+    def priced(self) -> bool:
+        return self.hourly_rate is not None or self.fixed_cost is not None
+
+    @property
+    def cost(self) -> Decimal | None:
+        if self.fixed_cost is not None:
+            return self.fixed_cost
+        if self.hourly_rate is None:
+            return None
+        return self.hourly_rate * self.billed_seconds / SECONDS_PER_HOUR
+
+    @property
+    def efficiency(self) -> float | None:
+        if self.allocated_gpu_seconds <= 0:
+            return None
+        return float(self.used_gpu_seconds / self.allocated_gpu_seconds)
+
+    def sort_key(self):
+        return (self.team, self.kind != "usage", self.adjusts_period, self.cluster, self.namespace,
+                self.gpu_model, self.mig_profile, self.price_class, self.currency, self.hourly_rate or 0)
+
+
+def build_lines(cells, card: RateCard, *, kind_allocated="usage", kind_unallocated="unallocated",
+                adjusts_period="") -> list[Line]:
+    """Aggregate cells into statement lines: one per team × cluster × namespace × model ×
+    profile × price class × rate in force (a mid-month rate change gives two lines)."""
+    lines: dict[tuple, Line] = {}
+    for c in cells:
+        found = card.lookup(c.gpu_model, c.mig_profile, c.price_class, c.day)
+        entry, basis = found if found else (None, "")
+        kind = kind_allocated if c.namespace else kind_unallocated
+        team = c.team if c.namespace else ""
+        key = (kind, team, c.cluster, c.namespace, c.gpu_model, c.mig_profile, c.price_class, basis,
+               entry.hourly_rate if entry else None, entry.currency if entry else "")
+        line = lines.get(key)
+        if line is None:
+            line = lines[key] = Line(
+                kind=kind, team=team, cluster=c.cluster, namespace=c.namespace, gpu_model=c.gpu_model,
+                mig_profile=c.mig_profile, price_class=c.price_class, rate_basis=basis,
+                hourly_rate=entry.hourly_rate if entry else None, currency=entry.currency if entry else "",
+                adjusts_period=adjusts_period,
+            )
+        line.allocated_gpu_seconds += to_decimal(c.gpu_seconds)
+        line.used_gpu_seconds += to_decimal(c.used_gpu_seconds)
+        line.billed_seconds += to_decimal(c.mig_seconds if basis == BASIS_PROFILE else c.gpu_seconds)
+    return sorted(lines.values(), key=Line.sort_key)
+
+
+def cost_by_currency(lines) -> dict[str, Decimal]:
+    totals: dict[str, Decimal] = defaultdict(Decimal)
+    for line in lines:
+        if line.cost is not None:
+            totals[line.currency] += line.cost
+    return dict(sorted(totals.items()))
+
+
+# ---------------------------------------------------------------- shared idle cost
+
+def spread_shared_idle(lines: list[Line]) -> list[Line]:
+    """Spread unallocated cost over teams in proportion to their allocated cost, per cluster,
+    GPU model and currency (SPEC §2). Unallocated cost with no team to carry it (nobody used
+    that model there) stays as an unallocated line; unpriced unallocated hours stay too."""
+    team_cost = defaultdict(lambda: defaultdict(Decimal))   # (cluster, model, currency) -> team -> cost
+    idle_cost = defaultdict(Decimal)
+    kept = []
+    for line in lines:
+        group = (line.cluster, line.gpu_model, line.currency)
+        if line.kind == "usage" and line.cost is not None:
+            team_cost[group][line.team] += line.cost
+        if line.kind == "unallocated" and line.cost is not None:
+            idle_cost[group] += line.cost
+    spread_groups = {g for g, c in idle_cost.items() if sum(team_cost[g].values(), Decimal(0)) > 0}
+    for line in lines:
+        group = (line.cluster, line.gpu_model, line.currency)
+        if line.kind == "unallocated" and line.cost is not None and group in spread_groups:
+            continue
+        kept.append(line)
+    for group in sorted(spread_groups):
+        cluster, model, currency = group
+        teams = team_cost[group]
+        total = sum(teams.values(), Decimal(0))
+        for team, cost in sorted(teams.items()):
+            kept.append(Line(kind="shared_idle", team=team, cluster=cluster, namespace="", gpu_model=model,
+                             mig_profile="", price_class="", rate_basis="", hourly_rate=None, currency=currency,
+                             fixed_cost=idle_cost[group] * cost / total))
+    return sorted(kept, key=Line.sort_key)
+
+
+# ---------------------------------------------------------------- adjustments
+
+CellKey = tuple  # (cluster_id, namespace, gpu_model, mig_profile, price_class, day)
+
+
+def cell_key(c) -> CellKey:
+    return (c.cluster_id, c.namespace, c.gpu_model, c.mig_profile, c.price_class, c.day)
+
+
+def delta_cells(live, baseline) -> list[UsageCell]:
+    """Live usage minus what statements already carry, cell by cell (late or re-ingested data).
+
+    A cell keeps the team the frozen statement gave it, so a later team move is no correction.
+    """
+    base = {}
+    for b in baseline:
+        k = cell_key(b)
+        prev = base.get(k)
+        if prev is None:
+            base[k] = [b.team, b.cluster, b.gpu_seconds, b.used_gpu_seconds, b.mig_seconds]
+        else:
+            prev[2] += b.gpu_seconds
+            prev[3] += b.used_gpu_seconds
+            prev[4] += b.mig_seconds
+    out = []
+    seen = set()
+    for c in live:
+        k = cell_key(c)
+        seen.add(k)
+        team, _, g, u, m = base.get(k, (c.team, c.cluster, 0.0, 0.0, 0.0))
+        d = replace(c, team=team, gpu_seconds=c.gpu_seconds - g, used_gpu_seconds=c.used_gpu_seconds - u,
+                    mig_seconds=c.mig_seconds - m)
+        if _nonzero(d):
+            out.append(d)
+    for k, (team, cluster, g, u, m) in base.items():
+        if k not in seen:
+            d = UsageCell(cluster_id=k[0], cluster=cluster, namespace=k[1], team=team, gpu_model=k[2],
+                          mig_profile=k[3], price_class=k[4], day=k[5], gpu_seconds=-g, used_gpu_seconds=-u,
+                          mig_seconds=-m)
+            if _nonzero(d):
+                out.append(d)
+    return out
+
+
+def _nonzero(c: UsageCell) -> bool:
+    return any(abs(v) > SECONDS_EPSILON for v in (c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds))
+
+
+# ---------------------------------------------------------------- presentation
+
+def present(amount: Decimal | None) -> str | None:
+    """Money as shown: a decimal string rounded half-up to cents."""
+    if amount is None:
+        return None
+    return str(amount.quantize(CENT, rounding=ROUND_HALF_UP))
+
+
+def present_rate(rate: Decimal | None) -> str | None:
+    """A rate as people read it: at least cents, more only when the rate has them (2.345)."""
+    if rate is None:
+        return None
+    text = format(rate.normalize(), "f")
+    whole, _, frac = text.partition(".")
+    return f"{whole}.{frac.ljust(2, '0')}"
+
+
+def round_to_total(amounts: list[Decimal]) -> list[Decimal]:
+    """Round each amount to cents so that the rounded amounts add up to the rounded total.
+
+    Largest remainder: every amount is floored to the cent, then the cents still missing go to
+    the amounts that lost most. Each shown amount is within a cent of its exact value and the
+    shown lines sum to the shown total.
+    """
+    if not amounts:
+        return []
+    target = sum(amounts, Decimal(0)).quantize(CENT, rounding=ROUND_HALF_UP)
+    floors = [a.quantize(CENT, rounding="ROUND_FLOOR") for a in amounts]
+    missing = int((target - sum(floors, Decimal(0))) / CENT)
+    order = sorted(range(len(amounts)), key=lambda i: (-(amounts[i] - floors[i]), i))
+    out = list(floors)
+    for i in order[:missing]:  # floors never exceed the amounts, so nothing is ever taken away
+        out[i] += CENT
+    return out
+
+
+# ---------------------------------------------------------------- billing periods
+
+PERIOD_RE = re.compile(r"^(\d{4})-(\d{2})$")
+
+
+def parse_period(text: str) -> str:
+    m = PERIOD_RE.match(text or "")
+    if not m or not 1 <= int(m.group(2)) <= 12 or int(m.group(1)) < 1970:
+        raise ValueError(f"period={text!r} is not a month like 2026-03 (YYYY-MM)")
+    return text
+
+
+def period_bounds(period: str, zone: ZoneInfo) -> tuple[datetime, datetime]:
+    """[start, end) of a calendar month in the billing zone, as aware datetimes."""
+    year, month = int(period[:4]), int(period[5:7])
+    start = datetime.combine(date(year, month, 1), time(0), tzinfo=zone)
+    end_day = date(year + month // 12, month % 12 + 1, 1)
+    return start, datetime.combine(end_day, time(0), tzinfo=zone)
+
+
+def period_of(day: date) -> str:
+    return f"{day.year:04d}-{day.month:02d}"
+
+
+def next_period(period: str) -> str:
+    year, month = int(period[:4]), int(period[5:7])
+    return f"{year + month // 12:04d}-{month % 12 + 1:02d}"
+
+
+def prev_period(period: str) -> str:
+    year, month = int(period[:4]), int(period[5:7])
+    return f"{year - (month == 1):04d}-{(month - 2) % 12 + 1:02d}"
+
+
+def last_day(period: str) -> date:
+    year, month = int(period[:4]), int(period[5:7])
+    return date(year, month, calendar.monthrange(year, month)[1])

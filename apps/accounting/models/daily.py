@@ -1,0 +1,52 @@
+"""Daily rollups: what dashboards and statements read for whole billing days.
+
+One UsageDay row per (cluster, billing-zone day, namespace, GPU model, MIG profile, node),
+holding the sums of the day's UsageHour rows (an hour belongs to the day its start falls in,
+in BILLING_TIMEZONE). Node stays in the key because price classes are decided per node by
+NodePool at read time. Ingest recomputes every day it touches, from UsageHour, inside its
+own transaction; `manage.py rebuild_rollups` recomputes any range.
+
+UsageDayBuilt marks a (cluster, day) whose UsageDay rows equal the hourly rows, and the zone
+they were cut in: readers use the daily table only for days marked in the current zone, and
+fall back to the hourly table otherwise (a new zone, rows written by hand, an old database).
+"""
+from django.db import models
+
+from apps.clusters.models import Cluster
+
+
+class UsageDay(models.Model):
+    # No separate FK index: the unique index leads with cluster.
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField(help_text="billing-zone day")
+    namespace = models.CharField(max_length=253, blank=True)
+    gpu_model = models.CharField(max_length=200)
+    mig_profile = models.CharField(max_length=50, blank=True)
+    node = models.CharField(max_length=255, blank=True)
+
+    gpu_seconds = models.FloatField(default=0.0)
+    used_gpu_seconds = models.FloatField(default=0.0)
+    idle_gpu_seconds = models.FloatField(default=0.0)
+    mig_seconds = models.FloatField(default=0.0)
+    energy_joules = models.FloatField(default=0.0)
+    sample_count = models.BigIntegerField(default=0)
+    hour_rows = models.PositiveIntegerField(default=0, help_text="UsageHour rows summed")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "day", "namespace", "gpu_model", "mig_profile", "node"],
+                                    name="usage_day_unique"),
+        ]
+        # The unique index (cluster, day, …) serves per-cluster reads and the rebuild's delete;
+        # this one serves the all-clusters month that dashboards and statements ask for.
+        indexes = [models.Index(fields=["day", "cluster"], name="usage_day_time")]
+
+
+class UsageDayBuilt(models.Model):
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_index=False)
+    day = models.DateField()
+    zone = models.CharField(max_length=64)
+    built_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "day"], name="usage_day_built_unique")]

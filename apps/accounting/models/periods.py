@@ -1,0 +1,85 @@
+"""Billing periods and their frozen statements.
+
+A period with no row, or with `closed_at` empty, is open: its statement is computed from the
+rollups on every view. Closing stores the statement as `StatementLine`s (what finance saw and
+signed off) and the usage it was computed from as `FrozenCell`s (the baseline against which
+late data becomes adjustment lines in the next open period).
+"""
+from django.conf import settings
+from django.core.validators import RegexValidator
+from django.db import models
+
+period_validator = RegexValidator(r"^\d{4}-(0[1-9]|1[0-2])$", "a month like 2026-03 (YYYY-MM)")
+
+
+class BillingPeriod(models.Model):
+    period = models.CharField(max_length=7, unique=True, validators=[period_validator], help_text="YYYY-MM in the billing time zone")
+    billing_timezone = models.CharField(max_length=64, blank=True)
+    closed_at = models.DateTimeField(null=True, blank=True)
+    closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                                  related_name="+")
+
+    class Meta:
+        ordering = ["-period"]
+
+    def __str__(self):
+        return f"{self.period} ({'closed' if self.is_closed else 'open'})"
+
+    @property
+    def is_closed(self):
+        return self.closed_at is not None
+
+
+class LineKind(models.TextChoices):
+    USAGE = "usage", "usage"
+    UNALLOCATED = "unallocated", "unallocated capacity"
+    ADJUSTMENT = "adjustment", "adjustment"
+
+
+class StatementLine(models.Model):
+    """One frozen line of a closed period's statement, as it was shown when closed."""
+
+    period = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="lines")
+    kind = models.CharField(max_length=20, choices=LineKind.choices)
+    adjusts_period = models.CharField(max_length=7, blank=True, help_text="adjustments: the closed month corrected")
+    team = models.CharField(max_length=100, blank=True)
+    cluster = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=253, blank=True)
+    gpu_model = models.CharField(max_length=200)
+    mig_profile = models.CharField(max_length=50, blank=True)
+    price_class = models.CharField(max_length=20)
+    rate_basis = models.CharField(max_length=20, blank=True, help_text="mig_profile, gpu_model, or empty: unpriced")
+    hourly_rate = models.DecimalField(max_digits=18, decimal_places=6, null=True, blank=True)
+    currency = models.CharField(max_length=3, blank=True)
+    allocated_gpu_seconds = models.FloatField()
+    used_gpu_seconds = models.FloatField()
+    billed_seconds = models.FloatField(help_text="what the rate multiplies: instance-seconds or GPU-seconds")
+    cost = models.DecimalField(max_digits=28, decimal_places=12, null=True, blank=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["period", "team"])]
+
+
+class FrozenCell(models.Model):
+    """Usage at the (cluster, namespace, model, profile, price class, day) grain, booked in a statement.
+
+    `period` is the month the usage belongs to; `booked_in` the statement that carried it (the
+    same period at close, or a later one for adjustments).
+    """
+
+    period = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="frozen_cells")
+    booked_in = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="booked_cells")
+    cluster_id_value = models.BigIntegerField()
+    cluster = models.CharField(max_length=100)
+    namespace = models.CharField(max_length=253, blank=True)
+    team = models.CharField(max_length=100, blank=True)
+    gpu_model = models.CharField(max_length=200)
+    mig_profile = models.CharField(max_length=50, blank=True)
+    price_class = models.CharField(max_length=20)
+    day = models.DateField()
+    gpu_seconds = models.FloatField()
+    used_gpu_seconds = models.FloatField()
+    mig_seconds = models.FloatField()
+
+    class Meta:
+        indexes = [models.Index(fields=["period"])]

@@ -1,0 +1,88 @@
+"""The rate card as the rest of the portal uses it.
+
+- `rate_for(...)`: the hourly rate in force for a GPU on a day (quota advice prices GPUs with it).
+- `price_usage_row(row)`: the cost of a `/api/v1/usage/` row, from its cells.
+
+A usage row's cost is that of its priced hours, exactly as the chargeback statement's row
+shows it, with the hours no rate covers reported beside it as `unpriced_gpu_hours` (never
+priced at 0). It is null when no hour is priced, or when the lines are in more than one
+currency: usage rows never sum currencies; the statement lists per-currency amounts instead.
+"""
+from __future__ import annotations
+
+from datetime import date
+from decimal import Decimal
+
+from .calc import BASIS_PROFILE, RateCard, RateEntry, build_lines, present
+from .models import Rate
+
+
+def load_rate_card() -> RateCard:
+    return RateCard(
+        RateEntry(gpu_model=r.gpu_model, mig_profile=r.mig_profile, price_class=r.price_class,
+                  hourly_rate=r.hourly_rate, currency=r.currency, effective_from=r.effective_from)
+        for r in Rate.objects.all()
+    )
+
+
+def rate_for(cluster_id: int | None, gpu_model: str, mig_profile: str, price_class: str,
+             day: date, *, card: RateCard | None = None) -> tuple[Decimal, str] | None:
+    """(hourly rate, currency) in force on `day` (billing-zone date), or None when unpriced.
+
+    Whole GPU (`mig_profile` ""): the model's rate per GPU-hour. A MIG profile: the profile's
+    own rate per instance-hour if the card has one, else the parent model's rate per GPU-hour
+    (multiply by the instance's fraction for an instance-hour; `rate_basis_for` tells which).
+    `price_class` is one of PRICE_CLASSES (`PriceClassMap().price_class(cluster_id, node)` maps
+    a node). `cluster_id` is accepted for per-cluster rate cards; the card is portal-wide
+    today. Pass `card=load_rate_card()` to price many GPUs with one query.
+    """
+    card = card or load_rate_card()
+    found = card.lookup(gpu_model, mig_profile or "", price_class, day)
+    if found is None:
+        return None
+    entry, _basis = found
+    return entry.hourly_rate, entry.currency
+
+
+def rate_basis_for(gpu_model: str, mig_profile: str, price_class: str, day: date,
+                   card: RateCard | None = None) -> str | None:
+    """`mig_profile` (per instance-hour), `gpu_model` (per GPU-hour) or None (unpriced)."""
+    found = (card or load_rate_card()).lookup(gpu_model, mig_profile or "", price_class, day)
+    return found[1] if found else None
+
+
+def price_cells_detail(cells, card: RateCard | None = None) -> tuple[Decimal | None, str | None, Decimal]:
+    """(exact cost of the priced allocated cells, their currency, unpriced allocated GPU-seconds).
+
+    Cost and currency are None when nothing is priced or when currencies are mixed."""
+    lines = build_lines([c for c in cells if c.namespace], card or load_rate_card())
+    priced = [line for line in lines if line.priced]
+    unpriced_seconds = sum((line.allocated_gpu_seconds for line in lines if not line.priced), Decimal(0))
+    currencies = {line.currency for line in priced}
+    if not priced or len(currencies) != 1:
+        return None, None, unpriced_seconds
+    return sum((line.cost for line in priced), Decimal(0)), currencies.pop(), unpriced_seconds
+
+
+def price_cells(cells, card: RateCard | None = None) -> tuple[Decimal | None, str | None]:
+    cost, currency, _ = price_cells_detail(cells, card)
+    return cost, currency
+
+
+def price_usage_row(row) -> tuple[str | None, str | None]:
+    cost, currency = price_cells(row.cells)
+    return present(cost), currency
+
+
+def price_usage_rows_detail(rows) -> list[tuple[str | None, str | None, float]]:
+    """(cost to the cent, currency, unpriced GPU-hours) per row, with one rate-card query."""
+    card = load_rate_card()
+    out = []
+    for row in rows:
+        cost, currency, unpriced_seconds = price_cells_detail(row.cells, card)
+        out.append((present(cost), currency, round(float(unpriced_seconds) / 3600.0, 6)))
+    return out
+
+
+__all__ = ["rate_for", "rate_basis_for", "price_usage_row", "price_usage_rows_detail",
+           "price_cells", "price_cells_detail", "load_rate_card", "BASIS_PROFILE"]

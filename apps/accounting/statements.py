@@ -1,0 +1,230 @@
+"""Monthly chargeback statements: computed live for open periods, read back when closed.
+
+One function (`statement_payload`) turns a statement into the rows that the API, the CSV,
+the XLSX and the HTML page all show (STYLE §5), so they cannot disagree.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.utils import timezone
+
+from .calc import (BASIS_PROFILE, Line, RateCard, UsageCell, build_lines, cost_by_currency, delta_cells,
+                   period_bounds, prev_period, present, round_to_total, spread_shared_idle, to_decimal)
+from .models import BillingPeriod, FrozenCell, StatementLine
+from .pricing import load_rate_card
+from .usage import UsageFilter, billing_zone, usage_cells
+
+GROUP_BYS = ("team", "namespace")
+SHARED_IDLE = ("apart", "spread")
+UNALLOCATED_KEY = "unallocated"
+
+
+@dataclass
+class Statement:
+    period: str
+    closed: bool
+    lines: list[Line]
+    closed_at: object = None
+
+
+@dataclass
+class OpenComputation:
+    """What closing a period freezes: its lines, its own cells, and the late-data cells per
+    earlier closed month that its adjustment lines were computed from."""
+    lines: list[Line]
+    cells: list
+    deltas: dict[str, list]
+
+
+def month_cells(period: str) -> list:
+    start, end = period_bounds(period, billing_zone())
+    return usage_cells(UsageFilter(start=start, end=end))
+
+
+def frozen_cell_as_usage(f: FrozenCell) -> UsageCell:
+    return UsageCell(cluster_id=f.cluster_id_value, cluster=f.cluster, namespace=f.namespace, team=f.team,
+                     gpu_model=f.gpu_model, mig_profile=f.mig_profile, price_class=f.price_class, day=f.day,
+                     gpu_seconds=f.gpu_seconds, used_gpu_seconds=f.used_gpu_seconds, mig_seconds=f.mig_seconds)
+
+
+def closed_periods() -> dict[str, BillingPeriod]:
+    return {bp.period: bp for bp in BillingPeriod.objects.filter(closed_at__isnull=False)}
+
+
+def compute_open(period: str, card: RateCard | None = None) -> OpenComputation:
+    """The live statement: this month's usage, plus adjustments for the closed months right
+    before it (a closed month's corrections go to the first open month after it)."""
+    card = card or load_rate_card()
+    cells = month_cells(period)
+    lines = build_lines(cells, card)
+    closed = closed_periods()
+    deltas = {}
+    earlier = prev_period(period)
+    while earlier in closed:
+        baseline = [frozen_cell_as_usage(f) for f in FrozenCell.objects.filter(period=closed[earlier])]
+        delta = delta_cells(month_cells(earlier), baseline)
+        if delta:
+            deltas[earlier] = delta
+            lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
+                                 adjusts_period=earlier)
+        earlier = prev_period(earlier)
+    return OpenComputation(lines=sorted(lines, key=Line.sort_key), cells=cells, deltas=deltas)
+
+
+def line_from_row(r: StatementLine) -> Line:
+    return Line(kind=r.kind, team=r.team, cluster=r.cluster, namespace=r.namespace, gpu_model=r.gpu_model,
+                mig_profile=r.mig_profile, price_class=r.price_class, rate_basis=r.rate_basis,
+                hourly_rate=r.hourly_rate, currency=r.currency,
+                allocated_gpu_seconds=to_decimal(r.allocated_gpu_seconds),
+                used_gpu_seconds=to_decimal(r.used_gpu_seconds), billed_seconds=to_decimal(r.billed_seconds),
+                adjusts_period=r.adjusts_period, fixed_cost=r.cost)
+
+
+def statement(period: str, *, shared_idle: str = "apart") -> Statement:
+    bp = BillingPeriod.objects.filter(period=period).first()
+    if bp is not None and bp.is_closed:
+        lines = [line_from_row(r) for r in bp.lines.all()]
+        result = Statement(period=period, closed=True, lines=sorted(lines, key=Line.sort_key),
+                           closed_at=bp.closed_at)
+    else:
+        result = Statement(period=period, closed=False, lines=compute_open(period).lines)
+    if shared_idle == "spread":
+        result.lines = spread_shared_idle(result.lines)
+    return result
+
+
+# ---------------------------------------------------------------- presentation rows
+
+def hours(seconds: Decimal) -> float:
+    return round(float(seconds) / 3600.0, 6)
+
+
+def line_group(line: Line, group_by: str) -> tuple:
+    if not line.team:
+        return (UNALLOCATED_KEY, "", "", "")
+    if group_by == "team":
+        return (line.team, line.team, "", "")
+    return (f"{line.cluster}/{line.namespace}" if line.namespace else f"{line.cluster}/(shared idle)",
+            line.team, line.cluster, line.namespace)
+
+
+def visible(lines: list[Line], scope) -> list[Line]:
+    """Team leads see their teams' lines only; unallocated capacity is fleet-wide."""
+    if scope is None:
+        return lines
+    return [line for line in lines if line.team and line.team in scope]
+
+
+def line_row(line: Line, shown_cost: Decimal | None) -> dict:
+    return {
+        "kind": line.kind,
+        "adjusts_period": line.adjusts_period or None,
+        "team": line.team or None,
+        "cluster": line.cluster,
+        "namespace": line.namespace,
+        "gpu_model": line.gpu_model,
+        "mig_profile": line.mig_profile,
+        "price_class": line.price_class or None,
+        "allocated_gpu_hours": hours(line.allocated_gpu_seconds),
+        "used_gpu_hours": hours(line.used_gpu_seconds),
+        "efficiency": round(line.efficiency, 6) if line.efficiency is not None else None,
+        "billed_hours": hours(line.billed_seconds) if line.hourly_rate is not None else None,
+        "billed_unit": ("instance-hour" if line.rate_basis == BASIS_PROFILE else "GPU-hour")
+        if line.hourly_rate is not None else None,
+        "hourly_rate": str(line.hourly_rate) if line.hourly_rate is not None else None,
+        "currency": line.currency or None,
+        "unpriced": not line.priced,
+        "cost": present(shown_cost) if shown_cost is not None else None,
+    }
+
+
+def shown_costs(lines: list[Line]) -> list[Decimal | None]:
+    """Per currency, line costs rounded so they add up to the rounded exact total."""
+    shown: list[Decimal | None] = [None] * len(lines)
+    by_currency = defaultdict(list)
+    for i, line in enumerate(lines):
+        if line.cost is not None:
+            by_currency[line.currency].append(i)
+    for idx in by_currency.values():
+        for i, amount in zip(idx, round_to_total([lines[i].cost for i in idx])):
+            shown[i] = amount
+    return shown
+
+
+def group_row(key: tuple, lines: list[Line]) -> dict:
+    shown = shown_costs(lines)
+    totals: dict[str, Decimal] = defaultdict(Decimal)
+    for line, amount in zip(lines, shown):
+        if amount is not None:
+            totals[line.currency] += amount
+    usage = [line for line in lines if line.kind in ("usage", "unallocated")]
+    allocated = sum((line.allocated_gpu_seconds for line in usage), Decimal(0))
+    used = sum((line.used_gpu_seconds for line in usage), Decimal(0))
+    unpriced = sum((line.allocated_gpu_seconds for line in lines if not line.priced), Decimal(0))
+    single = len(totals) == 1
+    return {
+        "key": key[0],
+        "team": key[1] or None,
+        "cluster": key[2] or None,
+        "namespace": key[3] or None,
+        "allocated_gpu_hours": hours(allocated),
+        "used_gpu_hours": hours(used),
+        "efficiency": round(float(used / allocated), 6) if allocated > 0 else None,
+        "unpriced_gpu_hours": hours(unpriced),
+        # Several currencies are never added up: cost is then null and costs_by_currency lists them.
+        "cost": present(next(iter(totals.values()))) if single else None,
+        "currency": next(iter(totals)) if single else None,
+        "costs_by_currency": {c: present(a) for c, a in sorted(totals.items())},
+        "lines": [line_row(line, amount) for line, amount in zip(lines, shown)],
+    }
+
+
+def statement_payload(stmt: Statement, group_by: str, scope, shared_idle: str = "apart") -> dict:
+    groups: dict[tuple, list[Line]] = defaultdict(list)
+    for line in visible(stmt.lines, scope):
+        groups[line_group(line, group_by)].append(line)
+    ordered = sorted(groups, key=lambda k: (k[0] == UNALLOCATED_KEY, k[0]))
+    results = [group_row(k, groups[k]) for k in ordered]
+    totals: dict[str, Decimal] = defaultdict(Decimal)
+    for row in results:
+        for currency, amount in row["costs_by_currency"].items():
+            totals[currency] += Decimal(amount)
+    return {
+        "period": stmt.period,
+        "group_by": group_by,
+        "closed": stmt.closed,
+        "closed_at": stmt.closed_at.isoformat() if stmt.closed_at else None,
+        "shared_idle": shared_idle,
+        "totals_by_currency": {c: present(a) for c, a in sorted(totals.items())},
+        "results": results,
+    }
+
+
+def csv_rows(payload: dict) -> list[dict]:
+    """One CSV row per statement line, with its group key first."""
+    return [{"key": row["key"], **line} for row in payload["results"] for line in row["lines"]]
+
+
+CSV_COLUMNS = ["key", "kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model", "mig_profile",
+               "price_class", "allocated_gpu_hours", "used_gpu_hours", "efficiency", "billed_hours",
+               "billed_unit", "hourly_rate", "currency", "unpriced", "cost"]
+
+
+def clusters_behind(period: str) -> list[str]:
+    """Clusters whose ingest watermark has not reached the month's end: closing now would turn
+    their missing hours into next month's adjustments."""
+    from apps.clusters.models import Cluster
+    end = period_bounds(period, billing_zone())[1]
+    return sorted(c.name for c in Cluster.objects.only("name", "ingested_until")
+                  if c.ingested_until is None or c.ingested_until < end)
+
+
+def period_has_ended(period: str) -> bool:
+    return period_bounds(period, billing_zone())[1] <= timezone.now()
+
+
+__all__ = ["statement", "statement_payload", "compute_open", "csv_rows", "CSV_COLUMNS", "GROUP_BYS",
+           "SHARED_IDLE", "cost_by_currency"]

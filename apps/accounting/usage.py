@@ -1,0 +1,274 @@
+"""Usage figures per namespace / team / cluster / GPU model, read from the rollups.
+
+One query serves the API, the pages and the CSV (STYLE §5). Whole billing days of clusters
+whose days are rolled up are read from UsageDay (a month of 10,000 GPUs is then tens of
+thousands of rows, not millions); any other window or cluster from UsageHour. It aggregates at the grain of
+(cluster, namespace, GPU model, MIG profile, price class, billing-zone day) in SQL, the node's
+price class (node pools) computed in SQL from the pools' globs, then groups in Python:
+that grain is what dated team mappings and team-lead scoping need, and it is small (days ×
+namespaces × models), whatever the number of devices or pods.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.db.models import Case, CharField, Count, DateField, Q, Sum, Value, When
+from django.db.models.functions import TruncDate
+
+from apps.clusters.models import Cluster
+from apps.teams.models import UNASSIGNED
+from apps.teams.resolve import TeamResolver
+
+from .models import ON_DEMAND, NodePool, UsageDay, UsageDayBuilt, UsageHour
+
+GROUP_BYS = ("namespace", "team", "cluster", "gpu_model")
+FLEET_GROUP_BYS = ("cluster", "gpu_model")
+
+
+@dataclass(frozen=True)
+class UsageFilter:
+    start: datetime
+    end: datetime
+    cluster: str | None = None
+    teams: frozenset[str] | None = None        # None: all teams (scoping for team leads)
+    namespaces: frozenset[str] | None = None
+    gpu_models: frozenset[str] | None = None
+
+
+@dataclass
+class Cell:
+    """Seconds for one (cluster, namespace, model, profile, price class, day)."""
+    cluster_id: int
+    cluster: str
+    namespace: str
+    team: str
+    gpu_model: str
+    mig_profile: str
+    day: date
+    gpu_seconds: float = 0.0
+    used_gpu_seconds: float = 0.0
+    idle_gpu_seconds: float = 0.0
+    mig_seconds: float = 0.0
+    price_class: str = ON_DEMAND   # from the node pool of the node the device sits on
+
+    @property
+    def allocated(self) -> bool:
+        return bool(self.namespace)
+
+
+def efficiency(used: float, allocated: float) -> float | None:
+    """SPEC §2 efficiency, used ÷ allocated; None when nothing was allocated. Every page,
+    table and CSV that shows efficiency or utilization calls this one."""
+    return used / allocated if allocated > 0 else None
+
+
+def billing_zone() -> ZoneInfo:
+    return ZoneInfo(settings.BILLING_TIMEZONE)
+
+
+def usage_cells(f: UsageFilter, *, per_day: bool = True) -> list[Cell]:
+    """Cells of the window: from UsageDay for whole billing days already rolled up, else UsageHour.
+
+    `per_day=False` merges the days of a span in which nothing dated changes (no namespace
+    moves team, no rate takes effect): each cell's `day` is then its span's first day, which
+    resolves the team and the rate of the whole span exactly. Totals and prices are those of
+    the per-day cells; there are just far fewer cells (a month: a few per namespace, not 31).
+    """
+    clusters = Cluster.objects.filter(name=f.cluster) if f.cluster else Cluster.objects.all()
+    cluster_ids = set(clusters.values_list("id", flat=True))
+    daily_ids = _daily_clusters(f, cluster_ids)
+    hourly_ids = cluster_ids - daily_ids
+    spans = None if per_day else _span_starts(f)
+    rows = []
+    if daily_ids:
+        rows.append(_day_rows(f, daily_ids, spans))
+    if hourly_ids:
+        rows.append(_hour_rows(f, hourly_ids, spans))
+    return _cells(f, (r for qs in rows for r in qs))
+
+
+def _span_starts(f: UsageFilter) -> list[date]:
+    """First days of the spans of the window inside which no dated mapping or rate changes."""
+    from apps.teams.models import NamespaceAssignment
+
+    from .models import Rate
+
+    zone = billing_zone()
+    first = f.start.astimezone(zone).date()
+    last = f.end.astimezone(zone).date()
+    changes = set(NamespaceAssignment.objects.filter(effective_from__gt=first, effective_from__lte=last)
+                  .values_list("effective_from", flat=True))
+    changes |= set(Rate.objects.filter(effective_from__gt=first, effective_from__lte=last)
+                   .values_list("effective_from", flat=True))
+    return [first] + sorted(changes)
+
+
+def _span_of(day_expr, spans: list[date]):
+    """SQL: the start of the span a day falls in."""
+    if len(spans) == 1:
+        return Value(spans[0], output_field=DateField())
+    whens = [When(**{f"{day_expr}__lt": nxt}, then=Value(start)) for start, nxt in zip(spans, spans[1:])]
+    return Case(*whens, default=Value(spans[-1]), output_field=DateField())
+
+
+def _daily_clusters(f: UsageFilter, cluster_ids) -> set[int]:
+    """Clusters whose every day of the window is rolled up in the current zone (empty: hourly)."""
+    zone = billing_zone()
+    start, end = f.start.astimezone(zone), f.end.astimezone(zone)
+    if end <= start or start.time() != time.min or end.time() != time.min:
+        return set()   # not local midnights on both ends: hour precision is needed
+    first, last = start.date(), end.date()
+    ndays = (last - first).days
+    qs = UsageDayBuilt.objects.filter(day__gte=first, day__lt=last, zone=zone.key, cluster_id__in=cluster_ids)
+    counts = qs.values("cluster_id").annotate(n=Count("id")).order_by()
+    return {r["cluster_id"] for r in counts if r["n"] == ndays}
+
+
+def _filtered(qs, f: UsageFilter):
+    if f.namespaces is not None:
+        qs = qs.filter(namespace__in=f.namespaces)
+    if f.gpu_models is not None:
+        qs = qs.filter(gpu_model__in=f.gpu_models)
+    return qs
+
+
+def glob_regex(pattern: str) -> str:
+    """A NodePool glob (fnmatchcase) as an anchored regex both Postgres and Python read alike."""
+    out, i = ["^"], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[" and pattern.find("]", i + 2) != -1:
+            close = pattern.find("]", i + 2)
+            body = pattern[i + 1:close]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = close
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out) + "$"
+
+
+def price_class_expr(cluster_ids: set[int]):
+    """node → price class in SQL, pools tried in (priority, name) order as PriceClassMap does.
+
+    Grouping by the class instead of the node lets the database merge nodes away: a month of a
+    big fleet comes back as one row per cell, not one per node.
+    """
+    pools = NodePool.objects.filter(cluster_id__in=cluster_ids).order_by("cluster_id", "priority", "name")
+    whens = [When(Q(cluster_id=p.cluster_id) & Q(node__regex=glob_regex(p.host_pattern)), then=Value(p.price_class))
+             for p in pools]
+    if not whens:
+        return Value(ON_DEMAND, output_field=CharField())
+    return Case(*whens, default=Value(ON_DEMAND), output_field=CharField())
+
+
+_SUMS = dict(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"),
+             mig_s=Sum("mig_seconds"))
+
+
+def _day_rows(f: UsageFilter, cluster_ids: set[int], spans: list[date] | None = None):
+    zone = billing_zone()
+    qs = UsageDay.objects.filter(day__gte=f.start.astimezone(zone).date(), day__lt=f.end.astimezone(zone).date(),
+                                 cluster_id__in=cluster_ids)
+    return _grouped(_filtered(qs, f).annotate(price_class=price_class_expr(cluster_ids)), spans)
+
+
+def _hour_rows(f: UsageFilter, cluster_ids: set[int], spans: list[date] | None = None):
+    qs = UsageHour.objects.filter(hour_start__gte=f.start, hour_start__lt=f.end, cluster_id__in=cluster_ids)
+    qs = _filtered(qs, f).annotate(price_class=price_class_expr(cluster_ids),
+                                   day=TruncDate("hour_start", tzinfo=billing_zone()))
+    return _grouped(qs, spans)
+
+
+def _grouped(qs, spans: list[date] | None):
+    """Sums per cell key: per billing day, or per span of days (`usage_cells(per_day=False)`)."""
+    when = "day"
+    if spans is not None:
+        qs, when = qs.annotate(span=_span_of("day", spans)), "span"
+    keys = ("cluster_id", "namespace", "gpu_model", "mig_profile", "price_class", when)
+    return qs.values(*keys).annotate(**_SUMS).order_by().values_list(*keys, *_SUMS)
+
+
+def _cells(f: UsageFilter, rows) -> list[Cell]:
+    cluster_names = dict(Cluster.objects.values_list("id", "name"))
+    resolver = TeamResolver()
+    cells: dict[tuple, Cell] = {}
+    for cluster_id, ns, model, profile, price_class, day, gpu_s, used_s, idle_s, mig_s in rows:
+        team = resolver.team(cluster_id, ns, day) if ns else ""
+        if f.teams is not None and (not ns or team not in f.teams):
+            continue
+        key = (cluster_id, ns, model, profile, price_class, day)
+        cell = cells.get(key)
+        if cell is None:
+            cell = cells[key] = Cell(
+                cluster_id=cluster_id, cluster=cluster_names.get(cluster_id, "?"), namespace=ns,
+                team=team, gpu_model=model, mig_profile=profile, day=day, price_class=price_class,
+            )
+        cell.gpu_seconds += gpu_s or 0.0
+        cell.used_gpu_seconds += used_s or 0.0
+        cell.idle_gpu_seconds += idle_s or 0.0
+        cell.mig_seconds += mig_s or 0.0
+    return list(cells.values())
+
+
+@dataclass
+class UsageRow:
+    key: str
+    allocated_gpu_seconds: float = 0.0
+    used_gpu_seconds: float = 0.0
+    idle_gpu_seconds: float = 0.0
+    unallocated_gpu_seconds: float = 0.0
+    mig_seconds: dict[str, float] = field(default_factory=dict)
+    cells: list[Cell] = field(default_factory=list)
+
+    @property
+    def efficiency(self) -> float | None:
+        return efficiency(self.used_gpu_seconds, self.allocated_gpu_seconds)
+
+
+def group_key(cell: Cell, group_by: str) -> str:
+    if group_by == "namespace":
+        return cell.namespace
+    if group_by == "team":
+        return cell.team or UNASSIGNED
+    if group_by == "cluster":
+        return cell.cluster
+    return cell.gpu_model
+
+
+def group_cells(cells: list[Cell], group_by: str) -> list[UsageRow]:
+    if group_by not in GROUP_BYS:
+        raise ValueError(f"group_by={group_by!r} is not one of {', '.join(GROUP_BYS)}")
+    rows: dict[str, UsageRow] = {}
+    fleet = group_by in FLEET_GROUP_BYS
+    for c in cells:
+        if not c.allocated and not fleet:
+            continue
+        key = group_key(c, group_by)
+        row = rows.get(key)
+        if row is None:
+            row = rows[key] = UsageRow(key=key)
+        row.cells.append(c)
+        if c.allocated:
+            row.allocated_gpu_seconds += c.gpu_seconds
+            row.used_gpu_seconds += c.used_gpu_seconds
+            row.idle_gpu_seconds += c.idle_gpu_seconds
+            if c.mig_profile:
+                row.mig_seconds[c.mig_profile] = row.mig_seconds.get(c.mig_profile, 0.0) + c.mig_seconds
+        else:
+            row.unallocated_gpu_seconds += c.gpu_seconds
+    return sorted(rows.values(), key=lambda r: (-r.allocated_gpu_seconds, r.key))
+
+
+def hours(seconds: float) -> float:
+    return round(seconds / 3600.0, 6)

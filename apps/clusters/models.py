@@ -1,0 +1,145 @@
+"""A cluster is one Prometheus-compatible endpoint holding DCGM + kube-state-metrics data."""
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.db import models
+
+# Canonical metric roles -> (default metric name, scale to the canonical unit).
+# Canonical units: utilization as a ratio 0-1, memory MiB, power W, energy J, temperature °C.
+DEFAULT_METRICS = {
+    "gpu_util": ("DCGM_FI_DEV_GPU_UTIL", 0.01),
+    "gr_engine_active": ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1.0),
+    "fb_used": ("DCGM_FI_DEV_FB_USED", 1.0),
+    "power": ("DCGM_FI_DEV_POWER_USAGE", 1.0),
+    "energy": ("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", 0.001),
+    "temperature": ("DCGM_FI_DEV_GPU_TEMP", 1.0),
+    "xid": ("DCGM_FI_DEV_XID_ERRORS", 1.0),
+}
+
+SPELLING_AUTO = "auto"
+SPELLINGS = ("plain", "exported", "old")
+
+
+def validate_metric_overrides(value):
+    if not isinstance(value, dict):
+        raise ValidationError("metric overrides must be an object of role -> {name, scale}")
+    for role, override in value.items():
+        if role not in DEFAULT_METRICS:
+            raise ValidationError(f"unknown metric role {role!r}; known: {', '.join(DEFAULT_METRICS)}")
+        if not isinstance(override, dict) or not set(override) <= {"name", "scale"}:
+            raise ValidationError(f"override for {role!r} must be {{'name': str, 'scale': number}}")
+        if "scale" in override and not isinstance(override["scale"], (int, float)):
+            raise ValidationError(f"scale for {role!r} must be a number")
+
+
+class Cluster(models.Model):
+    class Spelling(models.TextChoices):
+        AUTO = SPELLING_AUTO, "detect from data"
+        PLAIN = "plain", "namespace / pod / container"
+        EXPORTED = "exported", "exported_namespace / exported_pod / exported_container"
+        OLD = "old", "pod_namespace / pod_name / container_name"
+
+    name = models.SlugField(max_length=100, unique=True)
+    prometheus_url = models.URLField(max_length=500)
+    bearer_token = models.CharField(max_length=2000, blank=True)
+    basic_auth_user = models.CharField(max_length=200, blank=True)
+    basic_auth_password = models.CharField(max_length=200, blank=True)
+    ca_bundle_path = models.CharField(max_length=500, blank=True, help_text="path to a PEM CA bundle")
+    tls_verify = models.BooleanField(default=True)
+    series_selector = models.CharField(
+        max_length=500, blank=True,
+        help_text='extra label matchers added to every query, e.g. cluster="prod" on a shared Thanos',
+    )
+
+    label_spelling = models.CharField(max_length=10, choices=Spelling.choices, default=SPELLING_AUTO)
+    detected_label_spelling = models.CharField(max_length=10, blank=True)
+    pinned_interval_seconds = models.FloatField(null=True, blank=True)
+    detected_interval_seconds = models.FloatField(null=True, blank=True)
+    metric_overrides = models.JSONField(default=dict, blank=True, validators=[validate_metric_overrides])
+    team_label_key = models.CharField(max_length=100, default="team")
+    idle_threshold = models.FloatField(null=True, blank=True, help_text="ratio 0-1; empty: portal default")
+    mig_slices_overrides = models.JSONField(
+        default=dict, blank=True, help_text='maximum compute slices per model, e.g. {"NVIDIA GB300": 7}',
+    )
+
+    ingested_until = models.DateTimeField(null=True, blank=True, help_text="watermark: every hour before it is ingested")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def metric(self, role):
+        name, scale = DEFAULT_METRICS[role]
+        override = (self.metric_overrides or {}).get(role) or {}
+        return override.get("name", name), float(override.get("scale", scale))
+
+    @property
+    def effective_idle_threshold(self):
+        return settings.IDLE_THRESHOLD if self.idle_threshold is None else self.idle_threshold
+
+    @property
+    def effective_spelling(self):
+        if self.label_spelling != SPELLING_AUTO:
+            return self.label_spelling
+        return self.detected_label_spelling or None
+
+    @property
+    def effective_interval_seconds(self):
+        return self.pinned_interval_seconds or self.detected_interval_seconds
+
+
+class Device(models.Model):
+    """A GPU or a MIG instance, learned from the DCGM series."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="devices")
+    uuid = models.CharField(max_length=100)
+    mig_instance_id = models.CharField(max_length=20, blank=True)
+    gpu_index = models.CharField(max_length=10, blank=True)
+    host = models.CharField(max_length=255, blank=True)
+    model_name = models.CharField(max_length=200, blank=True)
+    mig_profile = models.CharField(max_length=50, blank=True)
+    pci_bus_id = models.CharField(max_length=50, blank=True)
+    gpu_fraction = models.FloatField(default=1.0)
+    first_seen = models.DateTimeField()
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "uuid", "mig_instance_id"], name="device_unique_per_cluster"),
+        ]
+        ordering = ["cluster", "host", "gpu_index", "mig_instance_id"]
+
+    def __str__(self):
+        base = f"{self.host}/gpu{self.gpu_index} {self.model_name}"
+        return f"{base} MIG {self.mig_profile}#{self.mig_instance_id}" if self.mig_profile else base
+
+
+class ClusterQueueQuota(models.Model):
+    """A Kueue ClusterQueue's quota for one flavor and resource, as last seen by ingest."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="cluster_queues")
+    cluster_queue = models.CharField(max_length=253)
+    cohort = models.CharField(max_length=253, blank=True)
+    flavor = models.CharField(max_length=253, blank=True)
+    resource = models.CharField(max_length=100)
+    nominal_quota = models.FloatField(null=True, blank=True)
+    borrowing_limit = models.FloatField(null=True, blank=True)
+    lending_limit = models.FloatField(null=True, blank=True)
+    pending_workloads = models.FloatField(null=True, blank=True)
+    namespaces = models.JSONField(
+        default=list, blank=True,
+        help_text="namespaces whose LocalQueues point at this ClusterQueue (Kueue does not export it: set by admins)",
+    )
+    observed_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "cluster_queue", "flavor", "resource"],
+                                    name="cluster_queue_quota_unique"),
+        ]
+        ordering = ["cluster", "cluster_queue", "flavor", "resource"]
+
+    def __str__(self):
+        return f"{self.cluster}/{self.cluster_queue} {self.flavor} {self.resource}"

@@ -1,0 +1,70 @@
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from apps.clusters.models import Cluster
+from apps.ingest.pipeline import IngestError, ingest
+from apps.ingest.timeparse import parse_window_options
+
+
+class Command(BaseCommand):
+    help = "Pull a window of DCGM + kube-state-metrics data from Prometheus into the hourly rollups."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--cluster", required=True, help="cluster name (created if new)")
+        parser.add_argument("--prometheus-url", help="Prometheus base URL (required for a new cluster)")
+        parser.add_argument("--start", required=True, help="ISO 8601 instant or date (UTC if no zone)")
+        parser.add_argument("--end", required=True, help="ISO 8601 instant or date, exclusive")
+        parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
+
+    def handle(self, *args, **opts):
+        try:
+            start, end = parse_window_options(opts["start"], opts["end"])
+        except ValueError as exc:
+            raise CommandError(str(exc))
+        cluster = Cluster.objects.filter(name=opts["cluster"]).first()
+        url = opts.get("prometheus_url")
+        if cluster is None:
+            if not url:
+                raise CommandError(f"cluster {opts['cluster']!r} is new: give --prometheus-url")
+            cluster = Cluster(name=opts["cluster"], prometheus_url=url)
+            try:
+                cluster.full_clean()
+            except Exception as exc:
+                raise CommandError(f"invalid cluster: {'; '.join(_messages(exc))}")
+            cluster.save()
+        elif url and url != cluster.prometheus_url:
+            cluster.prometheus_url = url
+            cluster.save(update_fields=["prometheus_url"])
+
+        bar = None
+        if not opts["no_progress"]:
+            bar = tqdm(total=None, unit="chunk", desc=f"ingest {cluster.name}", file=sys.stderr,
+                       disable=None, leave=True)
+
+        def progress(done, total):
+            if bar is not None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+        try:
+            run = ingest(cluster, start, end, trigger="command", progress=progress)
+        except IngestError as exc:
+            if bar is not None:
+                bar.close()
+            raise CommandError(str(exc))
+        if bar is not None:
+            bar.close()
+        self.stdout.write(
+            f"ingested {cluster.name} {run.window_start:%Y-%m-%dT%H:%MZ} → {run.window_end:%Y-%m-%dT%H:%MZ}: "
+            f"{run.rows_written} rows from {run.samples_read} samples in {run.duration_seconds:.1f}s"
+        )
+        for warning in run.warnings:
+            self.stderr.write(f"warning: {warning}")
+
+
+def _messages(exc):
+    if hasattr(exc, "message_dict"):
+        return [f"{k}: {' '.join(v)}" for k, v in exc.message_dict.items()]
+    return [str(exc)]

@@ -1,0 +1,212 @@
+"""Ingest a window of a cluster: fetch chunk by chunk, roll up, replace the hours' rows.
+
+Idempotence comes from two choices: the window is widened to whole hours, and every hour it
+touches is rewritten whole (delete + insert on the rollups' unique keys) from all samples
+Prometheus holds for it. Re-running a window, or an overlapping one, therefore leaves the same
+rows. The whole run is one transaction: a failure anywhere leaves every stored figure as it was.
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime, timedelta, timezone
+from typing import Callable
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.utils import timezone as djtz
+
+from apps.clusters.models import Cluster
+
+from . import rollup
+from .days import days_touched, rebuild_days
+from .errors import IngestBusy, IngestError
+from .locks import cluster_lock
+from .models import IngestRun
+from .prometheus import MetricNames, PrometheusClient, PrometheusError
+from .writer import ChunkData, _Writer
+
+__all__ = ["ingest", "IngestError", "IngestBusy", "cluster_lock", "ChunkData", "floor_hour", "ceil_hour"]
+log = logging.getLogger(__name__)
+HOUR = rollup.HOUR_SECONDS
+
+
+Fetcher = Callable[[rollup.Window], ChunkData]
+
+
+def floor_hour(dt: datetime) -> datetime:
+    return dt.replace(minute=0, second=0, microsecond=0)
+
+
+def ceil_hour(dt: datetime) -> datetime:
+    floored = floor_hour(dt)
+    return floored if floored == dt else floored + timedelta(hours=1)
+
+
+def to_unix(dt: datetime) -> int:
+    return int(dt.timestamp())
+
+
+def _close_abandoned_runs(cluster: Cluster, current: IngestRun) -> None:
+    """Runs still marked running over hours whose day locks we now hold died with their worker."""
+    IngestRun.objects.filter(
+        cluster=cluster, status=IngestRun.Status.RUNNING,
+        window_start__lt=current.window_end, window_end__gt=current.window_start,
+    ).exclude(pk=current.pk).update(
+        status=IngestRun.Status.FAILED, finished_at=djtz.now(), rows_written=0,
+        error="interrupted: its worker stopped before the run finished (nothing it wrote was kept)",
+    )
+
+
+# ------------------------------------------------------------------ configuration
+
+def metric_names(cluster: Cluster) -> MetricNames:
+    return MetricNames(**{role: cluster.metric(role)[0] for role in MetricNames.__dataclass_fields__})
+
+
+def prometheus_fetcher(client: PrometheusClient, names: MetricNames, temperature_scale: float = 1.0) -> Fetcher:
+    def fetch(window: rollup.Window) -> ChunkData:
+        n = settings.INGEST_QUERY_CONCURRENCY
+        return ChunkData(dcgm=client.dcgm(names, window.start, window.end, n,
+                                          aggregate=settings.INGEST_PROMETHEUS_AGGREGATES,
+                                          temperature_scale=temperature_scale),
+                         kube_state=client.kube_state(window.start, window.end, n,
+                                                      pending_requests_only=settings.INGEST_PROMETHEUS_AGGREGATES))
+    return fetch
+
+
+# ------------------------------------------------------------------ the run
+
+def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "command",
+           fetcher: Fetcher | None = None, progress: Callable[[int, int], None] | None = None,
+           now: datetime | None = None) -> IngestRun:
+    """Ingest [start, end) widened to whole hours. Raises IngestError; always leaves an IngestRun."""
+    now = now or djtz.now()
+    if start.tzinfo is None or end.tzinfo is None:
+        raise IngestError("start and end must carry a time zone")
+    if end <= start:
+        raise IngestError(f"the window is empty: end {end.isoformat()} is not after start {start.isoformat()}")
+    if start >= now:
+        raise IngestError(f"the window starts in the future ({start.isoformat()}; now is {now:%Y-%m-%dT%H:%M:%SZ})")
+    window_start = floor_hour(start.astimezone(timezone.utc))
+    window_end = ceil_hour(min(end, now).astimezone(timezone.utc))
+    chunk_hours = settings.INGEST_CHUNK_HOURS
+    chunks = []
+    cursor = window_start
+    while cursor < window_end:
+        chunk_end = min(cursor + timedelta(hours=chunk_hours), window_end)
+        chunks.append(rollup.Window(to_unix(cursor), to_unix(chunk_end)))
+        cursor = chunk_end
+
+    run = IngestRun.objects.create(cluster=cluster, window_start=window_start, window_end=window_end,
+                                   trigger=trigger, chunks_total=len(chunks))
+    started = time.monotonic()
+    try:
+        days = days_touched(window_start, window_end)
+        with cluster_lock(cluster.pk, days=days) as lock:
+            _close_abandoned_runs(cluster, run)
+            if fetcher is None:
+                client = PrometheusClient.for_cluster(cluster, settings.PROMETHEUS_TIMEOUT_SECONDS)
+                client.check()
+                _detect_spelling(cluster, client, window_start, window_end)
+                fetcher = prometheus_fetcher(client, metric_names(cluster), cluster.metric("temperature")[1])
+            with transaction.atomic():
+                writer = _Writer(cluster, run)
+                for i, (window, data) in enumerate(prefetched(fetcher, chunks), 1):
+                    writer.write_chunk(window, data)
+                    del data
+                    lock.renew()
+                    run.chunks_done = i
+                    if progress:
+                        progress(i, len(chunks))
+                writer.finish()
+                rebuild_days(cluster.pk, days)
+    except (PrometheusError, IngestError) as exc:
+        _finish(run, started, IngestRun.Status.FAILED, error=str(exc))
+        if isinstance(exc, IngestBusy):
+            raise
+        raise IngestError(str(exc)) from exc
+    except Exception as exc:  # any other failure is still recorded, then re-raised as is
+        log.exception("ingest of %s failed", cluster)
+        _finish(run, started, IngestRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
+        raise
+    _finish(run, started, IngestRun.Status.SUCCEEDED)
+    _advance_watermark(cluster, now)
+    return run
+
+
+def prefetched(fetcher: Fetcher, chunks: list[rollup.Window]):
+    """Yield (window, data), fetching the next chunk while the caller writes this one.
+
+    At most two chunks are in memory at once, whatever the window's length.
+    """
+    if len(chunks) <= 1 or not settings.INGEST_PREFETCH:
+        for window in chunks:
+            yield window, fetcher(window)
+        return
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-prefetch") as pool:
+        pending = pool.submit(fetcher, chunks[0])
+        for i, window in enumerate(chunks):
+            data = pending.result()
+            pending = pool.submit(fetcher, chunks[i + 1]) if i + 1 < len(chunks) else None
+            yield window, data
+            del data
+
+
+def _finish(run: IngestRun, started: float, status: str, error: str = "") -> None:
+    run.status = status
+    run.error = error[:2000]
+    run.finished_at = djtz.now()
+    run.duration_seconds = round(time.monotonic() - started, 3)
+    if status == IngestRun.Status.FAILED:
+        run.rows_written = 0  # rolled back with the transaction
+    try:
+        run.save()
+    except DatabaseError:
+        # The failure may be the connection itself (a restarted database): record the run
+        # on a fresh one; if that fails too, the next run marks this one interrupted.
+        connection.close()
+        with contextlib.suppress(DatabaseError):
+            run.save()
+
+
+def _detect_spelling(cluster: Cluster, client: PrometheusClient, start: datetime, end: datetime) -> None:
+    """Label spelling from the label names the DCGM metrics carry over the window (sticky)."""
+    if cluster.label_spelling != "auto" or cluster.detected_label_spelling in ("exported", "old"):
+        return
+    names = set()
+    for role in ("gpu_util", "gr_engine_active"):
+        names.update(client.label_names(cluster.metric(role)[0], to_unix(start), to_unix(end)))
+    detected = rollup.detect_spelling(names)
+    if detected != cluster.detected_label_spelling:
+        cluster.detected_label_spelling = detected
+        cluster.save(update_fields=["detected_label_spelling"])
+
+
+def _advance_watermark(cluster: Cluster, now: datetime) -> None:
+    """Move the watermark over every contiguous stretch of succeeded runs from where it stands.
+
+    Runs of a backfill finish in any order on several workers: the watermark only passes an
+    hour once every hour before it is in a succeeded run. A run counts up to the last hour
+    that was closed when it started. The row lock orders concurrent finishers, so the last
+    one sees every success committed before it.
+    """
+    with transaction.atomic():
+        c = Cluster.objects.select_for_update().get(pk=cluster.pk)
+        runs = IngestRun.objects.filter(cluster=c, status=IngestRun.Status.SUCCEEDED)
+        if c.ingested_until is not None:
+            runs = runs.filter(window_end__gt=c.ingested_until)
+        spans = sorted((r.window_start, min(r.window_end, floor_hour(r.started_at)))
+                       for r in runs.only("window_start", "window_end", "started_at"))
+        mark = c.ingested_until if c.ingested_until is not None else (spans[0][0] if spans else None)
+        if mark is None:
+            return
+        for span_start, span_end in spans:
+            if span_start <= mark < span_end:
+                mark = span_end
+        mark = min(mark, floor_hour(now))
+        if c.ingested_until is None or mark > c.ingested_until:
+            Cluster.objects.filter(pk=c.pk).update(ingested_until=mark)
+            cluster.ingested_until = mark

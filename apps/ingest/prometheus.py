@@ -1,0 +1,356 @@
+"""The one module that speaks PromQL (STYLE §2).
+
+Queries are built from the cluster's configured metric names and selector; every answer is
+checked for Prometheus' shape, and every failure becomes a PrometheusError with a one-line
+reason naming the cluster's endpoint.
+"""
+from __future__ import annotations
+
+import math
+import re
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import orjson
+import requests
+from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from urllib3.util.retry import Retry
+
+from .rollup import HOT_TEMPERATURE_C, HourlySeries, Series
+
+GPU_RESOURCES_RE = "nvidia_com_gpu|nvidia_com_mig_.+"
+
+
+class PrometheusError(Exception):
+    """Prometheus could not be read: unreachable, an HTTP error, garbage, or a rejected query."""
+
+
+@dataclass(frozen=True)
+class MetricNames:
+    gpu_util: str
+    gr_engine_active: str
+    fb_used: str
+    power: str
+    temperature: str
+    xid: str
+
+
+def _one_line(text, limit=300) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _selector(*matchers: str) -> str:
+    return "{" + ",".join(m for m in matchers if m) + "}"
+
+
+class PrometheusClient:
+    def __init__(self, url: str, *, bearer_token: str = "", basic_auth: tuple[str, str] | None = None,
+                 ca_bundle_path: str = "", tls_verify: bool = True, timeout_seconds: float = 60.0,
+                 series_selector: str = ""):
+        self.url = url.rstrip("/")
+        session = requests.Session()
+        session.verify = (ca_bundle_path or True) if tls_verify else False
+        headers = {"Authorization": f"Bearer {bearer_token}"} if bearer_token else None
+        # A short transport retry for blips; real backoff belongs to the Celery task.
+        retry = Retry(total=2, read=False, backoff_factor=0.2, status_forcelist=(502, 503, 504), allowed_methods=None,
+                      raise_on_status=False)
+        self._prom = PrometheusConnect(url=self.url, headers=headers, auth=basic_auth, session=session,
+                                       retry=retry, timeout=timeout_seconds)
+        self.selector = series_selector.strip().strip("{}")
+
+    @classmethod
+    def for_cluster(cls, cluster, timeout_seconds: float):
+        auth = (cluster.basic_auth_user, cluster.basic_auth_password) if cluster.basic_auth_user else None
+        return cls(cluster.prometheus_url, bearer_token=cluster.bearer_token, basic_auth=auth,
+                   ca_bundle_path=cluster.ca_bundle_path, tls_verify=cluster.tls_verify,
+                   timeout_seconds=timeout_seconds, series_selector=cluster.series_selector)
+
+    # ------------------------------------------------------------ transport
+    def _call(self, what: str, fn, *args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except requests.exceptions.JSONDecodeError:
+            raise PrometheusError(f"the answer from {self.url} to {what} is not Prometheus' (not JSON)") from None
+        except requests.exceptions.Timeout:
+            raise PrometheusError(f"Prometheus at {self.url} timed out answering {what}") from None
+        except requests.exceptions.SSLError as exc:
+            raise PrometheusError(f"TLS error talking to Prometheus at {self.url}: {_one_line(exc, 200)}") from None
+        except requests.exceptions.ConnectionError as exc:
+            if "timed out" in str(exc).lower():
+                raise PrometheusError(f"Prometheus at {self.url} timed out answering {what}") from None
+            raise PrometheusError(f"Prometheus at {self.url} is unreachable (connection refused or no route)") from None
+        except requests.exceptions.RetryError as exc:
+            raise PrometheusError(f"Prometheus at {self.url} kept failing for {what}: {_one_line(exc, 200)}") from None
+        except requests.exceptions.RequestException as exc:
+            raise PrometheusError(f"request to Prometheus at {self.url} failed: {_one_line(exc, 200)}") from None
+        except PrometheusApiClientException as exc:
+            raise PrometheusError(self._http_error(what, str(exc))) from None
+        except (ValueError, KeyError, TypeError, AttributeError):
+            raise PrometheusError(f"the answer from {self.url} to {what} is not Prometheus' (not its JSON API)") from None
+
+    def _http_error(self, what, message):
+        # The client formats non-200 answers as "HTTP Status Code 400 (b'{...error...}')".
+        status = message.split("(")[0].replace("HTTP Status Code", "").strip()
+        detail = ""
+        if "\"error\":" in message:
+            detail = message.split("\"error\":", 1)[1].split("\"", 2)[1]
+        if status == "400" or status == "422":
+            return f"Prometheus at {self.url} rejected the query for {what}: {_one_line(detail or message, 200)}"
+        return f"Prometheus at {self.url} answered HTTP {status} to {what}" + (f": {_one_line(detail, 200)}" if detail else "")
+
+    # ------------------------------------------------------------ API
+    def check(self) -> None:
+        """Fail fast, with a clear reason, before any data is touched."""
+        result = self._call("a health check", self._prom.custom_query, "vector(1)")
+        if not (isinstance(result, list) and result and isinstance(result[0], dict) and "value" in result[0]):
+            raise PrometheusError(f"the answer from {self.url} to a health check is not Prometheus'")
+
+    def label_names(self, metric: str, start: float, end: float) -> list[str]:
+        params = {"match[]": metric + _selector(self.selector), "start": start, "end": end}
+        names = self._call(f"the label names of {metric}", self._prom.get_label_names, params)
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise PrometheusError(f"the answer from {self.url} to a label query is not Prometheus'")
+        return names
+
+    def raw_query(self, metric: str, matchers: tuple[str, ...], start: float, end: float) -> str:
+        span = int(math.ceil(end - start)) + 1
+        return f"{metric}{_selector(self.selector, *matchers)}[{span}s]"
+
+    def raw_samples(self, metric: str, matchers: tuple[str, ...], start: float, end: float) -> list[Series]:
+        """Every raw sample of the metric with `start <= t < end`, whatever the server's version.
+
+        Prometheus 2.x range selectors include both ends and 3.x excludes the left one, so the
+        range reaches one second further back and the half-open window is cut here.
+        """
+        query = self.raw_query(metric, matchers, start, end)
+        result = self._call(metric, self._fast_query, query, {"time": f"{end:.3f}"})
+        return self._parse_matrix(metric, result, start, end)
+
+    def _fast_query(self, query: str, params: dict):
+        """custom_query's request and errors, with orjson parsing the (large) answer."""
+        p = self._prom
+        response = p._session.request(method=p._method, url=f"{self.url}/api/v1/query",
+                                      params={"query": query, **params}, verify=p._session.verify,
+                                      headers=p.headers, auth=p.auth, cert=p._session.cert, timeout=p._timeout)
+        if response.status_code != 200:
+            raise PrometheusApiClientException(f"HTTP Status Code {response.status_code} ({response.content!r})")
+        try:
+            body = orjson.loads(response.content)
+        except orjson.JSONDecodeError:
+            raise requests.exceptions.JSONDecodeError("not JSON", "", 0) from None
+        del response
+        return body["data"]["result"]
+
+    # ------------------------------------------------------------ per-hour sums, counted by Prometheus
+    def range_closed_on_left(self) -> bool | None:
+        """Prometheus 2.x range selectors include their left end, 3.x exclude it; None: unknown."""
+        if not hasattr(self, "_left_closed"):
+            try:
+                info = self._call("the build info", self._prom._session.get,
+                                  f"{self.url}/api/v1/status/buildinfo", timeout=10,
+                                  headers=self._prom.headers, auth=self._prom.auth)
+                version = info.json()["data"]["version"] if info.status_code == 200 else ""
+                major = int(version.split(".")[0]) if version[:1].isdigit() else None
+            except (PrometheusError, ValueError, KeyError, TypeError):
+                major = None
+            self._left_closed = None if major is None else major < 3
+        return self._left_closed
+
+    def hourly_query(self, metric: str, matchers: tuple[str, ...], aggs: tuple[str, ...]) -> str | None:
+        """One query answering each aggregate over [hour start, hour end) when evaluated at hour end − 1 ms."""
+        left_closed = self.range_closed_on_left()
+        if left_closed is None:
+            return None
+        span = "3599999ms" if left_closed else "3600s"   # both cover [start, end − 1 ms] on the ms grid
+        sel = f"{metric}{_selector(self.selector, *matchers)}[{span}]"
+        return " or ".join(f'label_replace({agg}_over_time({sel}), "{AGG_LABEL}", "{agg}", "", "")' for agg in aggs)
+
+    def hourly_params(self, metric, matchers, start: int, end: int, aggs) -> dict | None:
+        """The /api/v1/query_range parameters of `hourly` (the bench's floor issues the same)."""
+        query = self.hourly_query(metric, matchers, aggs)
+        if query is None:
+            return None
+        return {"query": query, "start": f"{start + 3600 - 0.001:.3f}", "end": f"{end - 0.001:.3f}", "step": "3600"}
+
+    def hourly(self, metric: str, matchers: tuple[str, ...], start: int, end: int,
+               aggs: tuple[str, ...] = ("sum", "count", "max")) -> list[HourlySeries] | None:
+        """Per-hour sum / count / max of each series in [start, end) (whole hours), or None when
+        Prometheus cannot answer exactly (unknown version, or a NaN/Inf among the samples)."""
+        params = self.hourly_params(metric, matchers, start, end, aggs)
+        if params is None:
+            return None
+        response = self._call(metric, self._prom._session.get, f"{self.url}/api/v1/query_range", params=params,
+                              timeout=self._prom._timeout, headers=self._prom.headers, auth=self._prom.auth)
+        if response.status_code != 200:
+            raise PrometheusError(self._http_error(metric, f"HTTP Status Code {response.status_code} ({response.content[:300]!r})"))
+        try:
+            result = self._call(metric, response.json)["data"]["result"]
+            grouped: dict[tuple, dict[int, list]] = {}
+            labels_of: dict[tuple, dict] = {}
+            for item in result:
+                labels = dict(item["metric"])
+                agg = labels.pop(AGG_LABEL)
+                labels.pop("__name__", None)
+                key = tuple(sorted(labels.items()))
+                labels_of[key] = labels
+                hours = grouped.setdefault(key, {})
+                for ts, value in item["values"]:
+                    v = float(value)
+                    if not math.isfinite(v):
+                        return None   # the raw path skips such samples; Prometheus' sum cannot
+                    hours.setdefault(int(round(float(ts) + 0.001)) - 3600, {})[agg] = v
+        except (KeyError, TypeError, ValueError):
+            raise PrometheusError(f"the answer from {self.url} for {metric} is not a range query result") from None
+        return [HourlySeries(labels=labels_of[key], hours=sorted(
+                    (h, a.get("sum", 0.0), int(a.get("count", 0)), a.get("max", a.get("sum", 0.0)))
+                    for h, a in hours.items() if start <= h < end))
+                for key, hours in grouped.items()]
+
+    def _parse_matrix(self, metric, result, start, end) -> list[Series]:
+        if not isinstance(result, list):
+            raise PrometheusError(f"the answer from {self.url} for {metric} is not a Prometheus result list")
+        out = []
+        result.reverse()
+        try:
+            while result:
+                item = result.pop()   # each answer item is freed once converted: peak memory ~ one copy
+                labels = item["metric"]
+                labels.pop("__name__", None)
+                samples = []
+                for ts, value in item["values"]:
+                    ts = float(ts)
+                    if start <= ts < end:
+                        samples.append((ts, float(value)))
+                if samples:
+                    out.append(Series(labels=labels, samples=samples))
+        except (KeyError, TypeError, ValueError):
+            raise PrometheusError(
+                f"the answer from {self.url} for {metric} is not a range vector (is the URL Prometheus'?)"
+            ) from None
+        return out
+
+    # ------------------------------------------------------------ queries by role
+    def many(self, specs: dict[str, tuple[str, tuple[str, ...]]], start: float, end: float,
+             concurrency: int = 1) -> dict[str, list[Series]]:
+        """raw_samples for each role, at most `concurrency` queries in flight (the first error wins)."""
+        if concurrency <= 1:
+            return {role: self.raw_samples(m, matchers, start, end) for role, (m, matchers) in specs.items()}
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="promql") as pool:
+            futures = {role: pool.submit(self.raw_samples, m, matchers, start, end)
+                       for role, (m, matchers) in specs.items()}
+            return {role: f.result() for role, f in futures.items()}
+
+    def dcgm(self, names: MetricNames, start: float, end: float, concurrency: int = 1,
+             aggregate: bool = False, temperature_scale: float = 1.0) -> dict[str, list[Series]]:
+        """Raw samples of each DCGM role; with `aggregate`, memory and power as per-hour sums
+        from Prometheus, temperature too except for series that ran hot within the chunk, and
+        XID errors only for series that had any (all exact; raw whenever that cannot be)."""
+        queries = dcgm_queries(names)
+        hourly = {role: queries.pop(role) for role in HOURLY_ROLES} if aggregate else {}
+        hot = {
+            "fb_used": None, "power": None,
+            "temperature": (lambda hs: any(mx * temperature_scale > HOT_TEMPERATURE_C for *_, mx in hs.hours), True),
+            "xid": (lambda hs: any(mx != 0 for *_, mx in hs.hours), False),
+        }
+        with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="promql") as pool:
+            raw = {role: pool.submit(self.raw_samples, m, matchers, start, end)
+                   for role, (m, matchers) in queries.items()}
+            agg = {role: pool.submit(self.hourly_or_raw, m, matchers, int(start), int(end), HOURLY_ROLES[role],
+                                     *(hot[role] or (None, True)))
+                   for role, (m, matchers) in hourly.items()}
+            out = {role: f.result() for role, f in raw.items()}
+            out.update({role: f.result() for role, f in agg.items()})
+        return out
+
+    def hourly_or_raw(self, metric, matchers, start: int, end: int, aggs, needs_raw=None, keep_rest=True):
+        """Hourly sums per series; the series for which `needs_raw(hourly)` holds as raw samples
+        instead (a few: fetched by device), the others kept (`keep_rest`) or dropped."""
+        hourly = self.hourly(metric, matchers, start, end, aggs)
+        if hourly is None:
+            return self.raw_samples(metric, matchers, start, end)
+        if needs_raw is None:
+            return hourly
+        wanted = [h for h in hourly if needs_raw(h)]
+        rest = [h for h in hourly if not needs_raw(h)] if keep_rest else []
+        if not wanted:
+            return rest
+        by_key: dict[str, set] = {}
+        for h in wanted:
+            key = "UUID" if "UUID" in h.labels else "uuid" if "uuid" in h.labels else None
+            if key is None:
+                return self.raw_samples(metric, matchers, start, end)   # raw for all: exact either way
+            by_key.setdefault(key, set()).add(h.labels[key])
+        if sum(len(v) for v in by_key.values()) > MAX_RAW_DEVICES:
+            return self.raw_samples(metric, matchers, start, end)
+        raw = []
+        for key, values in by_key.items():
+            alternation = "|".join(promql_regex_literal(v) for v in sorted(values))
+            raw.extend(self.raw_samples(metric, (*matchers, f'{key}=~"{alternation}"'), start, end))
+        return rest + self._only(raw, wanted)
+
+    @staticmethod
+    def _only(raw: list[Series], wanted: list[HourlySeries]) -> list[Series]:
+        keys = {tuple(sorted(h.labels.items())) for h in wanted}
+        return [s for s in raw if tuple(sorted(s.labels.items())) in keys]
+
+    def kube_state(self, start: float, end: float, concurrency: int = 1,
+                   pending_requests_only: bool = False) -> dict[str, list[Series]]:
+        """kube-state-metrics series; with `pending_requests_only`, GPU requests of the pods that
+        were Pending in the chunk only (all the rollups read them for; every running pod's
+        requests would be most of the bytes)."""
+        if not pending_requests_only:
+            return self.many(KUBE_STATE_QUERIES, start, end, concurrency)
+        specs = dict(KUBE_STATE_QUERIES)
+        metric, matchers = specs.pop("requests")
+        out = self.many(specs, start, end, concurrency)
+        out["requests"] = []
+        pods = pending_pods(out["phase"])
+        if len(pods) > MAX_RAW_DEVICES:
+            out["requests"] = self.raw_samples(metric, matchers, start, end)
+        elif pods:
+            alternation = "|".join(promql_regex_literal(p) for p in sorted({pod for _, pod in pods}))
+            out["requests"] = [s for s in self.raw_samples(metric, (*matchers, f'pod=~"{alternation}"'), start, end)
+                               if (s.labels.get("namespace", ""), s.labels.get("pod", "")) in pods]
+        return out
+
+
+def promql_regex_literal(value: str) -> str:
+    """`value` matched literally inside a PromQL `=~"…"` string (RE2 escape, then string escape)."""
+    return re.escape(value).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def pending_pods(phase: list[Series]) -> set[tuple[str, str]]:
+    """(namespace, pod) of every pod with a Pending sample (value 1) among the phase series."""
+    return {(s.labels.get("namespace", ""), s.labels.get("pod", "")) for s in phase
+            if s.labels.get("phase") == "Pending" and any(v == 1 for _, v in s.samples)}
+
+
+AGG_LABEL = "gpuportal_agg"
+# Roles whose rollups need only per-hour sum / count / max of each series (rollup.HourlySeries).
+HOURLY_ROLES = {"fb_used": ("sum", "count", "max"), "power": ("sum", "count"),
+                "temperature": ("sum", "count", "max"), "xid": ("max",)}
+MAX_RAW_DEVICES = 200   # beyond this many devices in a chunk, one raw query for the whole metric
+
+
+def dcgm_queries(names: MetricNames) -> dict[str, tuple[str, tuple[str, ...]]]:
+    return {
+        "whole_util": (names.gpu_util, ('GPU_I_PROFILE=""',)),
+        "mig_util": (names.gr_engine_active, ('GPU_I_PROFILE!=""',)),
+        "fb_used": (names.fb_used, ()),
+        "power": (names.power, ()),
+        "temperature": (names.temperature, ()),
+        "xid": (names.xid, ()),
+    }
+
+
+KUBE_STATE_QUERIES = {
+    "requests": ("kube_pod_container_resource_requests", (f'resource=~"{GPU_RESOURCES_RE}"',)),
+    "phase": ("kube_pod_status_phase", ('phase="Pending"',)),
+    "namespace_labels": ("kube_namespace_labels", ()),
+    "quota": ("kube_resourcequota", ('resource=~"requests.nvidia.com/.+"',)),
+    "kueue_nominal": ("kueue_cluster_queue_nominal_quota", ('resource=~"nvidia.com/.+"',)),
+    "kueue_borrowing": ("kueue_cluster_queue_borrowing_limit", ('resource=~"nvidia.com/.+"',)),
+    "kueue_lending": ("kueue_cluster_queue_lending_limit", ('resource=~"nvidia.com/.+"',)),
+    "kueue_pending": ("kueue_pending_workloads", ()),
+}

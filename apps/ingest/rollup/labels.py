@@ -1,0 +1,120 @@
+"""Reading DCGM labels: spelling, interval, device identity, workloads, MIG fractions."""
+from __future__ import annotations
+
+import re
+import statistics
+from typing import Iterable, Mapping
+
+from .records import A30_PROFILES, MIG_SLICES_BY_MODEL, PROFILE_SLICES, TIME_SLICE_LABELS, WORKLOAD_LABELS, Series
+
+
+def detect_spelling(label_names: Iterable[str]) -> str:
+    """Which of the three workload spellings a cluster's DCGM series use.
+
+    Decided per cluster, not per series: with `exported_*` present, a series that carries only
+    `namespace`/`pod` names the exporter's own pod and must not count as a workload.
+    """
+    names = set(label_names)
+    if names & {"exported_namespace", "exported_pod"}:
+        return "exported"
+    if names & {"pod_namespace", "pod_name"}:
+        return "old"
+    return "plain"
+
+
+def detect_interval(series: Iterable[Series]) -> float | None:
+    """Median spacing of consecutive samples, over the medians of each series."""
+    medians = []
+    for s in series:
+        ts = [t for t, _ in s.samples]
+        if len(ts) >= 2:
+            medians.append(statistics.median(b - a for a, b in zip(ts, ts[1:])))
+    if not medians:
+        return None
+    return round(statistics.median(medians), 3)
+
+
+def profile_slices(profile: str) -> int | None:
+    m = PROFILE_SLICES.match(profile or "")
+    if not m:
+        return None
+    return int(m.group(1) or m.group(2))
+
+
+def mig_max_slices(model: str, profile: str, overrides: Mapping[str, int] | None = None):
+    """(max slices, known?) for a MIG-capable model; unknown models fall back on the profile."""
+    if overrides and model in overrides:
+        return int(overrides[model]), True
+    for pattern, slices in MIG_SLICES_BY_MODEL:
+        if pattern.search(model or ""):
+            return slices, True
+    if profile in A30_PROFILES:
+        return 4, False
+    return 7, False
+
+
+def gpu_fraction(model: str, profile: str, overrides=None) -> tuple[float, str | None]:
+    """Share of a whole GPU: 1, or compute slices of the MIG profile over the model's maximum."""
+    if not profile:
+        return 1.0, None
+    slices = profile_slices(profile)
+    max_slices, known = mig_max_slices(model, profile, overrides)
+    if slices is None:
+        return 1.0 / max_slices, f"MIG profile {profile!r} on {model!r} has no slice count; counted as 1/{max_slices}"
+    warning = None
+    if not known:
+        warning = (f"GPU model {model!r} is not in the MIG table; profile {profile} counted as "
+                   f"{slices}/{max_slices} (set the cluster's MIG slices override)")
+    return min(1.0, slices / max_slices), warning
+
+
+def mig_resource_profile(resource: str) -> str | None:
+    """`nvidia_com_mig_1g_10gb` -> `1g.10gb` (kube-state-metrics writes `.` and `-` as `_`)."""
+    prefix = "nvidia_com_mig_"
+    if not resource.startswith(prefix):
+        return None
+    parts = resource[len(prefix):].split("_")
+    if len(parts) < 2:
+        return None
+    return parts[0] + "." + ".".join(parts[1:])
+
+
+def resource_fraction(resource: str) -> float:
+    if resource == "nvidia_com_gpu":
+        return 1.0
+    profile = mig_resource_profile(resource)
+    if profile is None:
+        return 1.0
+    slices = profile_slices(profile) or 1
+    return slices / (4 if profile in A30_PROFILES else 7)
+
+
+def sanitize_label_key(key: str) -> str:
+    """kube-state-metrics turns a Kubernetes label key into `label_<key>` with `_` for the rest."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
+def device_identity(labels: Mapping[str, str]) -> tuple[tuple[str, str], dict]:
+    host = labels.get("Hostname") or labels.get("hostname") or ""
+    gpu = labels.get("gpu", "")
+    uuid = labels.get("UUID") or labels.get("uuid") or f"{host}:gpu{gpu}"
+    profile = labels.get("GPU_I_PROFILE", "")
+    instance = labels.get("GPU_I_ID", "") if profile else ""
+    info = {
+        "uuid": uuid, "mig_instance_id": instance, "gpu_index": gpu, "host": host,
+        "model_name": labels.get("modelName", ""), "mig_profile": profile,
+        "pci_bus_id": labels.get("pci_bus_id", ""),
+    }
+    return (uuid, instance), info
+
+
+def workload_of(labels: Mapping[str, str], spelling: str) -> tuple[str, str]:
+    ns_label, pod_label, _ = WORKLOAD_LABELS[spelling]
+    namespace = labels.get(ns_label, "")
+    if not namespace:
+        return "", ""
+    return namespace, labels.get(pod_label, "")
+
+
+def is_time_slice(labels: Mapping[str, str]) -> bool:
+    return any(labels.get(name) for name in TIME_SLICE_LABELS)

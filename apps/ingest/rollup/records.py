@@ -1,0 +1,177 @@
+"""Data shapes of the rollup: series in, records out; units in the names."""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Mapping, Sequence
+
+HOUR_SECONDS = 3600
+HOT_TEMPERATURE_C = 83.0
+
+WORKLOAD_LABELS = {
+    "plain": ("namespace", "pod", "container"),
+    "exported": ("exported_namespace", "exported_pod", "exported_container"),
+    "old": ("pod_namespace", "pod_name", "container_name"),
+}
+TIME_SLICE_LABELS = ("vgpu", "pod_uid")
+
+# Maximum compute slices of a MIG-capable GPU, matched on the DCGM modelName.
+MIG_SLICES_BY_MODEL = (
+    (re.compile(r"\bA30\b"), 4),
+    (re.compile(r"RTX PRO 6000", re.I), 4),
+    (re.compile(r"\b(A100|A800|H100|H800|H200|H20|GH200|B100|B200|GB200|B300|GB300)\b"), 7),
+)
+# A30-only profiles (24 GB split in 4): lets a pending pod's MIG request be sized without a device.
+A30_PROFILES = {"1g.6gb", "1g.6gb+me", "2g.12gb", "2g.12gb+me", "4g.24gb"}
+PROFILE_SLICES = re.compile(r"^(?:(\d+)c\.)?(\d+)g\.")
+
+
+@dataclass(frozen=True)
+class Series:
+    labels: Mapping[str, str]
+    samples: Sequence[tuple[float, float]]  # (unix seconds, value), time-ordered
+
+
+@dataclass(frozen=True)
+class HourlySeries:
+    """A series summed by Prometheus per hour: (hour start, sum, count, max) of its raw samples.
+
+    Stands in for a raw Series of memory or power, whose rollups need only these per hour
+    (README "Performance": Prometheus-side aggregation where it is exact).
+    """
+    labels: Mapping[str, str]
+    hours: Sequence[tuple[int, float, int, float]]
+
+
+@dataclass(frozen=True)
+class Window:
+    start: int  # unix seconds, a whole hour
+    end: int    # exclusive
+
+    def hours(self):
+        return range(self.start, self.end, HOUR_SECONDS)
+
+    def contains(self, ts: float) -> bool:
+        return self.start <= ts < self.end
+
+
+@dataclass
+class RollupConfig:
+    spelling: str
+    interval_seconds: float
+    idle_threshold: float = 0.05
+    util_scale: float = 0.01           # GPU_UTIL percent -> ratio
+    mig_util_scale: float = 1.0        # GR_ENGINE_ACTIVE already a ratio
+    fb_scale: float = 1.0
+    power_scale: float = 1.0
+    temperature_scale: float = 1.0
+    mig_slices_overrides: Mapping[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    uuid: str
+    mig_instance_id: str
+    gpu_index: str
+    host: str
+    model_name: str
+    mig_profile: str
+    pci_bus_id: str
+    gpu_fraction: float
+    first_seen: float
+    last_seen: float
+
+    @property
+    def key(self):
+        return (self.uuid, self.mig_instance_id)
+
+
+@dataclass
+class UsageRecord:
+    device_key: tuple[str, str]
+    namespace: str
+    pod: str
+    hour_start: int
+    node: str
+    gpu_model: str
+    mig_profile: str
+    gpu_fraction: float
+    sample_count: int = 0
+    gpu_seconds: float = 0.0
+    used_gpu_seconds: float = 0.0
+    idle_gpu_seconds: float = 0.0
+    mig_seconds: float = 0.0
+    unknown_util_samples: int = 0
+    idle_prefix_seconds: float = 0.0
+    idle_suffix_seconds: float = 0.0
+    idle_max_run_seconds: float = 0.0
+    idle_whole_hour: bool = False
+    fb_used_mib_avg: float | None = None
+    fb_used_mib_max: float | None = None
+    power_watts_avg: float | None = None
+    energy_joules: float | None = None
+
+
+@dataclass
+class HealthRecord:
+    device_key: tuple[str, str]
+    hour_start: int
+    temperature_c_avg: float | None = None
+    temperature_c_max: float | None = None
+    seconds_above_83c: float = 0.0
+    power_watts_avg: float | None = None
+    energy_joules: float | None = None
+    xid_codes: list[int] = field(default_factory=list)
+    xid_samples: int = 0
+
+
+@dataclass
+class QueuedRecord:
+    namespace: str
+    pod: str
+    resource: str
+    hour_start: int
+    requested: float
+    pending_seconds: float
+    queued_gpu_seconds: float
+
+
+@dataclass
+class QuotaRecord:
+    namespace: str
+    resource: str
+    hour_start: int
+    hard: float | None
+    used_max: float | None
+    seconds_at_hard: float
+
+
+@dataclass
+class DeviceRollup:
+    usage: list[UsageRecord]
+    devices: dict[tuple[str, str], DeviceInfo]
+    health: list[HealthRecord]
+    warnings: list[str]
+    samples_read: int
+
+
+@dataclass
+class ClusterQueueRecord:
+    cluster_queue: str
+    cohort: str
+    flavor: str
+    resource: str
+    observed_at: float
+    nominal_quota: float | None = None
+    borrowing_limit: float | None = None
+    lending_limit: float | None = None
+    pending_workloads: float | None = None
+
+
+def hour_of(ts: float) -> int:
+    return int(ts // HOUR_SECONDS) * HOUR_SECONDS
+
+
+def _finite(value: float) -> bool:
+    return not (math.isnan(value) or math.isinf(value))

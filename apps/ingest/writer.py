@@ -1,0 +1,251 @@
+"""Writes one chunk's rollups: the hours it covers are replaced whole, devices and namespaces upserted."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+
+from django.db import connection
+
+from apps.accounting.models import DeviceHealthHour, QueuedDemandHour, QuotaHour, UsageHour
+from apps.clusters.models import Cluster, ClusterQueueQuota, Device
+from apps.teams.models import Namespace
+
+from . import rollup
+from .bulk import insert_rows
+from .models import IngestRun
+
+BULK = 2000
+
+
+@dataclass
+class ChunkData:
+    """Everything Prometheus (or the simulator) gives for one chunk of whole hours."""
+    dcgm: dict[str, list[rollup.Series]]
+    kube_state: dict[str, list[rollup.Series]]
+
+
+def from_unix(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+def rollup_config(cluster: Cluster, spelling: str, interval: float) -> rollup.RollupConfig:
+    return rollup.RollupConfig(
+        spelling=spelling,
+        interval_seconds=interval,
+        idle_threshold=cluster.effective_idle_threshold,
+        util_scale=cluster.metric("gpu_util")[1],
+        mig_util_scale=cluster.metric("gr_engine_active")[1],
+        fb_scale=cluster.metric("fb_used")[1],
+        power_scale=cluster.metric("power")[1],
+        temperature_scale=cluster.metric("temperature")[1],
+        mig_slices_overrides=cluster.mig_slices_overrides or {},
+    )
+
+
+USAGE_FIELDS = (
+    "cluster_id", "device_id", "namespace", "pod", "hour_start", "node", "gpu_model", "mig_profile", "gpu_fraction",
+    "sample_count", "gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "mig_seconds", "unknown_util_samples",
+    "idle_prefix_seconds", "idle_suffix_seconds", "idle_max_run_seconds", "idle_whole_hour", "fb_used_mib_avg",
+    "fb_used_mib_max", "power_watts_avg", "energy_joules",
+)
+HEALTH_FIELDS = ("cluster_id", "device_id", "hour_start", "temperature_c_avg", "temperature_c_max",
+                 "seconds_above_83c", "power_watts_avg", "energy_joules", "xid_codes", "xid_samples")
+
+
+class _Writer:
+    def __init__(self, cluster: Cluster, run: IngestRun):
+        self.cluster = cluster
+        self.run = run
+        self.devices = {(d.uuid, d.mig_instance_id): d for d in Device.objects.filter(cluster=cluster)}
+        self.namespaces = {n.name: n for n in Namespace.objects.filter(cluster=cluster)}
+        self.warnings: list[str] = []
+        self.spans_changed: set[tuple] = set()
+
+    def _interval(self, data: ChunkData) -> float:
+        c = self.cluster
+        if c.effective_interval_seconds:
+            return c.effective_interval_seconds
+        series = data.dcgm.get("whole_util", []) + data.dcgm.get("mig_util", [])
+        detected = rollup.detect_interval(series)
+        if detected:
+            c.detected_interval_seconds = detected
+            c.save(update_fields=["detected_interval_seconds"])
+        return detected or 30.0
+
+    def _ksm_interval(self, data: ChunkData, fallback: float) -> float:
+        return rollup.detect_interval(data.kube_state.get("phase", []) + data.kube_state.get("requests", [])) or fallback
+
+    def _spelling(self, data: ChunkData) -> str:
+        c = self.cluster
+        if c.effective_spelling:
+            return c.effective_spelling
+        names = set()
+        for series in data.dcgm.values():
+            for s in series:
+                names.update(s.labels)
+        detected = rollup.detect_spelling(names)
+        c.detected_label_spelling = detected
+        c.save(update_fields=["detected_label_spelling"])
+        return detected
+
+    def write_chunk(self, window: rollup.Window, data: ChunkData) -> None:
+        interval = self._interval(data)
+        cfg = rollup_config(self.cluster, self._spelling(data), interval)
+        d = data.dcgm
+        result = rollup.rollup_devices(
+            cfg, window, d.get("whole_util", []), d.get("mig_util", []), d.get("fb_used", []),
+            d.get("power", []), d.get("temperature", []), d.get("xid", []),
+        )
+        k = data.kube_state
+        ksm_interval = self._ksm_interval(data, interval)
+        queued = rollup.rollup_queued(window, ksm_interval, k.get("phase", []), k.get("requests", []))
+        quotas = rollup.rollup_quota(window, ksm_interval, k.get("quota", []))
+        teams = rollup.namespace_teams(k.get("namespace_labels", []), self.cluster.team_label_key)
+        for w in result.warnings:
+            if w not in self.warnings:
+                self.warnings.append(w)
+
+        self._upsert_devices(result.devices)
+        namespaces = {u.namespace for u in result.usage if u.namespace} | {q.namespace for q in queued} | set(teams)
+        self._upsert_namespaces(namespaces, teams)
+
+        hours = [from_unix(h) for h in window.hours()]
+        cluster = self.cluster
+        for model in (UsageHour, DeviceHealthHour, QueuedDemandHour, QuotaHour):
+            model.objects.filter(cluster=cluster, hour_start__in=hours).delete()
+        cid = cluster.pk
+        rows = [
+            (cid, self.devices[u.device_key].pk, u.namespace, u.pod, from_unix(u.hour_start), u.node, u.gpu_model,
+             u.mig_profile, u.gpu_fraction, u.sample_count, u.gpu_seconds, u.used_gpu_seconds, u.idle_gpu_seconds,
+             u.mig_seconds, u.unknown_util_samples, u.idle_prefix_seconds, u.idle_suffix_seconds,
+             u.idle_max_run_seconds, u.idle_whole_hour, u.fb_used_mib_avg, u.fb_used_mib_max, u.power_watts_avg,
+             u.energy_joules)
+            for u in result.usage
+        ]
+        insert_rows(UsageHour, USAGE_FIELDS, rows)
+        health = [
+            (cid, self.devices[h.device_key].pk, from_unix(h.hour_start), h.temperature_c_avg, h.temperature_c_max,
+             h.seconds_above_83c, h.power_watts_avg, h.energy_joules, h.xid_codes, h.xid_samples)
+            for h in result.health
+        ]
+        insert_rows(DeviceHealthHour, HEALTH_FIELDS, health)
+        QueuedDemandHour.objects.bulk_create([
+            QueuedDemandHour(cluster=cluster, namespace=q.namespace, pod=q.pod, resource=q.resource,
+                             hour_start=from_unix(q.hour_start), requested=q.requested,
+                             pending_seconds=q.pending_seconds, queued_gpu_seconds=q.queued_gpu_seconds)
+            for q in queued
+        ], batch_size=BULK)
+        QuotaHour.objects.bulk_create([
+            QuotaHour(cluster=cluster, namespace=q.namespace, resource=q.resource,
+                      hour_start=from_unix(q.hour_start), hard=q.hard, used_max=q.used_max,
+                      seconds_at_hard=q.seconds_at_hard)
+            for q in quotas
+        ], batch_size=BULK)
+        queues = rollup.cluster_queues(k.get("kueue_nominal", []), k.get("kueue_borrowing", []),
+                                       k.get("kueue_lending", []), k.get("kueue_pending", []))
+        self._upsert_cluster_queues(queues)
+        self.run.rows_written += len(rows) + len(health) + len(queued) + len(quotas) + len(queues)
+        self.run.samples_read += result.samples_read
+
+    def _upsert_devices(self, infos: dict) -> None:
+        """New devices now; seen-spans widened in memory and written once in finish()."""
+        new, changed = [], []
+        for key, info in infos.items():
+            first, last = from_unix(info.first_seen), from_unix(info.last_seen)
+            dev = self.devices.get(key)
+            if dev is None:
+                dev = Device(cluster=self.cluster, uuid=info.uuid, mig_instance_id=info.mig_instance_id,
+                             gpu_index=info.gpu_index, host=info.host, model_name=info.model_name,
+                             mig_profile=info.mig_profile, pci_bus_id=info.pci_bus_id,
+                             gpu_fraction=info.gpu_fraction, first_seen=first, last_seen=last)
+                new.append(dev)
+                self.devices[key] = dev
+                continue
+            if dev.host != info.host or dev.model_name != info.model_name or dev.gpu_fraction != info.gpu_fraction:
+                dev.host, dev.model_name, dev.gpu_fraction = info.host, info.model_name, info.gpu_fraction
+                changed.append(dev)
+            if first < dev.first_seen or last > dev.last_seen:
+                dev.first_seen, dev.last_seen = min(first, dev.first_seen), max(last, dev.last_seen)
+                self.spans_changed.add(key)
+        if new:
+            # Ingests of other days of this cluster may create the same devices concurrently:
+            # skip conflicts, then read back whichever row won (it is committed by then).
+            Device.objects.bulk_create(sorted(new, key=lambda d: (d.uuid, d.mig_instance_id)), batch_size=BULK,
+                                       ignore_conflicts=True)
+            stored = {(d.uuid, d.mig_instance_id): d
+                      for d in Device.objects.filter(cluster=self.cluster, uuid__in={d.uuid for d in new})}
+            for d in new:
+                key = (d.uuid, d.mig_instance_id)
+                if stored[key].first_seen > d.first_seen or stored[key].last_seen < d.last_seen:
+                    stored[key].first_seen = min(stored[key].first_seen, d.first_seen)
+                    stored[key].last_seen = max(stored[key].last_seen, d.last_seen)
+                    self.spans_changed.add(key)
+                self.devices[key] = stored[key]
+        if changed:
+            Device.objects.bulk_update(changed, ["host", "model_name", "gpu_fraction"], batch_size=BULK)
+
+    def _write_device_spans(self) -> None:
+        """first_seen / last_seen of every device whose span grew, in one statement per batch.
+
+        (bulk_update builds a CASE per row and field in the ORM: seconds per chunk for a
+        thousand GPUs; widening with LEAST/GREATEST also keeps a concurrent day's wider span.)
+        """
+        devices = [self.devices[k] for k in sorted(self.spans_changed)]
+        self.spans_changed.clear()
+        if not devices:
+            return
+        if connection.vendor != "postgresql":
+            Device.objects.bulk_update(devices, ["first_seen", "last_seen"], batch_size=BULK)
+            return
+        table = Device._meta.db_table
+        with connection.cursor() as cur:
+            for i in range(0, len(devices), BULK):
+                batch = devices[i:i + BULK]
+                values = ", ".join(["(%s, %s::timestamptz, %s::timestamptz)"] * len(batch))
+                params = [x for d in batch for x in (d.pk, d.first_seen, d.last_seen)]
+                cur.execute(
+                    f"UPDATE {table} AS d SET first_seen = LEAST(d.first_seen, v.f), last_seen = GREATEST(d.last_seen, v.l) "
+                    f"FROM (VALUES {values}) AS v(id, f, l) WHERE d.id = v.id", params)
+
+    def _upsert_namespaces(self, names: set[str], teams: dict) -> None:
+        new, changed = [], []
+        for name in names:
+            ns = self.namespaces.get(name)
+            label, seen = teams.get(name, (None, None))
+            if ns is None:
+                ns = Namespace(cluster=self.cluster, name=name, label_team=label or "",
+                               label_seen_at=from_unix(seen) if seen else None)
+                new.append(ns)
+                self.namespaces[name] = ns
+            elif label is not None and (ns.label_seen_at is None or from_unix(seen) >= ns.label_seen_at):
+                ns.label_team, ns.label_seen_at = label, from_unix(seen)
+                changed.append(ns)
+        if new:
+            Namespace.objects.bulk_create(sorted(new, key=lambda n: n.name), ignore_conflicts=True)
+            stored = {n.name: n for n in Namespace.objects.filter(cluster=self.cluster, name__in={n.name for n in new})}
+            for n in new:
+                self.namespaces[n.name] = stored[n.name]
+        if changed:
+            Namespace.objects.bulk_update(changed, ["label_team", "label_seen_at"])
+
+    def _upsert_cluster_queues(self, queues) -> None:
+        for q in queues:
+            observed = from_unix(q.observed_at)
+            obj = ClusterQueueQuota.objects.filter(cluster=self.cluster, cluster_queue=q.cluster_queue,
+                                                   flavor=q.flavor, resource=q.resource).first()
+            if obj is not None and obj.observed_at > observed:
+                continue  # an older window re-ingested: keep the newer state
+            values = dict(cohort=q.cohort, nominal_quota=q.nominal_quota, borrowing_limit=q.borrowing_limit,
+                          lending_limit=q.lending_limit, pending_workloads=q.pending_workloads,
+                          observed_at=observed)
+            if obj is None:
+                ClusterQueueQuota.objects.create(cluster=self.cluster, cluster_queue=q.cluster_queue,
+                                                 flavor=q.flavor, resource=q.resource, **values)
+            else:
+                for name, value in values.items():
+                    setattr(obj, name, value)
+                obj.save()
+
+    def finish(self) -> None:
+        self._write_device_spans()
+        self.run.warnings = self.warnings

@@ -1,0 +1,246 @@
+"""Budget and idle-GPU alerts: detection, deduplication, recording, and queueing deliveries.
+
+Each alert has a unique key, so repeated beat runs raise it once: `budget:<team>:<YYYY-MM>:<pct>`
+per threshold per team per billing month, `idle:<cluster id>:<namespace>/<pod>:<start>` per pod
+idle episode. Deliveries (e-mail, webhook) are separate Celery tasks queued after the alert is
+committed; a failing channel never fails the beat run that raised the alert.
+"""
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone as dt_timezone
+from decimal import Decimal
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.accounting.models import UsageHour
+from apps.accounting.usage import UsageFilter, billing_zone, group_cells, usage_cells
+from apps.teams.models import AuditEvent
+from apps.teams.resolve import TeamResolver
+
+from .episodes import IdleHour, long_episodes
+from .models import Alert, AlertDelivery, TeamBudget
+
+log = logging.getLogger(__name__)
+
+BUDGET_THRESHOLDS_PERCENT = (80, 100)
+
+
+def month_start(now: datetime) -> datetime:
+    local = now.astimezone(billing_zone())
+    return local.replace(day=1, hour=0, minute=0, second=0, microsecond=0).astimezone(dt_timezone.utc)
+
+
+def crossed_thresholds(spent: Decimal, budget: Decimal, thresholds=BUDGET_THRESHOLDS_PERCENT) -> list[int]:
+    """Thresholds (percent) that `spent` has reached; pure."""
+    if budget <= 0:
+        return []
+    return [pct for pct in thresholds if spent * 100 >= budget * pct]
+
+
+def _price_usage_row():
+    try:
+        from apps.accounting.pricing import price_usage_row
+    except ImportError:
+        return None
+    return price_usage_row
+
+
+def team_spend(budget: TeamBudget, start: datetime, end: datetime) -> tuple[Decimal | None, str]:
+    """Allocated GPU-hours, or money through the rate card's `price_usage_row` hook; None when
+    a money budget cannot be priced (no rate card yet, or unpriced models)."""
+    cells = usage_cells(UsageFilter(start=start, end=end, teams=frozenset({budget.team.name})))
+    rows = group_cells(cells, "team")
+    if budget.unit == TeamBudget.Unit.GPU_HOURS:
+        seconds = sum(r.allocated_gpu_seconds for r in rows)
+        return Decimal(str(round(seconds / 3600.0, 6))), "GPU-hours"
+    pricer = _price_usage_row()
+    if pricer is None:
+        return (Decimal("0") if not rows else None), budget.currency
+    total = Decimal("0")
+    for row in rows:
+        cost, currency = pricer(row)
+        if cost is None or (budget.currency and currency and currency != budget.currency):
+            return None, budget.currency
+        total += Decimal(str(cost))
+    return total, budget.currency
+
+
+@dataclass
+class Raised:
+    alert: Alert
+    created: bool
+    delivery_ids: list[int]
+
+
+def channels_for(budget: TeamBudget | None) -> list[tuple[str, str]]:
+    email_to = (budget.email_to if budget and budget.email_to else ",".join(settings.ALERT_EMAIL_TO)).strip()
+    webhook = (budget.webhook_url if budget and budget.webhook_url else settings.ALERT_WEBHOOK_URL).strip()
+    out = []
+    if email_to:
+        out.append((AlertDelivery.Channel.EMAIL, email_to))
+    if webhook:
+        out.append((AlertDelivery.Channel.WEBHOOK, webhook))
+    return out
+
+
+def do_raise_alert(*, key: str, kind: str, text: str, fields: dict, channels, team: str = "",
+                   cluster_id=None, namespace="", pod="", episode_start=None, episode_end=None) -> Raised:
+    """Record an alert once per key, with one pending delivery per channel, and an audit row."""
+    with transaction.atomic():
+        alert, created = Alert.objects.get_or_create(key=key, defaults=dict(
+            kind=kind, text=text, fields=fields, team=team, cluster_id=cluster_id, namespace=namespace,
+            pod=pod, episode_start=episode_start, episode_end=episode_end,
+        ))
+        if not created:
+            return Raised(alert, False, [])
+        ids = [AlertDelivery.objects.create(alert=alert, channel=channel, target=target).pk
+               for channel, target in channels]
+        AuditEvent.objects.create(action=f"alert.{kind}", target=key, new_value={"text": text, **fields})
+    return Raised(alert, True, ids)
+
+
+def dispatch(delivery_ids) -> None:
+    """Queue one task per delivery. With eager Celery (no broker) the task runs here, retries
+    included, so its failure is caught: an alert channel never breaks the beat run."""
+    from celery.exceptions import Retry
+
+    from .tasks import deliver_alert
+
+    for delivery_id in delivery_ids:
+        try:
+            deliver_alert.delay(delivery_id)
+        except Retry as retry:
+            # Eager Celery with task_eager_propagates stops at the first Retry: follow the
+            # retry chain inline (without the backoff waits) until it succeeds or gives up.
+            _follow_eager_retries(retry.sig, delivery_id)
+        except Exception:  # noqa: BLE001 — recorded on the delivery by the task itself
+            log.warning("alert delivery %s failed", delivery_id, exc_info=True)
+
+
+def _follow_eager_retries(sig, delivery_id) -> None:
+    from celery.exceptions import Retry
+
+    while sig is not None:
+        try:
+            sig.apply()
+            sig = None
+        except Retry as again:
+            sig = again.sig
+        except Exception:  # noqa: BLE001 — the last attempt failed; the delivery says so
+            log.warning("alert delivery %s failed", delivery_id, exc_info=True)
+            sig = None
+
+
+def check_budgets(now: datetime | None = None) -> list[Raised]:
+    now = now or timezone.now()
+    start = month_start(now)
+    month = start.astimezone(billing_zone()).strftime("%Y-%m")
+    raised = []
+    for budget in TeamBudget.objects.filter(active=True).select_related("team"):
+        spent, unit = team_spend(budget, start, now)
+        if spent is None:
+            log.info("budget of %s: spend cannot be priced, no alert", budget.team.name)
+            continue
+        for pct in crossed_thresholds(spent, budget.monthly_amount):
+            unit_text = unit if unit == "GPU-hours" else (budget.currency or "")
+            text = (f"GPU budget: team {budget.team.name} has used {pct}% of its {month} budget "
+                    f"({spent:.2f} of {budget.monthly_amount:.2f} {unit_text}).")
+            fields = {"team": budget.team.name, "month": month, "threshold_percent": pct,
+                      "spent": str(spent.quantize(Decimal("0.01"))), "budget": str(budget.monthly_amount),
+                      "unit": budget.unit, "currency": budget.currency or None}
+            raised.append(do_raise_alert(key=f"budget:{budget.team.name}:{month}:{pct}", kind=Alert.Kind.BUDGET,
+                                         text=text, fields=fields, team=budget.team.name,
+                                         channels=channels_for(budget)))
+    return raised
+
+
+@dataclass
+class IdleEpisode:
+    cluster_id: int
+    namespace: str
+    pod: str
+    start: int
+    idle_seconds: float
+    open: bool
+    gpus: float
+    gpu_model: str
+
+
+def idle_episodes_since(since: datetime, min_seconds: float) -> list[IdleEpisode]:
+    """Long idle stretches of every device-pod with hours since `since`, one per pod and start."""
+    rows = (UsageHour.objects.filter(hour_start__gte=since).exclude(namespace="")
+            .filter(Q(idle_prefix_seconds__gt=0) | Q(idle_suffix_seconds__gt=0) | Q(idle_max_run_seconds__gt=0))
+            .order_by("cluster_id", "device_id", "namespace", "pod", "hour_start")
+            .values_list("cluster_id", "device_id", "namespace", "pod", "hour_start", "idle_prefix_seconds",
+                         "idle_suffix_seconds", "idle_max_run_seconds", "idle_whole_hour", "gpu_fraction",
+                         "gpu_model"))
+    per_device = defaultdict(list)
+    meta = {}
+    for cluster_id, device_id, ns, pod, hour, prefix, suffix, max_run, whole, fraction, model in rows:
+        key = (cluster_id, device_id, ns, pod)
+        per_device[key].append(IdleHour(int(hour.timestamp()), prefix, suffix, max_run, whole))
+        meta[key] = (fraction, model)
+    episodes: dict[tuple, IdleEpisode] = {}
+    for key, hours in per_device.items():
+        cluster_id, _device, ns, pod = key
+        fraction, model = meta[key]
+        for e in long_episodes(hours, min_seconds):
+            k = (cluster_id, ns, pod, e.start)
+            found = episodes.get(k)
+            if found is None:
+                episodes[k] = IdleEpisode(cluster_id, ns, pod, e.start, e.idle_seconds, e.open, fraction, model)
+            else:
+                found.gpus += fraction
+                found.idle_seconds = max(found.idle_seconds, e.idle_seconds)
+                found.open = found.open or e.open
+    return sorted(episodes.values(), key=lambda e: (e.cluster_id, e.namespace, e.pod, e.start))
+
+
+def check_idle(now: datetime | None = None) -> list[Raised]:
+    now = now or timezone.now()
+    since = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=settings.ALERT_LOOKBACK_HOURS)
+    min_seconds = settings.ALERT_IDLE_MINUTES * 60.0
+    episodes = idle_episodes_since(since, min_seconds)
+    if not episodes:
+        return []
+    resolver = TeamResolver()
+    budgets = {b.team.name: b for b in TeamBudget.objects.select_related("team")}
+    from apps.clusters.models import Cluster
+    cluster_names = dict(Cluster.objects.values_list("id", "name"))
+    raised = []
+    for e in episodes:
+        start = datetime.fromtimestamp(e.start, tz=dt_timezone.utc)
+        end = start + timedelta(seconds=e.idle_seconds)
+        # The same episode seen through another lookback (cut at the window's start, or with
+        # late hours backfilled) may appear to start elsewhere: an alert for the same pod whose
+        # stretch overlaps or touches this one is that episode; widen it, raise nothing.
+        touch = timedelta(seconds=60)
+        earlier = (Alert.objects.filter(kind=Alert.Kind.IDLE, cluster_id=e.cluster_id, namespace=e.namespace,
+                                        pod=e.pod, episode_start__lte=end + touch,
+                                        episode_end__gte=start - touch)
+                   .order_by("episode_start").first())
+        if earlier is not None:
+            Alert.objects.filter(pk=earlier.pk).update(episode_start=min(start, earlier.episode_start),
+                                                       episode_end=max(end, earlier.episode_end))
+            continue
+        team = resolver.team(e.cluster_id, e.namespace, start.astimezone(billing_zone()).date())
+        minutes = int(e.idle_seconds // 60)
+        cluster = cluster_names.get(e.cluster_id, "?")
+        text = (f"Idle GPUs: pod {e.namespace}/{e.pod} on {cluster} has held {e.gpus:g} {e.gpu_model} "
+                f"GPU(s) idle for {minutes} minutes since {start:%Y-%m-%d %H:%M} UTC"
+                f"{' and still does' if e.open else ''} (team {team}).")
+        fields = {"cluster": cluster, "namespace": e.namespace, "pod": e.pod, "team": team,
+                  "gpus": e.gpus, "gpu_model": e.gpu_model, "idle_minutes": minutes,
+                  "episode_start": start.isoformat().replace("+00:00", "Z"), "still_idle": e.open}
+        raised.append(do_raise_alert(
+            key=f"idle:{e.cluster_id}:{e.namespace}/{e.pod}:{e.start}", kind=Alert.Kind.IDLE, text=text,
+            fields=fields, team=team, cluster_id=e.cluster_id, namespace=e.namespace, pod=e.pod,
+            episode_start=start, episode_end=end, channels=channels_for(budgets.get(team)),
+        ))
+    return raised

@@ -1,0 +1,76 @@
+"""GET /api/v1/quota-recommendations/ (SPEC §3): one row per namespace, plus ClusterQueue rows."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.clusters.models import Cluster
+from apps.teams.access import can_see_money, team_scope
+
+from .advice import CSV_COLUMNS, AdviceQuery, advice_rows, params_from_settings
+
+
+def advice_query_for(request) -> AdviceQuery:
+    """The same parsing for the page, the API and the CSV."""
+    params = request.GET if hasattr(request, "GET") else request.query_params
+    cluster = params.get("cluster") or None
+    if cluster and not Cluster.objects.filter(name=cluster).exists():
+        raise NotFound(f"no cluster named {cluster!r}")
+    window_days = None
+    if params.get("window_days"):
+        try:
+            window_days = int(params["window_days"])
+        except ValueError:
+            window_days = 0
+        if not 1 <= window_days <= 366:
+            raise ValidationError({"window_days": "window_days must be a whole number of days, 1 to 366"})
+    scope = team_scope(request.user)
+    return AdviceQuery(cluster=cluster, teams=frozenset(scope) if scope is not None else None,
+                       money=can_see_money(request.user), window_days=window_days)
+
+
+RESOURCE_FIELDS = {
+    "resource": serializers.CharField(), "hard": serializers.FloatField(allow_null=True),
+    "used": serializers.FloatField(allow_null=True), "p50": serializers.FloatField(),
+    "p90": serializers.FloatField(), "p95": serializers.FloatField(), "target": serializers.IntegerField(),
+    "lower_bound": serializers.FloatField(), "upper_bound": serializers.FloatField(),
+    "recommended": serializers.IntegerField(), "previous_target": serializers.IntegerField(allow_null=True),
+    "efficiency": serializers.FloatField(allow_null=True), "at_hard_share": serializers.FloatField(allow_null=True),
+    "queued_gpu_hours": serializers.FloatField(), "verdict": serializers.CharField(),
+    "reason": serializers.CharField(), "monthly_money_at_stake": serializers.CharField(allow_null=True),
+    "currency": serializers.CharField(allow_null=True),
+}
+ROW_FIELDS = {
+    "kind": serializers.ChoiceField(choices=["namespace", "cluster_queue"]), "cluster": serializers.CharField(),
+    "name": serializers.CharField(), "namespace": serializers.CharField(), "cluster_queue": serializers.CharField(),
+    "team": serializers.CharField(), "window_start": serializers.CharField(), "window_end": serializers.CharField(),
+    "history_days": serializers.FloatField(), **{k: v for k, v in RESOURCE_FIELDS.items() if k != "at_hard_share"},
+    "resources": inline_serializer("QuotaRecommendationResource", RESOURCE_FIELDS, many=True),
+    "yaml": serializers.CharField(),
+}
+
+
+class QuotaRecommendationsView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name; default all clusters"),
+            OpenApiParameter("window_days", OpenApiTypes.INT, description="trailing window; default 28"),
+        ],
+        responses=inline_serializer("QuotaRecommendations", {
+            "cluster": serializers.CharField(allow_null=True), "window_days": serializers.IntegerField(),
+            "results": inline_serializer("QuotaRecommendationRow", ROW_FIELDS, many=True),
+        }),
+        description="Quota advice per namespace (ResourceQuota) and per Kueue ClusterQueue, worst verdict first.",
+    )
+    def get(self, request):
+        q = advice_query_for(request)
+        rows = advice_rows(q)
+        return Response({"cluster": q.cluster, "window_days": params_from_settings(q.window_days).window_days,
+                         "results": rows})
+
+    def csv_columns(self, rows):
+        if rows and isinstance(rows[0], dict) and "kind" not in rows[0]:
+            return None  # an error body
+        return CSV_COLUMNS

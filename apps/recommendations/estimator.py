@@ -1,0 +1,259 @@
+"""Quota advice, in plain Python (SPEC §2 quota recommendation). No Django here.
+
+Steps, each small and tested with hand-computed numbers (the Kubernetes VPA recommender's
+percentile → margin → confidence chain):
+
+1. **Hourly series.** One value per hour of history: the namespace's allocated GPUs that hour,
+   Σ UsageHour.gpu_seconds / 3600 over its rows of the hour (a time-average within the hour, so
+   a pod holding 8 GPUs for half an hour counts 4). Per MIG profile the value is instances
+   (Σ mig_seconds / 3600). Hours without rows count as 0 — an idle namespace is evidence too.
+2. **Percentile** — linear interpolation between closest ranks (Hyndman & Fan type 7, numpy's
+   default): sort the n values, position = (n − 1) × p, interpolate between the values at
+   floor(position) and ceil(position). P50 of [1, 2, 3, 4] = 2.5; P90 = 3.7.
+3. **Margin** — × (1 + 15 %): target = ceil(P90 × 1.15), lower = P50 × 1.15, upper = P95 × 1.15.
+4. **Confidence** — with `days` of history (hours / 24): upper × (1 + 1/days),
+   lower × max(0, 1 − 1/days). One day of history: upper doubled, lower 0; 28 days: upper
+   × 1.0357, lower × 0.9643. Everything is clamped at ≥ 0.
+5. **Verdict** against the current hard quota (see `verdict`), and the quota to apply
+   (`recommended_quota`): over-provisioned or no quota → the target; under-provisioned → the
+   largest of the target, hard × 1.15 rounded up, and hard + 1; ok → the current hard limit, unchanged.
+6. **Money at stake** per month = |hard − recommended| × 730 h × the hourly rate (so an *ok*
+   row puts nothing at stake), a Decimal rounded to cents; no rate → None ("unpriced").
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Sequence
+
+HOURS_PER_MONTH = 730  # 8760 / 12: the cloud providers' monthly hour count
+CENTS = Decimal("0.01")
+
+OVER = "over_provisioned"
+UNDER = "under_provisioned"
+OK = "ok"
+NO_QUOTA = "no_quota"
+VERDICTS = (UNDER, OVER, OK, NO_QUOTA)  # worst first: a row's verdict is its worst resource's
+
+
+@dataclass(frozen=True)
+class Params:
+    window_days: int = 28
+    margin: float = 0.15
+    target_percentile: float = 0.90
+    lower_percentile: float = 0.50
+    upper_percentile: float = 0.95
+    low_efficiency: float = 0.50      # over-provisioned only when efficiency is below this
+    at_hard_share: float = 0.10       # under-provisioned when used == hard this share of the time
+    min_queued_gpu_hours: float = 0.0  # under-provisioned when queued demand exceeds this
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Linear interpolation between closest ranks (type 7); 0 for no values."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"percentile {p} is not within 0..1")
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * p
+    below = math.floor(position)
+    above = math.ceil(position)
+    if below == above:
+        return float(ordered[below])
+    weight = position - below
+    return ordered[below] * (1.0 - weight) + ordered[above] * weight
+
+
+def with_margin(value: float, margin: float) -> float:
+    return max(0.0, value * (1.0 + margin))
+
+
+def confidence_upper(value: float, days: float) -> float:
+    """VPA's upper-bound confidence multiplier: × (1 + 1/days)."""
+    if days <= 0:
+        return math.inf if value > 0 else 0.0
+    return max(0.0, value * (1.0 + 1.0 / days))
+
+
+def confidence_lower(value: float, days: float) -> float:
+    """× max(0, 1 − 1/days): with a day of history or less, no floor at all."""
+    if days <= 0:
+        return 0.0
+    return max(0.0, value * max(0.0, 1.0 - 1.0 / days))
+
+
+def ceil_whole(value: float) -> int:
+    """Ceiling that ignores float noise: 20 × 1.15 is 22.999999999999996, and means 23."""
+    return max(0, math.ceil(round(value, 9)))
+
+
+@dataclass(frozen=True)
+class Estimate:
+    hours: int
+    days: float
+    p50: float
+    p90: float
+    p95: float
+    target: int
+    lower_bound: float
+    upper_bound: float
+
+
+def estimate(hourly: Sequence[float], params: Params = Params()) -> Estimate:
+    days = len(hourly) / 24.0
+    p50 = percentile(hourly, params.lower_percentile)
+    p90 = percentile(hourly, params.target_percentile)
+    p95 = percentile(hourly, params.upper_percentile)
+    return Estimate(
+        hours=len(hourly), days=days, p50=p50, p90=p90, p95=p95,
+        target=ceil_whole(with_margin(p90, params.margin)),
+        lower_bound=confidence_lower(with_margin(p50, params.margin), days),
+        upper_bound=confidence_upper(with_margin(p95, params.margin), days),
+    )
+
+
+@dataclass(frozen=True)
+class ResourceHistory:
+    """What the shell gathered for one quota resource of one namespace (or ClusterQueue)."""
+    resource: str
+    hourly: Sequence[float]
+    hard: float | None = None
+    used: float | None = None
+    allocated_gpu_seconds: float = 0.0
+    used_gpu_seconds: float = 0.0
+    queued_gpu_hours: float = 0.0
+    # queued while used + pending requests exceeded the hard limit; None: unknown, all of it
+    quota_bound_queued_gpu_hours: float | None = None
+    seconds_at_hard: float = 0.0
+    quota_hours: int = 0              # hours with a known hard limit
+    pending_workloads: float | None = None  # Kueue only
+
+
+@dataclass
+class Assessment:
+    resource: str
+    estimate: Estimate
+    hard: float | None
+    used: float | None
+    efficiency: float | None
+    at_hard_share: float | None
+    queued_gpu_hours: float
+    verdict: str
+    reason: str
+    recommended: int = 0
+    hourly_rate: Decimal | None = None
+    currency: str | None = None
+    monthly_money_at_stake: Decimal | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def efficiency(used_seconds: float, allocated_seconds: float) -> float | None:
+    return used_seconds / allocated_seconds if allocated_seconds > 0 else None
+
+
+def money_at_stake(hard: float, recommended: int, hourly_rate: Decimal) -> Decimal:
+    """|quota − recommended| × 730 h × rate, in the rate's currency, rounded to cents."""
+    gap = abs(Decimal(str(hard)) - Decimal(recommended))
+    return (gap * HOURS_PER_MONTH * hourly_rate).quantize(CENTS, rounding=ROUND_HALF_UP)
+
+
+def _num(value: float) -> str:
+    return f"{value:g}" if value == int(value) else f"{value:.2f}"
+
+
+def verdict(h: ResourceHistory, est: Estimate, params: Params = Params()) -> tuple[str, str]:
+    """The verdict and its reason in words."""
+    eff = efficiency(h.used_gpu_seconds, h.allocated_gpu_seconds)
+    at_hard = h.seconds_at_hard / (h.quota_hours * 3600.0) if h.quota_hours else None
+    if h.hard is None:
+        why = f"no quota limits {h.resource}; a hard limit of {est.target} would cover P90 × 1.15"
+        if h.queued_gpu_hours > params.min_queued_gpu_hours:
+            why += f" ({_num(h.queued_gpu_hours)} GPU-hours queued: pending pods wait for capacity, not quota)"
+        return NO_QUOTA, why
+    under = []
+    bound = h.queued_gpu_hours if h.quota_bound_queued_gpu_hours is None else h.quota_bound_queued_gpu_hours
+    capacity_wait = h.queued_gpu_hours - bound
+    if bound > params.min_queued_gpu_hours:
+        under.append(f"pods waited {_num(bound)} GPU-hours in Pending with the quota full")
+    if h.pending_workloads:
+        under.append(f"{_num(h.pending_workloads)} workloads pending in Kueue")
+    if at_hard is not None and at_hard >= params.at_hard_share:
+        under.append(f"used reached the hard limit {_num(h.hard)} during {at_hard:.0%} of the time")
+    if under:
+        raise_to = recommended_quota(UNDER, h.hard, est.target, params)
+        return UNDER, "; ".join(under) + f": raise it to {raise_to}"
+    eff_text = "nothing was allocated" if eff is None else f"efficiency is {eff:.0%}"
+    note = ""
+    if capacity_wait > params.min_queued_gpu_hours:
+        note = (f" ({_num(capacity_wait)} GPU-hours queued with quota to spare: "
+                "pending pods wait for capacity, not quota)")
+    if h.hard > est.upper_bound:
+        if eff is None or eff < params.low_efficiency:
+            return OVER, (f"quota {_num(h.hard)} is above the upper bound {est.upper_bound:.2f} "
+                          f"(P95 × 1.15 over {est.days:.1f} days) and {eff_text}: lower it to {est.target}" + note)
+        return OK, (f"quota {_num(h.hard)} is above the upper bound {est.upper_bound:.2f} but {eff_text}, "
+                    f"at least {params.low_efficiency:.0%}" + note)
+    return OK, (f"quota {_num(h.hard)} lies within what {est.days:.1f} days of history support "
+                f"(target {est.target})" + note)
+
+
+def recommended_quota(verdict_name: str, hard: float | None, target: int, params: Params = Params()) -> int:
+    if hard is None or verdict_name in (OVER, NO_QUOTA):
+        return target
+    if verdict_name == UNDER:  # at least one more than now, even from a quota of 0
+        return max(target, ceil_whole(with_margin(hard, params.margin)), ceil_whole(hard) + 1)
+    return ceil_whole(hard)
+
+
+def assess(h: ResourceHistory, params: Params = Params(),
+           rate: tuple[Decimal, str] | None = None) -> Assessment:
+    """Estimate, verdict and money for one resource. `rate` is (hourly rate, currency) or None."""
+    est = estimate(h.hourly, params)
+    name, reason = verdict(h, est, params)
+    out = Assessment(
+        resource=h.resource, estimate=est, hard=h.hard, used=h.used,
+        efficiency=efficiency(h.used_gpu_seconds, h.allocated_gpu_seconds),
+        at_hard_share=(h.seconds_at_hard / (h.quota_hours * 3600.0)) if h.quota_hours else None,
+        queued_gpu_hours=h.queued_gpu_hours, verdict=name, reason=reason,
+        recommended=recommended_quota(name, h.hard, est.target, params),
+    )
+    if rate is not None:
+        out.hourly_rate, out.currency = rate
+        if h.hard is not None:
+            out.monthly_money_at_stake = money_at_stake(h.hard, out.recommended, rate[0])
+    return out
+
+
+def worst_verdict(verdicts: Sequence[str]) -> str:
+    for v in VERDICTS:
+        if v in verdicts:
+            return v
+    return NO_QUOTA
+
+
+def total_money(assessments: Sequence[Assessment]) -> tuple[Decimal | None, str | None]:
+    """Sum over resources with a quota; None ("unpriced") if any of them has no rate or the
+    currencies differ."""
+    quoted = [a for a in assessments if a.hard is not None]
+    if not quoted or any(a.monthly_money_at_stake is None for a in quoted):
+        return None, None
+    currencies = {a.currency for a in quoted}
+    if len(currencies) != 1:
+        return None, None
+    return sum((a.monthly_money_at_stake for a in quoted), Decimal("0.00")), currencies.pop()
+
+
+def split_by_weight(total: int, weights: Sequence[float]) -> list[int]:
+    """Share a whole number over flavors in proportion to their current quotas (largest
+    remainder); equal shares when every weight is 0."""
+    if not weights:
+        return []
+    if sum(weights) <= 0:
+        weights = [1.0] * len(weights)
+    raw = [total * w / sum(weights) for w in weights]
+    out = [math.floor(round(r, 9)) for r in raw]
+    order = sorted(range(len(raw)), key=lambda i: (-(raw[i] - out[i]), i))
+    for i in order[: total - sum(out)]:
+        out[i] += 1
+    return out

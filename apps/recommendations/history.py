@@ -1,0 +1,141 @@
+"""Reading the rollups into per-resource hourly histories (the shell around estimator.py)."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from django.db.models import Min, Sum
+
+from apps.accounting.models import QueuedDemandHour, QuotaHour, UsageHour
+
+from .manifests import is_gpu_quota_resource, quota_resource_for, quota_resource_from_request
+
+HOUR = timedelta(hours=1)
+
+
+@dataclass
+class NamespaceHistory:
+    """Everything known of one namespace over the window, per quota resource."""
+    cluster_id: int
+    namespace: str
+    history_start: datetime
+    # resource -> hour_start -> allocated GPUs (whole GPUs) or instances (MIG profile)
+    hourly: dict[str, dict[datetime, float]] = field(default_factory=lambda: defaultdict(dict))
+    allocated_gpu_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    used_gpu_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    model_seconds: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
+    queued_gpu_hours: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    # the part of it queued while the quota was full (used + pending requests > hard)
+    quota_bound_queued_gpu_hours: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    # resource -> (latest hard, latest used, seconds at hard, hours with a hard limit)
+    quota: dict[str, tuple[float, float | None, float, int]] = field(default_factory=dict)
+    quota_seen: dict[str, datetime] = field(default_factory=dict)  # resource -> last hour with a hard limit
+
+    def resources(self) -> list[str]:
+        return sorted(set(self.hourly) | set(self.quota) | set(self.queued_gpu_hours))
+
+    def dominant_model(self, resource: str) -> str | None:
+        models = self.model_seconds.get(resource)
+        if not models:
+            return None
+        return max(sorted(models), key=lambda m: models[m])
+
+
+def hour_range(start: datetime, end: datetime) -> list[datetime]:
+    out, t = [], start
+    while t < end:
+        out.append(t)
+        t += HOUR
+    return out
+
+
+def series(by_hour: dict[datetime, float], start: datetime, end: datetime) -> list[float]:
+    """One value per hour of [start, end); hours without rows are 0 (nothing allocated)."""
+    return [by_hour.get(t, 0.0) for t in hour_range(start, end)]
+
+
+def first_hours(cluster_ids, end: datetime) -> dict[tuple[int, str], datetime]:
+    """When each namespace first appears in the rollups (usage or quota), at any time before end."""
+    first: dict[tuple[int, str], datetime] = {}
+    usage = (UsageHour.objects.filter(cluster_id__in=cluster_ids, hour_start__lt=end).exclude(namespace="")
+             .values("cluster_id", "namespace").annotate(first=Min("hour_start")).order_by())
+    quota = (QuotaHour.objects.filter(cluster_id__in=cluster_ids, hour_start__lt=end)
+             .values("cluster_id", "namespace").annotate(first=Min("hour_start")).order_by())
+    for r in list(usage) + list(quota):
+        key = (r["cluster_id"], r["namespace"])
+        first[key] = min(first.get(key, r["first"]), r["first"])
+    return first
+
+
+def namespace_histories(cluster_ids, start: datetime, end: datetime) -> dict[tuple[int, str], NamespaceHistory]:
+    """Four aggregate queries whatever the number of namespaces, devices or pods."""
+    first = first_hours(cluster_ids, end)
+    out: dict[tuple[int, str], NamespaceHistory] = {}
+
+    def get(cluster_id, namespace):
+        key = (cluster_id, namespace)
+        h = out.get(key)
+        if h is None:
+            h = out[key] = NamespaceHistory(cluster_id, namespace, max(start, first.get(key, start)))
+        return h
+
+    window = {"cluster_id__in": cluster_ids, "hour_start__gte": start, "hour_start__lt": end}
+    hourly = (UsageHour.objects.filter(**window).exclude(namespace="")
+              .values("cluster_id", "namespace", "mig_profile", "hour_start")
+              .annotate(gpu_s=Sum("gpu_seconds"), mig_s=Sum("mig_seconds")).order_by())
+    for r in hourly:
+        resource = quota_resource_for(r["mig_profile"])
+        seconds = r["mig_s"] if r["mig_profile"] else r["gpu_s"]
+        get(r["cluster_id"], r["namespace"]).hourly[resource][r["hour_start"]] = (seconds or 0.0) / 3600.0
+    totals = (UsageHour.objects.filter(**window).exclude(namespace="")
+              .values("cluster_id", "namespace", "mig_profile", "gpu_model")
+              .annotate(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds")).order_by())
+    for r in totals:
+        h = get(r["cluster_id"], r["namespace"])
+        resource = quota_resource_for(r["mig_profile"])
+        h.allocated_gpu_seconds[resource] += r["gpu_s"] or 0.0
+        h.used_gpu_seconds[resource] += r["used_s"] or 0.0
+        h.model_seconds[resource][r["gpu_model"]] += r["gpu_s"] or 0.0
+    quota_rows = list(QuotaHour.objects.filter(**window, hard__isnull=False)
+                      .values_list("cluster_id", "namespace", "resource", "hour_start", "hard", "used_max",
+                                   "seconds_at_hard").order_by("hour_start"))
+    quota_at = {(c, ns, res, hour): (hard, used) for c, ns, res, hour, hard, used, _ in quota_rows}
+    queued = (QueuedDemandHour.objects.filter(**window)
+              .values("cluster_id", "namespace", "resource", "hour_start")
+              .annotate(q=Sum("queued_gpu_seconds"), requested=Sum("requested")).order_by())
+    for r in queued:
+        resource = quota_resource_from_request(r["resource"])
+        if resource:
+            h = get(r["cluster_id"], r["namespace"])
+            hours = (r["q"] or 0.0) / 3600.0
+            h.queued_gpu_hours[resource] += hours
+            hard, used = quota_at.get((r["cluster_id"], r["namespace"], resource, r["hour_start"]), (None, None))
+            if hard is not None and (used or 0.0) + (r["requested"] or 0.0) > hard:
+                h.quota_bound_queued_gpu_hours[resource] += hours
+    for cluster_id, namespace, resource, hour, hard, used, at_hard in quota_rows:
+        if not is_gpu_quota_resource(resource):
+            continue
+        h = get(cluster_id, namespace)
+        _, _, seconds, count = h.quota.get(resource, (None, None, 0.0, 0))
+        h.quota[resource] = (hard, used, seconds + (at_hard or 0.0), count + 1)
+        h.quota_seen[resource] = hour
+    return out
+
+
+def cluster_models(cluster_ids, start: datetime, end: datetime):
+    """Each cluster's most common GPU model per quota resource (capacity seconds) — the model to
+    price a quota nobody used — and each (model, MIG profile)'s GPU fraction, as rolled up."""
+    rows = (UsageHour.objects.filter(cluster_id__in=cluster_ids, hour_start__gte=start, hour_start__lt=end)
+            .values("cluster_id", "mig_profile", "gpu_model")
+            .annotate(s=Sum("gpu_seconds"), mig_s=Sum("mig_seconds")).order_by())
+    best: dict[tuple[int, str], tuple[float, str]] = {}
+    fractions: dict[tuple[str, str], float] = {}
+    for r in rows:
+        key = (r["cluster_id"], quota_resource_for(r["mig_profile"]))
+        candidate = (r["s"] or 0.0, r["gpu_model"])
+        if key not in best or candidate[0] > best[key][0]:
+            best[key] = candidate
+        if r["mig_profile"] and r["mig_s"]:
+            fractions[(r["gpu_model"], r["mig_profile"])] = (r["s"] or 0.0) / r["mig_s"]
+    return {k: v[1] for k, v in best.items()}, fractions

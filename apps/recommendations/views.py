@@ -1,0 +1,47 @@
+"""Pages: /advice/ (quota advice, same rows as the API) and /advice/alerts/."""
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q
+from django.http import Http404
+from django.shortcuts import render
+from rest_framework.exceptions import NotFound, ValidationError
+
+from apps.clusters.models import Cluster
+from apps.reports.views.common import bad_request
+from apps.teams.access import can_see_money, team_scope
+
+from .advice import advice_rows
+from .api import advice_query_for
+from .models import Alert
+
+
+@login_required
+def advice(request):
+    try:
+        q = advice_query_for(request)
+    except NotFound as exc:
+        raise Http404(str(exc.detail))
+    except ValidationError as exc:
+        return bad_request(request, exc.detail)
+    if q.teams is not None and not q.teams:
+        raise PermissionDenied("no team to show")
+    rows = advice_rows(q)
+    return render(request, "recommendations/advice.html", {
+        "rows": rows, "money": q.money, "cluster": q.cluster,
+        "clusters": Cluster.objects.values_list("name", flat=True),
+    })
+
+
+@login_required
+def alerts(request):
+    scope = team_scope(request.user)
+    qs = Alert.objects.prefetch_related("deliveries")
+    if scope is not None:
+        if not scope:
+            raise PermissionDenied("no team to show")
+        qs = qs.filter(Q(team__in=scope))
+    if not can_see_money(request.user):
+        qs = qs.exclude(kind=Alert.Kind.BUDGET, fields__unit="money")
+    return render(request, "recommendations/alerts.html", {
+        "alerts": qs[:500], "money": can_see_money(request.user),
+    })

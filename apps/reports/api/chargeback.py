@@ -1,0 +1,142 @@
+"""GET /api/v1/chargeback/ (SPEC §3), its CSV and XLSX, and closing / reopening periods."""
+from datetime import timedelta
+
+from django.utils import timezone
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers, status
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.settings import api_settings
+from rest_framework.views import APIView
+
+from apps.accounting.actions import ActionError, NotAllowed, do_close_period, do_reopen_period
+from apps.accounting.calc import parse_period, period_of
+from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clusters_behind, csv_rows, statement,
+                                        statement_payload)
+from apps.accounting.usage import billing_zone
+from apps.teams.access import can_close_periods, can_see_money, team_scope
+from apps.reports.xlsx import XLSXRenderer
+
+from .params import parse_choice
+
+
+class SeesMoney(BasePermission):
+    message = "your role may not see money figures"
+
+    def has_permission(self, request, view):
+        return can_see_money(request.user)
+
+
+def default_period():
+    """The last complete month in the billing zone, the one finance reviews and closes; the
+    month to date instead while the last one holds no usage (a portal in its first month)."""
+    from apps.accounting.calc import period_bounds
+    from apps.accounting.models import UsageHour
+
+    zone = billing_zone()
+    first = timezone.now().astimezone(zone).date().replace(day=1)
+    last_month = period_of(first - timedelta(days=1))
+    start, end = period_bounds(last_month, zone)
+    if UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end).exists():
+        return last_month
+    return period_of(first)
+
+
+def parse_period_param(params, name="period", default=None):
+    value = params.get(name) or default
+    if value is None:
+        raise ValidationError({name: f"{name} is required: a month like 2026-03"})
+    try:
+        return parse_period(value)
+    except ValueError as exc:
+        raise ValidationError({name: str(exc)})
+
+
+def chargeback_payload(request, period, group_by, shared_idle):
+    stmt = statement(period, shared_idle=shared_idle)
+    return statement_payload(stmt, group_by, team_scope(request.user), shared_idle)
+
+
+class ChargebackView(APIView):
+    permission_classes = [IsAuthenticated, SeesMoney]
+    renderer_classes = api_settings.DEFAULT_RENDERER_CLASSES + [XLSXRenderer]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("period", OpenApiTypes.STR, description="YYYY-MM in the billing time zone; "
+                             "default the last complete month"),
+            OpenApiParameter("group_by", OpenApiTypes.STR, enum=list(GROUP_BYS)),
+            OpenApiParameter("shared_idle", OpenApiTypes.STR, enum=list(SHARED_IDLE),
+                             description="unallocated cost shown apart (default) or spread over teams"),
+        ],
+        responses=inline_serializer("ChargebackResponse", {
+            "period": serializers.CharField(), "group_by": serializers.CharField(),
+            "closed": serializers.BooleanField(), "results": serializers.ListField(child=serializers.DictField()),
+        }),
+        description="A month's chargeback statement: groups with their lines. `?format=csv` gives one row "
+                    "per line, `?format=xlsx` a workbook.",
+    )
+    def get(self, request, *args, **kwargs):
+        params = request.query_params
+        period = parse_period_param(params, default=default_period())
+        group_by = parse_choice(params, "group_by", GROUP_BYS, default="team")
+        shared_idle = parse_choice(params, "shared_idle", SHARED_IDLE, default="apart")
+        payload = chargeback_payload(request, period, group_by, shared_idle)
+        fmt = getattr(request.accepted_renderer, "format", "")
+        response = Response(payload)
+        if fmt == "csv":
+            response = Response({**payload, "results": csv_rows(payload)})
+        if fmt in ("csv", "xlsx"):
+            response["Content-Disposition"] = f'attachment; filename="chargeback-{period}-{group_by}.{fmt}"'
+        return response
+
+    def csv_columns(self, rows):
+        if rows and isinstance(rows[0], dict) and "kind" not in rows[0]:
+            return None
+        return CSV_COLUMNS
+
+
+class ChargebackXLSXView(ChargebackView):
+    """/api/v1/chargeback/xlsx/?period= : the same statement, always as a workbook."""
+    renderer_classes = [XLSXRenderer]
+
+    def perform_content_negotiation(self, request, force=False):
+        renderer = XLSXRenderer()
+        return renderer, renderer.media_type
+
+
+PERIOD_BODY = inline_serializer("PeriodRequest", {"period": serializers.CharField()})
+
+
+class ClosePeriodView(APIView):
+    @extend_schema(request=PERIOD_BODY, responses=OpenApiTypes.OBJECT,
+                   description="Close (freeze) a billing period. Finance or admin.")
+    def post(self, request):
+        if not can_close_periods(request.user):
+            raise PermissionDenied("only finance or an admin can close a billing period")
+        period = parse_period_param(request.data)
+        try:
+            bp = do_close_period(period, actor=request.user)
+        except ActionError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        behind = clusters_behind(period)
+        warnings = [f"ingest of {', '.join(behind)} had not reached the end of {period}: hours still to come "
+                    "will be adjustments in the next open month"] if behind else []
+        return Response({"period": bp.period, "closed": True, "closed_at": bp.closed_at.isoformat(),
+                         "lines": bp.lines.count(), "warnings": warnings})
+
+
+class ReopenPeriodView(APIView):
+    @extend_schema(request=PERIOD_BODY, responses=OpenApiTypes.OBJECT,
+                   description="Reopen a closed billing period. Admins only; audited.")
+    def post(self, request):
+        period = parse_period_param(request.data)
+        try:
+            bp = do_reopen_period(period, actor=request.user)
+        except NotAllowed as exc:
+            raise PermissionDenied(str(exc))
+        except ActionError as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
+        return Response({"period": bp.period, "closed": False})

@@ -1,0 +1,51 @@
+"""GET /api/v1/idle/: allocated-but-idle pods ranked by idle GPU-hours (SPEC §3)."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from ..data.idle import CSV_COLUMNS, EVERY_IDLE_POD, idle_pods, parse_idle_options
+from ..selection import iso_utc as iso, selection_from
+from .usage import WINDOW_PARAMS
+
+IDLE_ROW_FIELDS = {
+    "cluster": serializers.CharField(), "namespace": serializers.CharField(), "pod": serializers.CharField(),
+    "team": serializers.CharField(), "node": serializers.CharField(), "gpus_held": serializers.FloatField(),
+    "idle_gpu_hours": serializers.FloatField(), "allocated_gpu_hours": serializers.FloatField(),
+    "used_gpu_hours": serializers.FloatField(), "utilization": serializers.FloatField(),
+    "longest_idle_hours": serializers.FloatField(),
+}
+
+
+class IdleView(APIView):
+    @extend_schema(
+        parameters=WINDOW_PARAMS + [
+            OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name"),
+            OpenApiParameter("team", OpenApiTypes.STR, description="team name (team leads: one of theirs)"),
+            OpenApiParameter("max_utilization", OpenApiTypes.FLOAT,
+                             description="only pods whose used ÷ allocated is below this ratio "
+                                         "(the Idle GPUs page uses 0.10); default: no limit"),
+            OpenApiParameter("min_idle_minutes", OpenApiTypes.FLOAT,
+                             description="only pods with an idle stretch at least this long "
+                                         "(the page uses 30); default 0"),
+        ],
+        responses=inline_serializer("IdleResponse", {
+            "start": serializers.CharField(), "end": serializers.CharField(),
+            "max_utilization": serializers.FloatField(), "min_idle_minutes": serializers.FloatField(),
+            "results": inline_serializer("IdlePod", IDLE_ROW_FIELDS, many=True),
+        }),
+        description="Every pod with idle GPU-time in the window, ranked by idle GPU-hours "
+                    "(narrow it with max_utilization / min_idle_minutes).",
+    )
+    def get(self, request):
+        sel = selection_from(request, request.query_params)
+        opts = parse_idle_options(request.query_params, defaults=EVERY_IDLE_POD)
+        rows = [p.as_dict() for p in idle_pods(sel, opts)]
+        return Response({"start": iso(sel.start), "end": iso(sel.end), "max_utilization": opts.max_utilization,
+                         "min_idle_minutes": opts.min_idle_minutes, "results": rows})
+
+    def csv_columns(self, rows):
+        if rows and isinstance(rows[0], dict) and "pod" not in rows[0]:
+            return None  # an error body
+        return CSV_COLUMNS

@@ -1,0 +1,101 @@
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounting.pricing import price_usage_rows_detail
+from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells, hours, usage_cells
+from apps.clusters.models import Cluster
+from apps.teams.access import can_see_money, team_scope
+
+from .params import iso, parse_choice, parse_window
+
+WINDOW_PARAMS = [
+    OpenApiParameter("start", OpenApiTypes.STR, description="ISO 8601 instant or date (UTC); default a week ago"),
+    OpenApiParameter("end", OpenApiTypes.STR, description="ISO 8601 instant or date, exclusive; default now"),
+]
+
+USAGE_ROW_FIELDS = {
+    "key": serializers.CharField(),
+    "allocated_gpu_hours": serializers.FloatField(),
+    "used_gpu_hours": serializers.FloatField(),
+    "idle_gpu_hours": serializers.FloatField(),
+    "unallocated_gpu_hours": serializers.FloatField(required=False),
+    "efficiency": serializers.FloatField(allow_null=True),
+    "mig_instance_hours": serializers.DictField(child=serializers.FloatField()),
+    "cost": serializers.CharField(allow_null=True),
+    "currency": serializers.CharField(allow_null=True),
+    "unpriced_gpu_hours": serializers.FloatField(
+        required=False, help_text="allocated hours no rate covers, left out of cost (roles that see money)"),
+}
+
+
+def usage_filter_for(request, start, end, cluster=None):
+    if cluster and not Cluster.objects.filter(name=cluster).exists():
+        raise NotFound(f"no cluster named {cluster!r}")
+    scope = team_scope(request.user)
+    return UsageFilter(start=start, end=end, cluster=cluster,
+                       teams=frozenset(scope) if scope is not None else None)
+
+
+def usage_payload(request, group_by, usage_filter):
+    """The usage rows as the API, the pages and the CSV all show them."""
+    rows = group_cells(usage_cells(usage_filter, per_day=False), group_by)
+    money = can_see_money(request.user)
+    prices = price_usage_rows_detail(rows) if money else [(None, None, None)] * len(rows)
+    out = []
+    for row, (cost, currency, unpriced_hours) in zip(rows, prices):
+        item = {
+            "key": row.key,
+            "allocated_gpu_hours": hours(row.allocated_gpu_seconds),
+            "used_gpu_hours": hours(row.used_gpu_seconds),
+            "idle_gpu_hours": hours(row.idle_gpu_seconds),
+        }
+        if group_by in FLEET_GROUP_BYS:
+            item["unallocated_gpu_hours"] = hours(row.unallocated_gpu_seconds)
+        eff = row.efficiency
+        item["efficiency"] = round(eff, 6) if eff is not None else None
+        item["mig_instance_hours"] = {p: hours(s) for p, s in sorted(row.mig_seconds.items())}
+        item["cost"], item["currency"] = cost, currency
+        if money:
+            item["unpriced_gpu_hours"] = unpriced_hours
+        out.append(item)
+    return out
+
+
+class UsageView(APIView):
+    @extend_schema(
+        parameters=WINDOW_PARAMS + [
+            OpenApiParameter("group_by", OpenApiTypes.STR, enum=list(GROUP_BYS), required=True),
+            OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name"),
+        ],
+        responses=inline_serializer("UsageResponse", {
+            "start": serializers.CharField(), "end": serializers.CharField(),
+            "group_by": serializers.CharField(), "results": inline_serializer("UsageRow", USAGE_ROW_FIELDS, many=True),
+        }),
+        description="Allocated, used, idle (and for cluster/gpu_model, unallocated) GPU-hours.",
+    )
+    def get(self, request):
+        params = request.query_params
+        start, end = parse_window(params)
+        group_by = parse_choice(params, "group_by", GROUP_BYS, default="namespace")
+        f = usage_filter_for(request, start, end, params.get("cluster") or None)
+        results = usage_payload(request, group_by, f)
+        return Response({"start": iso(start), "end": iso(end), "group_by": group_by, "results": results})
+
+    def csv_columns(self, rows):
+        group_by = self.request.query_params.get("group_by") or "namespace"
+        cols = ["key", "allocated_gpu_hours", "used_gpu_hours", "idle_gpu_hours"]
+        if group_by in FLEET_GROUP_BYS:
+            cols.append("unallocated_gpu_hours")
+        cols.append("efficiency")
+        profiles = sorted({p for r in rows if isinstance(r, dict) for p in r.get("mig_instance_hours", {})})
+        cols += [f"mig_instance_hours.{p}" for p in profiles]
+        cols += ["cost", "currency"]
+        if rows and isinstance(rows[0], dict) and "unpriced_gpu_hours" in rows[0]:
+            cols.append("unpriced_gpu_hours")
+        if rows and isinstance(rows[0], dict) and "key" not in rows[0]:
+            return None  # an error body: let the renderer show its own columns
+        return cols

@@ -1,0 +1,173 @@
+"""Allocated-but-idle pods, ranked by idle GPU-hours (SPEC §2), and capacity no pod held.
+
+Idle samples (utilization under SPEC §2's idle threshold, 5 % by default) are counted at
+ingest. This report lists a pod when its average utilization over the window (used ÷
+allocated) is under the listing threshold (10 % by default) and its longest unbroken idle
+stretch lasts at least the listing minimum (30 minutes by default). Stretches are joined
+across hours per device-pod; a pod's longest is the longest over its devices.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+from django.db.models import Max, Min, Q, Sum
+from rest_framework.exceptions import ValidationError
+
+from apps.accounting.models import UsageHour
+from apps.accounting.usage import billing_zone, efficiency
+from apps.clusters.models import Cluster
+from apps.ingest.rollup import merge_idle_runs
+from apps.teams.resolve import TeamResolver
+
+from ..selection import Selection
+
+
+@dataclass(frozen=True)
+class IdleOptions:
+    max_utilization: float     # ratio: list pods whose used ÷ allocated is below this
+    min_idle_minutes: float    # ... and whose longest idle stretch is at least this long
+
+
+@dataclass
+class IdlePod:
+    cluster: str
+    namespace: str
+    pod: str
+    team: str
+    nodes: list[str]
+    gpus_held: float
+    allocated_gpu_seconds: float
+    used_gpu_seconds: float
+    idle_gpu_seconds: float
+    longest_idle_seconds: float = 0.0
+    first_hour: datetime | None = None
+    last_hour: datetime | None = None
+
+    @property
+    def utilization(self) -> float:
+        return efficiency(self.used_gpu_seconds, self.allocated_gpu_seconds) or 0.0
+
+    def as_dict(self) -> dict:
+        return {
+            "cluster": self.cluster, "namespace": self.namespace, "pod": self.pod, "team": self.team,
+            "node": ", ".join(self.nodes), "gpus_held": round(self.gpus_held, 6),
+            "idle_gpu_hours": round(self.idle_gpu_seconds / 3600.0, 6),
+            "allocated_gpu_hours": round(self.allocated_gpu_seconds / 3600.0, 6),
+            "used_gpu_hours": round(self.used_gpu_seconds / 3600.0, 6),
+            "utilization": round(self.utilization, 6),
+            "longest_idle_hours": round(self.longest_idle_seconds / 3600.0, 6),
+        }
+
+
+CSV_COLUMNS = ["cluster", "namespace", "pod", "team", "node", "gpus_held", "idle_gpu_hours",
+               "allocated_gpu_hours", "used_gpu_hours", "utilization", "longest_idle_hours"]
+
+
+EVERY_IDLE_POD = (1.0, 0.0)  # no listing filter: every pod with idle GPU-time
+
+
+def parse_idle_options(params, defaults=None) -> IdleOptions:
+    """The listing filter; `defaults` (utilization, minutes) when the parameters are absent,
+    else the practice defaults of the Idle GPUs page (10 % for 30 minutes, from settings)."""
+    errors, values = {}, {}
+    utilization, minutes = defaults or (settings.IDLE_LIST_UTILIZATION, settings.IDLE_LIST_MIN_MINUTES)
+    for name, default, high in (("max_utilization", utilization, 1.0),
+                                ("min_idle_minutes", minutes, None)):
+        raw = params.get(name)
+        try:
+            value = float(raw) if raw not in (None, "") else default
+        except ValueError:
+            errors[name] = f"{name}={raw!r} is not a number"
+            continue
+        if value < 0 or (high is not None and value > high) or value != value:
+            errors[name] = f"{name}={raw!r} must lie between 0 and {high if high is not None else 'infinity'}"
+        values[name] = value
+    if errors:
+        raise ValidationError(errors)
+    return IdleOptions(**values)
+
+
+def _base(sel: Selection):
+    qs = UsageHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end)
+    if sel.cluster:
+        qs = qs.filter(cluster__name=sel.cluster)
+    return qs
+
+
+def idle_pods(sel: Selection, opts: IdleOptions) -> list[IdlePod]:
+    """Three queries whatever the number of pods: pod totals, cluster names, candidates' hours."""
+    allocated = _base(sel).exclude(namespace="").filter(gpu_seconds__gt=0)
+    totals = (allocated.values("cluster_id", "namespace", "pod")
+              .annotate(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"),
+                        first=Min("hour_start"), last=Max("hour_start"))
+              .filter(idle_s__gt=0).order_by())
+    names = dict(Cluster.objects.values_list("id", "name"))
+    resolver, zone = TeamResolver(), billing_zone()
+    pods: dict[tuple[int, str, str], IdlePod] = {}
+    for t in totals:
+        if t["used_s"] >= opts.max_utilization * t["gpu_s"]:
+            continue
+        team = resolver.team(t["cluster_id"], t["namespace"], t["last"].astimezone(zone).date())
+        if sel.teams is not None and team not in sel.teams:
+            continue
+        pods[(t["cluster_id"], t["namespace"], t["pod"])] = IdlePod(
+            cluster=names.get(t["cluster_id"], "?"), namespace=t["namespace"], pod=t["pod"], team=team,
+            nodes=[], gpus_held=0.0, allocated_gpu_seconds=t["gpu_s"], used_gpu_seconds=t["used_s"],
+            idle_gpu_seconds=t["idle_s"], first_hour=t["first"], last_hour=t["last"],
+        )
+    if not pods:
+        return []
+    _fill_stretches(allocated, pods)
+    min_seconds = opts.min_idle_minutes * 60.0
+    listed = [p for p in pods.values() if p.longest_idle_seconds >= min_seconds]
+    return sorted(listed, key=lambda p: (-p.idle_gpu_seconds, p.cluster, p.namespace, p.pod))
+
+
+def _fill_stretches(allocated, pods):
+    # namespace IN / pod IN is a superset of the candidate pods that the index serves well;
+    # rows of other pods are dropped below.
+    hours = (allocated.filter(namespace__in={k[1] for k in pods}, pod__in={k[2] for k in pods})
+             .values_list("cluster_id", "namespace", "pod", "device_id", "node", "gpu_fraction", "hour_start",
+                          "idle_prefix_seconds", "idle_suffix_seconds", "idle_max_run_seconds", "idle_whole_hour")
+             .order_by("cluster_id", "namespace", "pod", "device_id", "hour_start"))
+    runs = defaultdict(list)
+    fractions: dict[tuple, dict[int, float]] = defaultdict(dict)
+    nodes: dict[tuple, set[str]] = defaultdict(set)
+    for cluster_id, ns, pod, device_id, node, fraction, hour, prefix, suffix, max_run, whole in hours:
+        key = (cluster_id, ns, pod)
+        if key not in pods:
+            continue
+        runs[(key, device_id)].append((int(hour.timestamp()), prefix, suffix, max_run, whole))
+        fractions[key][device_id] = fraction
+        if node:
+            nodes[key].add(node)
+    for (key, _device), device_hours in runs.items():
+        pod = pods[key]
+        pod.longest_idle_seconds = max(pod.longest_idle_seconds, merge_idle_runs(device_hours))
+    for key, pod in pods.items():
+        pod.gpus_held = sum(fractions[key].values())
+        pod.nodes = sorted(nodes[key])
+
+
+@dataclass
+class Unallocated:
+    cluster: str
+    gpu_model: str
+    capacity_gpu_seconds: float = 0.0
+    unallocated_gpu_seconds: float = 0.0
+
+    @property
+    def share(self) -> float | None:
+        return self.unallocated_gpu_seconds / self.capacity_gpu_seconds if self.capacity_gpu_seconds > 0 else None
+
+
+def unallocated_capacity(sel: Selection) -> list[Unallocated]:
+    """Capacity no pod held, per cluster and GPU model (fleet-wide: not for team leads)."""
+    rows = (_base(sel).values("cluster__name", "gpu_model")
+            .annotate(cap_s=Sum("gpu_seconds"), free_s=Sum("gpu_seconds", filter=Q(namespace="")))
+            .order_by("cluster__name", "gpu_model"))
+    return [Unallocated(cluster=r["cluster__name"], gpu_model=r["gpu_model"], capacity_gpu_seconds=r["cap_s"] or 0.0,
+                        unallocated_gpu_seconds=r["free_s"] or 0.0) for r in rows]

@@ -1,0 +1,96 @@
+"""The overview's figures: fleet over time, top idle teams, fleet by model, ingest freshness."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime
+
+from django.conf import settings
+from django.db.models import OuterRef, Subquery
+from django.utils import timezone
+
+from apps.accounting.usage import Cell, UsageRow, efficiency, group_cells, hours
+from apps.clusters.models import Cluster
+from apps.ingest.models import IngestRun
+
+
+@dataclass
+class DayTotals:
+    day: date
+    allocated_gpu_hours: float = 0.0
+    used_gpu_hours: float = 0.0
+    idle_gpu_hours: float = 0.0
+    unallocated_gpu_hours: float = 0.0
+
+    @property
+    def capacity_gpu_hours(self) -> float:
+        return self.allocated_gpu_hours + self.unallocated_gpu_hours
+
+    @property
+    def efficiency(self) -> float | None:
+        return efficiency(self.used_gpu_hours, self.allocated_gpu_hours)
+
+
+def daily_totals(cells: list[Cell]) -> list[DayTotals]:
+    days: dict[date, DayTotals] = {}
+    for c in cells:
+        d = days.get(c.day) or days.setdefault(c.day, DayTotals(day=c.day))
+        if c.allocated:
+            d.allocated_gpu_hours += c.gpu_seconds / 3600.0
+            d.used_gpu_hours += c.used_gpu_seconds / 3600.0
+            d.idle_gpu_hours += c.idle_gpu_seconds / 3600.0
+        else:
+            d.unallocated_gpu_hours += c.gpu_seconds / 3600.0
+    return [days[k] for k in sorted(days)]
+
+
+def top_idle_teams(cells: list[Cell], limit: int = 10) -> list[UsageRow]:
+    rows = [r for r in group_cells(cells, "team") if r.idle_gpu_seconds > 0]
+    return sorted(rows, key=lambda r: (-r.idle_gpu_seconds, r.key))[:limit]
+
+
+def fleet_by_model(cells: list[Cell]) -> list[dict]:
+    out = []
+    for r in group_cells(cells, "gpu_model"):
+        capacity = r.allocated_gpu_seconds + r.unallocated_gpu_seconds
+        out.append({
+            "gpu_model": r.key,
+            "capacity_gpu_hours": hours(capacity),
+            "allocated_gpu_hours": hours(r.allocated_gpu_seconds),
+            "used_gpu_hours": hours(r.used_gpu_seconds),
+            "unallocated_gpu_hours": hours(r.unallocated_gpu_seconds),
+            "efficiency": r.efficiency,
+            "allocation_ratio": r.allocated_gpu_seconds / capacity if capacity > 0 else None,
+        })
+    return sorted(out, key=lambda m: (-m["capacity_gpu_hours"], m["gpu_model"]))
+
+
+@dataclass
+class Freshness:
+    cluster: str
+    ingested_until: datetime | None
+    lag_hours: float | None
+    stale: bool
+    last_status: str | None
+    last_started_at: datetime | None
+    last_error: str
+
+
+def ingest_freshness(now: datetime | None = None, stale_hours: float | None = None) -> list[Freshness]:
+    """One row per cluster, stale when its watermark lags `now` by more than STALE_INGEST_HOURS."""
+    now = now or timezone.now()
+    stale_hours = settings.STALE_INGEST_HOURS if stale_hours is None else stale_hours
+    last = IngestRun.objects.filter(cluster=OuterRef("pk")).order_by("-started_at")
+    clusters = Cluster.objects.annotate(
+        last_status=Subquery(last.values("status")[:1]),
+        last_started_at=Subquery(last.values("started_at")[:1]),
+        last_error=Subquery(last.values("error")[:1]),
+    ).order_by("name")
+    out = []
+    for c in clusters:
+        lag = (now - c.ingested_until).total_seconds() / 3600.0 if c.ingested_until else None
+        out.append(Freshness(
+            cluster=c.name, ingested_until=c.ingested_until, lag_hours=lag,
+            stale=lag is None or lag > stale_hours, last_status=c.last_status,
+            last_started_at=c.last_started_at, last_error=c.last_error or "",
+        ))
+    return out

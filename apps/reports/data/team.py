@@ -1,0 +1,112 @@
+"""A team's dashboard: its namespaces over time, efficiency, MIG hours, cost this month vs last, quota."""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date, datetime, time, timedelta
+
+from django.db.models import Max, Sum
+from django.db.models.functions import TruncDate
+from django.utils import timezone
+
+from apps.accounting.models import QuotaHour
+from apps.accounting.pricing import price_usage_rows_detail
+from apps.accounting.usage import UsageFilter, UsageRow, billing_zone, group_cells, usage_cells
+from apps.teams.resolve import TeamResolver
+
+from ..selection import Selection
+
+GPU_QUOTA_RESOURCE = "requests.nvidia.com/gpu"
+
+
+def team_cells(sel: Selection, team: str):
+    return usage_cells(UsageFilter(start=sel.start, end=sel.end, cluster=sel.cluster, teams=frozenset({team})))
+
+
+def namespace_series(cells) -> dict[str, list[tuple[date, float, float]]]:
+    """namespace -> [(day, allocated GPU-hours, used GPU-hours)] in day order."""
+    per = defaultdict(lambda: defaultdict(lambda: [0.0, 0.0]))
+    for c in cells:
+        if c.allocated:
+            v = per[c.namespace][c.day]
+            v[0] += c.gpu_seconds / 3600.0
+            v[1] += c.used_gpu_seconds / 3600.0
+    return {ns: [(d, a, u) for d, (a, u) in sorted(days.items())] for ns, days in sorted(per.items())}
+
+
+def mig_hours(cells) -> dict[str, float]:
+    out: dict[str, float] = defaultdict(float)
+    for c in cells:
+        if c.allocated and c.mig_profile:
+            out[c.mig_profile] += c.mig_seconds / 3600.0
+    return dict(sorted(out.items()))
+
+
+@dataclass
+class MonthCost:
+    label: str
+    start: datetime
+    end: datetime
+    allocated_gpu_hours: float
+    cost: str | None
+    currency: str | None
+    priced: bool
+    unpriced_gpu_hours: float = 0.0
+
+
+def month_bounds(now: datetime) -> tuple[datetime, datetime, datetime]:
+    """(last month's start, this month's start, now) in the billing zone, as aware datetimes."""
+    zone = billing_zone()
+    local = now.astimezone(zone)
+    this_start = datetime.combine(local.date().replace(day=1), time.min, tzinfo=zone)
+    last_start = datetime.combine((this_start.date() - timedelta(days=1)).replace(day=1), time.min, tzinfo=zone)
+    return last_start, this_start, now
+
+
+def month_costs(sel: Selection, team: str, now: datetime | None = None) -> list[MonthCost]:
+    """Month-to-date and last month for the team, priced by the rate card when it exists.
+
+    One usage query covers both months; its billing-zone days split them.
+    """
+    last_start, this_start, now = month_bounds(now or timezone.now())
+    cells = usage_cells(UsageFilter(start=last_start, end=now, cluster=sel.cluster, teams=frozenset({team})))
+    parts = []
+    for label, start, end, this_month in (("Month to date", this_start, now, True),
+                                          ("Last month", last_start, this_start, False)):
+        rows = group_cells([c for c in cells if (c.day >= this_start.date()) == this_month], "team")
+        parts.append((label, start, end, rows[0] if rows else UsageRow(key=team)))
+    prices = price_usage_rows_detail([row for *_, row in parts])
+    return [MonthCost(label, start, end, row.allocated_gpu_seconds / 3600.0, cost, currency, True, unpriced)
+            for (label, start, end, row), (cost, currency, unpriced) in zip(parts, prices)]
+
+
+@dataclass
+class QuotaUse:
+    cluster_id: int
+    namespace: str
+    hard: float | None
+    used_peak: float | None
+    hours_at_hard: float
+
+
+def quota_use(sel: Selection, team: str) -> list[QuotaUse]:
+    qs = QuotaHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end, resource=GPU_QUOTA_RESOURCE)
+    if sel.cluster:
+        qs = qs.filter(cluster__name=sel.cluster)
+    rows = (qs.values("cluster_id", "namespace", day=TruncDate("hour_start", tzinfo=billing_zone()))
+            .annotate(hard=Max("hard"), used=Max("used_max"), at_hard=Sum("seconds_at_hard")).order_by())
+    resolver = TeamResolver()
+    out: dict[tuple[int, str], QuotaUse] = {}
+    for r in rows:
+        if resolver.team(r["cluster_id"], r["namespace"], r["day"]) != team:
+            continue
+        key = (r["cluster_id"], r["namespace"])
+        q = out.get(key) or out.setdefault(key, QuotaUse(r["cluster_id"], r["namespace"], None, None, 0.0))
+        q.hard = _max(q.hard, r["hard"])
+        q.used_peak = _max(q.used_peak, r["used"])
+        q.hours_at_hard += (r["at_hard"] or 0.0) / 3600.0
+    return sorted(out.values(), key=lambda q: (q.namespace, q.cluster_id))
+
+
+def _max(a, b):
+    return b if a is None else a if b is None else max(a, b)

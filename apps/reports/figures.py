@@ -1,0 +1,178 @@
+"""Every chart of the portal, built with plotly and returned as an HTML fragment.
+
+The fragments carry no plotly.js: base pages load it once from static/ (the portal runs
+air-gapped). Each builder returns None when there is nothing to draw, so a template can say so.
+"""
+from __future__ import annotations
+
+import plotly.graph_objects as go
+
+CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendDataToCloud"]}
+COLORS = {"used": "#2e7d32", "allocated": "#f9a825", "unallocated": "#b0bec5", "idle": "#c62828",
+          "efficiency": "#1565c0", "hard": "#6a1b9a"}
+
+
+def _html(fig: go.Figure, height: int = 320) -> str:
+    fig.update_layout(template="plotly_white", height=height, margin={"l": 55, "r": 20, "t": 30, "b": 45},
+                      legend={"orientation": "h", "y": -0.2}, font={"size": 12})
+    return fig.to_html(full_html=False, include_plotlyjs=False, config=CONFIG)
+
+
+def _day_axis(fig: go.Figure, n_days: int) -> None:
+    """Daily points: label days, not instants; one tick per day while they fit."""
+    fig.update_xaxes(type="date", tickformat="%b %d", hoverformat="%Y-%m-%d")
+    if n_days <= 14:
+        fig.update_xaxes(dtick=86_400_000)
+
+
+def fleet_area(days, fleet: bool) -> str | None:
+    """Stacked: used + allocated-but-unused (+ unallocated) = allocated (capacity)."""
+    if not days:
+        return None
+    x = [d.day for d in days]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=x, y=[d.used_gpu_hours for d in days], name="used", stackgroup="gpu",
+                             line={"color": COLORS["used"]}))
+    fig.add_trace(go.Scatter(x=x, y=[max(d.allocated_gpu_hours - d.used_gpu_hours, 0.0) for d in days],
+                             name="allocated, not used", stackgroup="gpu", line={"color": COLORS["allocated"]}))
+    if fleet:
+        fig.add_trace(go.Scatter(x=x, y=[d.unallocated_gpu_hours for d in days], name="unallocated",
+                                 stackgroup="gpu", line={"color": COLORS["unallocated"]}))
+    fig.update_traces(mode="lines+markers")
+    fig.update_yaxes(title_text="GPU-hours per day")
+    _day_axis(fig, len(days))
+    return _html(fig)
+
+
+def efficiency_trend(days) -> str | None:
+    points = [(d.day, d.efficiency) for d in days if d.efficiency is not None]
+    if not points:
+        return None
+    fig = go.Figure(go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines+markers",
+                               name="efficiency", line={"color": COLORS["efficiency"]}))
+    fig.update_yaxes(title_text="used ÷ allocated", tickformat=".0%", rangemode="tozero")
+    _day_axis(fig, len(points))
+    return _html(fig, 320)
+
+
+def idle_teams_bar(rows) -> str | None:
+    if not rows:
+        return None
+    fig = go.Figure(go.Bar(x=[r.idle_gpu_seconds / 3600.0 for r in rows], y=[r.key for r in rows],
+                           orientation="h", marker_color=COLORS["idle"], name="idle GPU-hours"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title_text="idle GPU-hours")
+    return _html(fig, 80 + 28 * len(rows))
+
+
+def models_bar(models) -> str | None:
+    if not models:
+        return None
+    x = [m["gpu_model"] for m in models]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=x, y=[m["used_gpu_hours"] for m in models], name="used", marker_color=COLORS["used"]))
+    fig.add_trace(go.Bar(x=x, y=[max(m["allocated_gpu_hours"] - m["used_gpu_hours"], 0.0) for m in models],
+                         name="allocated, not used", marker_color=COLORS["allocated"]))
+    fig.add_trace(go.Bar(x=x, y=[m["unallocated_gpu_hours"] for m in models], name="unallocated",
+                         marker_color=COLORS["unallocated"]))
+    fig.update_layout(barmode="stack")
+    fig.update_yaxes(title_text="GPU-hours")
+    return _html(fig)
+
+
+def namespace_lines(series) -> str | None:
+    if not series:
+        return None
+    fig = go.Figure()
+    for ns, points in series.items():
+        x = [p[0] for p in points]
+        fig.add_trace(go.Scatter(x=x, y=[p[1] for p in points], name=f"{ns} allocated", mode="lines",
+                                 line={"dash": "dot"}, legendgroup=ns))
+        fig.add_trace(go.Scatter(x=x, y=[p[2] for p in points], name=f"{ns} used", mode="lines+markers",
+                                 legendgroup=ns))
+    fig.update_yaxes(title_text="GPU-hours per day", rangemode="tozero")
+    _day_axis(fig, max(len(p) for p in series.values()))
+    return _html(fig)
+
+
+def mig_bar(mig_hours: dict[str, float]) -> str | None:
+    if not mig_hours:
+        return None
+    fig = go.Figure(go.Bar(x=list(mig_hours), y=list(mig_hours.values()), name="MIG instance-hours",
+                           marker_color=COLORS["efficiency"]))
+    fig.update_yaxes(title_text="instance-hours")
+    return _html(fig, 260)
+
+
+def quota_bar(quotas) -> str | None:
+    if not quotas:
+        return None
+    x = [q.namespace for q in quotas]
+    fig = go.Figure()
+    fig.add_trace(go.Bar(x=x, y=[q.hard for q in quotas], name="quota (hard)", marker_color=COLORS["hard"]))
+    fig.add_trace(go.Bar(x=x, y=[q.used_peak for q in quotas], name="peak used", marker_color=COLORS["allocated"]))
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title_text="GPUs")
+    return _html(fig, 260)
+
+
+def efficiency_heatmap(heat: dict) -> str | None:
+    """Team × day, colour = used ÷ allocated; cells without allocation stay blank."""
+    if not heat:
+        return None
+    teams = sorted({t for t, _ in heat})
+    days = sorted({d for _, d in heat})
+    z = [[(heat[(t, d)][1] / heat[(t, d)][0]) if (t, d) in heat and heat[(t, d)][0] > 0 else None for d in days]
+         for t in teams]
+    fig = go.Figure(go.Heatmap(x=days, y=teams, z=z, zmin=0, zmax=1, colorscale="RdYlGn",
+                               colorbar={"title": {"text": "efficiency"}, "tickformat": ".0%"},
+                               hovertemplate="%{y} %{x}<br>efficiency %{z:.1%}<extra></extra>"))
+    fig.update_yaxes(autorange="reversed")
+    _day_axis(fig, len(days))
+    return _html(fig, 120 + 30 * len(teams))
+
+
+def idle_pods_bar(pods, limit: int = 15) -> str | None:
+    pods = pods[:limit]
+    if not pods:
+        return None
+    fig = go.Figure(go.Bar(x=[p.idle_gpu_seconds / 3600.0 for p in pods], y=[f"{p.namespace}/{p.pod}" for p in pods],
+                           orientation="h", marker_color=COLORS["idle"], name="idle GPU-hours"))
+    fig.update_yaxes(autorange="reversed")
+    fig.update_xaxes(title_text="idle GPU-hours")
+    return _html(fig, 80 + 28 * len(pods))
+
+
+def temperature_lines(hours) -> str | None:
+    if not any(h.temperature_c_max is not None for h in hours):
+        return None
+    x = [h.hour_start for h in hours]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=x, y=[h.temperature_c_max for h in hours], name="hottest GPU", mode="lines",
+                             line={"color": COLORS["idle"]}))
+    fig.add_trace(go.Scatter(x=x, y=[h.temperature_c_avg for h in hours], name="average", mode="lines",
+                             line={"color": COLORS["efficiency"]}))
+    fig.add_hline(y=83, line_dash="dash", line_color="#888", annotation_text="83 °C")
+    fig.update_yaxes(title_text="°C")
+    return _html(fig, 280)
+
+
+def power_line(hours) -> str | None:
+    if not any(h.power_watts is not None for h in hours):
+        return None
+    fig = go.Figure(go.Scatter(x=[h.hour_start for h in hours], y=[h.power_watts for h in hours], mode="lines",
+                               name="power", fill="tozeroy", line={"color": COLORS["allocated"]}))
+    fig.update_yaxes(title_text="W (sum of GPUs)")
+    return _html(fig, 260)
+
+
+def energy_bar(energy) -> str | None:
+    if not energy:
+        return None
+    fig = go.Figure()
+    for month in sorted({e["month"] for e in energy}):
+        rows = [e for e in energy if e["month"] == month]
+        fig.add_trace(go.Bar(x=[e["team"] for e in rows], y=[e["energy_kwh"] for e in rows], name=month))
+    fig.update_layout(barmode="group")
+    fig.update_yaxes(title_text="kWh")
+    return _html(fig, 280)

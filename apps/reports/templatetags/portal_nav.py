@@ -1,0 +1,55 @@
+"""The navigation bar, the same on every page that extends base.html (reports, chargeback, advice).
+
+Links keep the picker's cluster / team / dates so a selection follows the user from page to
+page. Pages that parsed the picker pass it as `sel`; other pages get the same links from the
+user's roles.
+"""
+from urllib.parse import quote, urlencode
+
+from django import template
+
+from apps.teams.access import can_see_money, is_admin, team_scope
+
+register = template.Library()
+
+PICKER_KEYS = ("cluster", "team", "start", "end")
+PAGES = (
+    ("Overview", "/", True),
+    ("Explorer", "/explore/", True),
+    ("Idle GPUs", "/idle/", True),
+    ("Fleet health", "/health/", True),
+)
+
+
+def _active(path: str, href: str) -> bool:
+    return path == "/" if href == "/" else path.startswith(href)
+
+
+@register.inclusion_tag("reports/_nav.html", takes_context=True)
+def portal_nav(context):
+    request = context.get("request")
+    user = context.get("user")
+    sel = context.get("sel")
+    path = request.path if request else ""
+    if sel is not None:
+        scope, money, admin, qs = sel.scope, sel.money, sel.admin, sel.querystring
+        picked_team = sel.team
+    else:
+        scope, money, admin = team_scope(user), can_see_money(user), is_admin(user)
+        params = request.GET if request else {}
+        qs = urlencode({k: params.get(k) for k in PICKER_KEYS if params.get(k)})
+        picked_team = None
+    suffix = f"?{qs}" if qs else ""
+    links = [(label, href + (suffix if keep else ""), _active(path, href)) for label, href, keep in PAGES]
+    teams = [picked_team] if picked_team else sorted(scope or ())
+    for name in teams:
+        href = f"/teams/{quote(name, safe='')}/"
+        links.append((f"Team {name}", href + suffix, path == href))
+    if money:
+        links.append(("Chargeback", "/chargeback/", _active(path, "/chargeback/")))
+    links.append(("Quota advice", "/advice/", _active(path, "/advice/")))
+    if admin:
+        links.append(("Ingest log", "/admin-tools/ingest/" + suffix, _active(path, "/admin-tools/")))
+    if getattr(user, "is_staff", False):
+        links.append(("Admin", "/admin/", False))
+    return {"links": links}

@@ -1,0 +1,34 @@
+"""Number formatting shared by the report templates."""
+from django import template
+
+register = template.Library()
+
+
+@register.filter
+def gpuh(seconds, digits=2):
+    """Seconds as GPU-hours, e.g. 5400.0 -> '1.50'."""
+    if seconds is None:
+        return "–"
+    return f"{seconds / 3600.0:,.{int(digits)}f}"
+
+
+@register.filter
+def num(value, digits=2):
+    if value is None:
+        return "–"
+    return f"{value:,.{int(digits)}f}"
+
+
+@register.filter
+def pct(ratio, digits=1):
+    """A ratio as a percentage, e.g. 0.4 -> '40.0 %'; None (no allocation) -> '–'."""
+    if ratio is None:
+        return "–"
+    return f"{ratio * 100:.{int(digits)}f} %"
+
+
+@register.filter
+def minutes(seconds):
+    if seconds is None:
+        return "–"
+    return f"{seconds / 60.0:,.0f}"

@@ -1,0 +1,14 @@
+from django.urls import path
+
+from .views import admin_tools, explore, health, idle, overview, team
+
+app_name = "reports"
+
+urlpatterns = [
+    path("", overview.overview, name="overview"),
+    path("teams/<str:name>/", team.team_dashboard, name="team"),
+    path("explore/", explore.explorer, name="explore"),
+    path("idle/", idle.idle, name="idle"),
+    path("health/", health.health, name="health"),
+    path("admin-tools/ingest/", admin_tools.ingest_log, name="ingest-log"),
+]

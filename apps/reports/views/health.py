@@ -1,0 +1,18 @@
+from .. import figures
+from ..data.health import HOT_SUSTAINED_SECONDS, device_health, energy_by_team_month, hourly_health, scoped_device_ids
+from .common import page, report_view
+
+
+@report_view
+def health(request, sel):
+    device_ids = scoped_device_ids(sel)
+    devices = device_health(sel, device_ids)
+    hours = hourly_health(sel, device_ids)
+    energy = energy_by_team_month(sel)
+    return page(request, sel, "reports/health.html", "health", {
+        "flagged": [d for d in devices if d.flagged], "devices": devices, "energy": energy,
+        "hot_minutes": HOT_SUSTAINED_SECONDS / 60,
+        "fig_temperature": figures.temperature_lines(hours),
+        "fig_power": figures.power_line(hours),
+        "fig_energy": figures.energy_bar(energy),
+    })

@@ -1,0 +1,29 @@
+from django.http import Http404
+
+from apps.accounting.usage import group_cells
+from apps.teams.models import UNASSIGNED, Team
+
+from .. import figures
+from ..data.team import mig_hours, month_costs, namespace_series, quota_use, team_cells
+from .common import page, report_view
+
+
+@report_view
+def team_dashboard(request, sel, name):
+    # A team lead asking for someone else's team learns nothing, not even that it exists.
+    if sel.scope is not None and name not in sel.scope:
+        raise Http404("no such team")
+    if name != UNASSIGNED and not Team.objects.filter(name=name).exists():
+        raise Http404("no such team")
+    cells = team_cells(sel, name)
+    namespaces = group_cells(cells, "namespace")
+    series = namespace_series(cells)
+    mig = mig_hours(cells)
+    quotas = quota_use(sel, name)
+    costs = month_costs(sel, name) if sel.money else None
+    return page(request, sel, "reports/team.html", "team", {
+        "team": name, "namespaces": namespaces, "mig": mig, "quotas": quotas, "costs": costs,
+        "fig_namespaces": figures.namespace_lines(series),
+        "fig_mig": figures.mig_bar(mig),
+        "fig_quota": figures.quota_bar(quotas),
+    })

@@ -1,0 +1,199 @@
+"""Series as Prometheus holds them after scraping dcgm-exporter and kube-state-metrics.
+
+Label names and order follow /work/shared/samples/exposition-examples.txt. A change of
+holding pod changes the label set, so one device's history is several series.
+"""
+from __future__ import annotations
+
+import hashlib
+import random
+from dataclasses import dataclass, field
+from typing import Iterator
+
+from .scenario import Scenario, SimDevice, SimPod, resource_name
+from .truth import DeviceTruth, iter_device_truth
+
+DCGM_JOB = "nvidia-dcgm-exporter"
+KSM_JOB = "kube-state-metrics"
+KSM_INSTANCE = "10.0.0.2:8080"
+XID_CODE = 79  # "GPU has fallen off the bus": the classic one to alert on
+
+_MEMORY_MIB = {"NVIDIA H100 80GB HBM3": 81559, "NVIDIA A100-SXM4-80GB": 81920, "NVIDIA A30": 24576}
+_POWER_W = {"NVIDIA H100 80GB HBM3": (70.0, 700.0), "NVIDIA A100-SXM4-80GB": (60.0, 400.0),
+            "NVIDIA A30": (30.0, 165.0)}  # (idle, board limit)
+
+
+@dataclass
+class SimSeries:
+    metric: str
+    labels: dict[str, str]
+    samples: list[tuple[int | float, float]] = field(default_factory=list)
+
+
+def exporter_pod_name(host: str) -> str:
+    """dcgm-exporter runs as a DaemonSet: one pod per node with a random-looking suffix."""
+    alphabet = "bcdfghjklmnpqrstvwxz2456789"
+    digest = hashlib.sha1(host.encode()).digest()
+    return "nvidia-dcgm-exporter-" + "".join(alphabet[b % len(alphabet)] for b in digest[:5])
+
+
+def _host_instances(scenario: Scenario) -> dict[str, str]:
+    return {host: f"10.0.{i // 250}.{10 + i % 250}:9400" for i, host in enumerate(scenario.hosts)}
+
+
+def device_labels(scenario: Scenario, device: SimDevice, instance: str) -> dict[str, str]:
+    labels = {"gpu": str(device.gpu_index),
+              "uuid" if scenario.spelling == "old" else "UUID": device.uuid,
+              "pci_bus_id": device.pci_bus_id,
+              "device": f"nvidia{device.gpu_index}",
+              "modelName": device.model}
+    if device.is_mig:
+        labels["GPU_I_PROFILE"] = device.mig_profile
+        labels["GPU_I_ID"] = device.mig_instance_id
+    labels[scenario.hostname_label] = device.host
+    labels["DCGM_FI_DRIVER_VERSION"] = scenario.driver_version
+    return labels
+
+
+def workload_labels(scenario: Scenario, pod: SimPod | None, host: str) -> dict[str, str]:
+    """The spelling-dependent labels; with `exported`, the exporter's own pod is always there."""
+    labels: dict[str, str] = {}
+    if scenario.spelling == "plain" and pod:
+        labels.update(container=pod.container, namespace=pod.namespace, pod=pod.name)
+    elif scenario.spelling == "old" and pod:
+        labels.update(container_name=pod.container, pod_namespace=pod.namespace, pod_name=pod.name)
+    elif scenario.spelling == "exported":
+        if pod:
+            labels.update(exported_container=pod.container, exported_namespace=pod.namespace,
+                          exported_pod=pod.name)
+        labels.update(container="nvidia-dcgm-exporter", namespace="gpu-operator", pod=exporter_pod_name(host))
+    return labels
+
+
+def _device_metric_values(scenario: Scenario, truth: DeviceTruth, xid_device: bool) -> dict[str, list[float]]:
+    """All DCGM gauges of one device, per sample index, driven by its utilization."""
+    device = truth.device
+    rng = random.Random(f"{scenario.seed}|aux|{device.uuid}|{device.mig_instance_id or ''}")
+    fraction = device.gpu_fraction
+    memory_mib = _MEMORY_MIB.get(device.model, 81920) * fraction
+    idle_w, max_w = _POWER_W.get(device.model, (60.0, 400.0))
+    held = [False] * len(truth.utilization)
+    for seg in truth.segments:
+        if seg.pods:
+            held[seg.k0:seg.k1] = [True] * (seg.k1 - seg.k0)
+    util, fb, power, temp, xid, energy = [], [], [], [], [], []
+    energy_mj = float(rng.randrange(10**9, 10**11))
+    n = len(truth.utilization)
+    xid_span = range(n // 2, n // 2 + max(1, n // 50)) if xid_device else range(0)
+    for k, ratio in enumerate(truth.utilization):
+        if device.is_mig:
+            util.append(ratio)
+        else:
+            util.append(float(round(ratio * 100)))  # DCGM reports whole percents
+        fb.append(float(round(memory_mib * (rng.uniform(0.3, 0.9) if held[k] else rng.uniform(0.0, 0.01)))))
+        watts = round((idle_w + ratio * (max_w - idle_w)) * fraction + rng.uniform(-2, 2), 3)
+        power.append(watts)
+        temp.append(float(round(30 + ratio * 45 + rng.uniform(-1, 1))))
+        xid.append(float(XID_CODE) if k in xid_span else 0.0)
+        energy_mj += watts * scenario.interval_seconds * 1000
+        energy.append(round(energy_mj))
+    values = {"DCGM_FI_PROF_GR_ENGINE_ACTIVE" if device.is_mig else "DCGM_FI_DEV_GPU_UTIL": util,
+              "DCGM_FI_DEV_FB_USED": fb, "DCGM_FI_DEV_POWER_USAGE": power,
+              "DCGM_FI_DEV_GPU_TEMP": temp, "DCGM_FI_DEV_XID_ERRORS": xid}
+    if not device.is_mig:
+        # Energy is a whole-board counter; a MIG instance has no energy of its own.
+        values["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"] = energy
+    return values
+
+
+def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_device: bool) -> Iterator[SimSeries]:
+    device = truth.device
+    timestamps = scenario.timestamps
+    base = device_labels(scenario, device, instance)
+    tail = {"instance": instance, "job": DCGM_JOB}
+    sliced = device.key in scenario.time_sliced
+    # vgpu numbers are stable per pod on a shared device so its series never fragment.
+    sharing = {p.uid: p for s in truth.segments for p in s.pods}
+    vgpu_of = {uid: str(i) for i, uid in enumerate(sorted(sharing, key=lambda u: (sharing[u].start, u)))}
+    for metric, values in _device_metric_values(scenario, truth, xid_device).items():
+        if sliced:
+            # The device series carries capacity only; per-pod series ride beside it.
+            yield SimSeries(metric, {**base, **workload_labels(scenario, None, device.host), **tail},
+                            [(timestamps[k], v) for k, v in enumerate(values)])
+            for pod_uid, vgpu in vgpu_of.items():
+                pod_samples = [(timestamps[k], values[k]) for seg in truth.segments
+                               if any(p.uid == pod_uid for p in seg.pods) for k in range(seg.k0, seg.k1)]
+                labels = {**base, **workload_labels(scenario, sharing[pod_uid], device.host),
+                          "pod_uid": pod_uid, "vgpu": vgpu, **tail}
+                yield SimSeries(metric, labels, pod_samples)
+            continue
+        current: SimSeries | None = None
+        for seg in truth.segments:
+            pod = seg.pods[0] if seg.pods else None
+            labels = {**base, **workload_labels(scenario, pod, device.host), **tail}
+            if current is None or current.labels != labels:
+                if current is not None:
+                    yield current
+                current = SimSeries(metric, labels, [])
+            current.samples.extend((timestamps[k], values[k]) for k in range(seg.k0, seg.k1))
+        if current is not None and current.samples:
+            yield current
+
+
+def _clip(scenario: Scenario, start: int, end: int) -> list[int]:
+    return [ts for ts in scenario.timestamps if start <= ts < end]
+
+
+def _ksm_series(scenario: Scenario) -> Iterator[SimSeries]:
+    ksm = {"instance": KSM_INSTANCE, "job": KSM_JOB}
+    devices = scenario.device_by_key
+    for pod in scenario.pods:
+        times = _clip(scenario, pod.start, pod.end)
+        if not times:
+            continue
+        first = devices[pod.devices[0]]
+        labels = {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid, "container": pod.container,
+                  "node": first.host, "resource": resource_name(first.mig_profile), "unit": "integer", **ksm}
+        yield SimSeries("kube_pod_container_resource_requests", labels, [(t, float(len(pod.devices))) for t in times])
+        yield SimSeries("kube_pod_status_phase", {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid,
+                                                  "phase": "Running", **ksm}, [(t, 1.0) for t in times])
+    for pod in scenario.pending:
+        times = _clip(scenario, pod.start, pod.end)
+        if not times:
+            continue
+        # An unscheduled pod has node="" in kube-state-metrics, which Prometheus drops.
+        labels = {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid, "container": pod.container}
+        if pod.node:
+            labels["node"] = pod.node
+        labels.update(resource=pod.resource, unit="integer", **ksm)
+        yield SimSeries("kube_pod_container_resource_requests", labels, [(t, float(pod.count)) for t in times])
+        yield SimSeries("kube_pod_status_phase", {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid,
+                                                  "phase": "Pending", **ksm}, [(t, 1.0) for t in times])
+    all_times = list(scenario.timestamps)
+    for ns, team in sorted(scenario.namespace_teams.items()):
+        labels = {"namespace": ns, **({"label_team": team} if team else {}), **ksm}
+        yield SimSeries("kube_namespace_labels", labels, [(t, 1.0) for t in all_times])
+    for ns, hard in sorted(scenario.quotas.items()):
+        common = {"namespace": ns, "resourcequota": "gpu-quota", "resource": "requests.nvidia.com/gpu"}
+        yield SimSeries("kube_resourcequota", {**common, "type": "hard", **ksm}, [(t, float(hard)) for t in all_times])
+        whole_pods = [p for p in scenario.pods if p.namespace == ns and not devices[p.devices[0]].is_mig]
+        used = [(t, float(sum(len(p.devices) for p in whole_pods if p.holds_at(t)))) for t in all_times]
+        yield SimSeries("kube_resourcequota", {**common, "type": "used", **ksm}, used)
+    for host in scenario.hosts:
+        whole = [d for d in scenario.devices if d.host == host and not d.is_mig]
+        # A time-sliced GPU is advertised as several replicas (here: 4).
+        allocatable = sum(4 if d.key in scenario.time_sliced else 1 for d in whole)
+        yield SimSeries("kube_node_status_allocatable",
+                        {"node": host, "resource": "nvidia_com_gpu", "unit": "integer", **ksm},
+                        [(t, float(allocatable)) for t in all_times])
+
+
+def iter_series(scenario: Scenario) -> Iterator[SimSeries]:
+    """Every series of the scenario, device by device, then kube-state-metrics."""
+    instances = _host_instances(scenario)
+    whole = [d.key for d in scenario.devices if not d.is_mig]
+    # One GPU reports an XID for a short stretch mid-window, as a health signal to find.
+    xid_key = random.Random(f"{scenario.seed}|xid").choice(whole) if whole else None
+    for truth in iter_device_truth(scenario):
+        yield from _dcgm_series(scenario, truth, instances[truth.device.host], truth.device.key == xid_key)
+    yield from _ksm_series(scenario)

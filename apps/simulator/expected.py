@@ -1,0 +1,128 @@
+"""The oracle: SPEC §2 figures computed sample by sample from the scenario's ground truth.
+
+Deliberately naive (one Python loop over every device sample) so that it is easy to
+trust; it never reads the emitted series, so a bug in emission or in ingest shows up as a
+mismatch instead of cancelling out.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from .scenario import Scenario, resource_fraction
+from .truth import iter_device_truth
+
+HOUR_SECONDS = 3600
+
+
+@dataclass
+class Expected:
+    interval_seconds: int
+    idle_threshold: float
+    window_start: int
+    window_end: int
+    capacity_gpu_seconds: float = 0.0
+    unallocated_gpu_seconds: float = 0.0
+    allocated_gpu_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    used_gpu_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    idle_gpu_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    mig_seconds: dict[str, dict[str, float]] = field(default_factory=lambda: defaultdict(lambda: defaultdict(float)))
+    allocated_by_model: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    capacity_by_model: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    unallocated_by_model: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    idle_by_pod: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
+    longest_idle_run_seconds: dict[tuple[str, str], float] = field(default_factory=lambda: defaultdict(float))
+    allocated_by_ns_hour: dict[tuple[str, int], float] = field(default_factory=lambda: defaultdict(float))
+    queued_gpu_seconds: dict[str, float] = field(default_factory=lambda: defaultdict(float))
+    namespace_team: dict[str, str | None] = field(default_factory=dict)
+    _scenario: Scenario | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def allocated_total_gpu_seconds(self) -> float:
+        return sum(self.allocated_gpu_seconds.values())
+
+    def efficiency(self, namespace: str) -> float | None:
+        allocated = self.allocated_gpu_seconds.get(namespace, 0.0)
+        return self.used_gpu_seconds.get(namespace, 0.0) / allocated if allocated else None
+
+    def team_of(self, namespace: str) -> str:
+        return self.namespace_team.get(namespace) or "unassigned"
+
+    def allocated_by_team(self) -> dict[str, float]:
+        out: dict[str, float] = defaultdict(float)
+        for ns, gpu_seconds in self.allocated_gpu_seconds.items():
+            out[self.team_of(ns)] += gpu_seconds
+        return dict(out)
+
+    def within(self, start: int, end: int) -> "Expected":
+        """The same figures for samples with start <= timestamp < end."""
+        return expected_figures(self._scenario, self.idle_threshold, window=(start, end))
+
+    def as_plain_dicts(self) -> "Expected":
+        """Drop the defaultdict behaviour so a missing key fails loudly in tests."""
+        for name in ("allocated_gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "allocated_by_model",
+                     "capacity_by_model", "unallocated_by_model", "idle_by_pod", "longest_idle_run_seconds",
+                     "allocated_by_ns_hour", "queued_gpu_seconds"):
+            setattr(self, name, dict(getattr(self, name)))
+        self.mig_seconds = {ns: dict(v) for ns, v in self.mig_seconds.items()}
+        return self
+
+
+def expected_figures(scenario: Scenario, idle_threshold: float = 0.05,
+                     window: tuple[int, int] | None = None) -> Expected:
+    window_start, window_end = window if window else (scenario.start, scenario.end)
+    interval = scenario.interval_seconds
+    timestamps = scenario.timestamps
+    e = Expected(interval, idle_threshold, window_start, window_end, _scenario=scenario)
+    e.namespace_team = dict(scenario.namespace_teams)
+
+    for truth in iter_device_truth(scenario):
+        device = truth.device
+        fraction = device.gpu_fraction
+        sample_gpu_seconds = interval * fraction
+        # Idle runs per pod on this device, reset by any busy sample. Keyed by uid so a pod
+        # re-created under the same name starts a new run; kept across segments because on a
+        # time-sliced GPU a neighbour arriving does not interrupt this pod's holding.
+        run_samples: dict[str, int] = defaultdict(int)
+        for seg in truth.segments:
+            for k in range(seg.k0, seg.k1):
+                ts = timestamps[k]
+                if not window_start <= ts < window_end:
+                    continue
+                e.capacity_gpu_seconds += sample_gpu_seconds
+                e.capacity_by_model[device.model] += sample_gpu_seconds
+                if not seg.pods:
+                    e.unallocated_gpu_seconds += sample_gpu_seconds
+                    e.unallocated_by_model[device.model] += sample_gpu_seconds
+                    continue
+                utilization = truth.utilization[k]
+                idle = utilization < idle_threshold
+                # A time-sliced GPU's sample is split equally among the pods present.
+                share = 1.0 / len(seg.pods)
+                hour_start = ts - ts % HOUR_SECONDS
+                for pod in seg.pods:
+                    ns, pod_key = pod.namespace, (pod.namespace, pod.name)
+                    gpu_seconds = sample_gpu_seconds * share
+                    e.allocated_gpu_seconds[ns] += gpu_seconds
+                    e.used_gpu_seconds[ns] += gpu_seconds * utilization
+                    e.allocated_by_model[device.model] += gpu_seconds
+                    e.allocated_by_ns_hour[(ns, hour_start)] += gpu_seconds
+                    if device.is_mig:
+                        e.mig_seconds[ns][device.mig_profile] += interval * share
+                    if idle:
+                        e.idle_gpu_seconds[ns] += gpu_seconds
+                        e.idle_by_pod[pod_key] += gpu_seconds
+                        run_samples[pod.uid] += 1
+                        e.longest_idle_run_seconds[pod_key] = max(
+                            e.longest_idle_run_seconds[pod_key], run_samples[pod.uid] * interval)
+                    else:
+                        run_samples[pod.uid] = 0
+                        e.longest_idle_run_seconds.setdefault(pod_key, 0.0)
+
+    for pod in scenario.pending:
+        fraction = resource_fraction(pod.resource)
+        for ts in timestamps:
+            if pod.start <= ts < pod.end and window_start <= ts < window_end:
+                e.queued_gpu_seconds[pod.namespace] += interval * pod.count * fraction
+    # Plain dicts: reading a namespace that had nothing must not silently insert a zero.
+    return e.as_plain_dicts()

@@ -1,0 +1,31 @@
+import os
+
+from celery import Celery
+from celery.schedules import crontab
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuportal.settings")
+
+app = Celery("gpuportal")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_finalize.connect
+def setup_periodic_tasks(sender, **kwargs):
+    from django.conf import settings
+
+    sender.add_periodic_task(
+        settings.INGEST_BEAT_MINUTES * 60.0,
+        sender.signature("apps.ingest.tasks.ingest_due_clusters"),
+        name="ingest every closed hour of every cluster",
+    )
+    sender.add_periodic_task(
+        crontab(hour=2, minute=30),
+        sender.signature("apps.recommendations.tasks.snapshot_recommendations"),
+        name="store the daily quota advice snapshot",
+    )
+    sender.add_periodic_task(
+        settings.ALERT_BEAT_MINUTES * 60.0,
+        sender.signature("apps.recommendations.tasks.check_alerts"),
+        name="budget and idle-GPU alerts",
+    )

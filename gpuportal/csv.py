@@ -1,0 +1,68 @@
+"""CSV output shared by every list endpoint: same rows as the JSON, formula-safe cells."""
+import csv
+import io
+
+from rest_framework.renderers import BaseRenderer
+
+FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+
+
+def safe_cell(value):
+    """Neutralise spreadsheet formulas in text cells (OWASP CSV injection advice).
+
+    Numbers stay numbers: only text is escaped, so a negative adjustment of -12.50 that
+    arrives as a number keeps its sign, while a team named "=HYPERLINK(...)" does not run.
+    """
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+        return "'" + value
+    return value
+
+
+def flatten_row(row, prefix=""):
+    flat = {}
+    for key, value in row.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten_row(value, prefix=f"{name}."))
+        else:
+            flat[name] = value
+    return flat
+
+
+def rows_to_csv(rows, columns=None):
+    flat_rows = [flatten_row(r) for r in rows]
+    if columns is None:
+        columns = []
+        for r in flat_rows:
+            for k in r:
+                if k not in columns:
+                    columns.append(k)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(columns)
+    for r in flat_rows:
+        writer.writerow([safe_cell(r.get(c)) for c in columns])
+    return out.getvalue()
+
+
+class SafeCSVRenderer(BaseRenderer):
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        if data is None:
+            return b""
+        if isinstance(data, dict) and "results" in data:
+            rows = data["results"]
+        elif isinstance(data, list):
+            rows = data
+        else:
+            rows = [data]
+        columns = None
+        view = (renderer_context or {}).get("view")
+        if view is not None and hasattr(view, "csv_columns"):
+            columns = view.csv_columns(rows)
+        return rows_to_csv(rows, columns).encode("utf-8")

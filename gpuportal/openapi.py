@@ -1,0 +1,50 @@
+"""OpenAPI post-processing: every operation documents the errors the API can answer with.
+
+DRF answers a refused request with a JSON object (`{"detail": "..."}` or `{"<field>": [...]}`);
+the views raise 400 for bad parameters, 404 for unknown clusters or ids, 409 for a period that
+cannot be closed or reopened, and the authentication, permission and throttle layers add
+401, 403 and 429. The hook adds those responses where a view did not say more, in every media type the
+operation answers in (an error asked for with `?format=csv` comes back as CSV). Path integers
+get `minimum: 0`: Django's `int` converter matches digits only, so `/rates/-1/` is no route.
+"""
+ERROR_SCHEMA = {"type": "object", "additionalProperties": {}, "description": "DRF error: detail or per-field messages"}
+ERRORS = {
+    "400": "bad parameters (the message names the parameter and the limit)",
+    "401": "no or unknown credentials",
+    "403": "the role may not do this",
+    "404": "no such cluster, team or object",
+    "409": "the request conflicts with the current state (e.g. a period already closed)",
+    "429": "throttled: too many requests for this token",
+}
+
+
+FORMAT_MEDIA_TYPES = {"json": "application/json", "csv": "text/csv",
+                      "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"}
+
+
+def _media_types(operation):
+    """What an error may come back as: the success media types and every `?format=` choice."""
+    types = ["application/json"]
+    for code, response in sorted(operation.get("responses", {}).items()):
+        if code.startswith("2"):
+            types += [mt for mt in response.get("content", {}) if mt not in types]
+    for param in operation.get("parameters", []):
+        if param.get("in") == "query" and param.get("name") == "format":
+            types += [FORMAT_MEDIA_TYPES[f] for f in param["schema"].get("enum", [])
+                      if f in FORMAT_MEDIA_TYPES and FORMAT_MEDIA_TYPES[f] not in types]
+    return types
+
+
+def document_errors(result, generator, request, public):
+    result.setdefault("components", {}).setdefault("schemas", {})["Error"] = ERROR_SCHEMA
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            for param in operation.get("parameters", []):
+                if param.get("in") == "path" and param.get("schema", {}).get("type") == "integer":
+                    param["schema"]["minimum"] = 0
+            responses = operation.setdefault("responses", {})
+            content = {mt: {"schema": {"$ref": "#/components/schemas/Error"} if "json" in mt else {"type": "string"}}
+                       for mt in _media_types(operation)}
+            for code, text in ERRORS.items():
+                responses.setdefault(code, {"description": text, "content": content})
+    return result

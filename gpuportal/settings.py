@@ -1,0 +1,285 @@
+"""Settings, read from the environment once (SPEC §3).
+
+Every variable has a safe development default; a malformed value stops start-up with
+ImproperlyConfigured instead of surfacing later as a confusing runtime error.
+"""
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+env = environ.Env()
+
+
+def _env_float(name, default, low=None, high=None):
+    raw = env.str(name, default=str(default))
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a number")
+    if (low is not None and value < low) or (high is not None and value > high):
+        raise ImproperlyConfigured(f"{name}={raw!r} must lie between {low} and {high}")
+    return value
+
+
+def _env_int(name, default, low=1):
+    raw = env.str(name, default=str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ImproperlyConfigured(f"{name}={raw!r} is not a whole number")
+    if value < low:
+        raise ImproperlyConfigured(f"{name}={raw!r} must be at least {low}")
+    return value
+
+
+DEBUG = env.bool("DEBUG", default=True)
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
+    SECRET_KEY = "dev-only-insecure-key-change-me"
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+BILLING_TIMEZONE = env.str("BILLING_TIMEZONE", default="UTC")
+try:
+    ZoneInfo(BILLING_TIMEZONE)
+except (ZoneInfoNotFoundError, ValueError):
+    raise ImproperlyConfigured(f"BILLING_TIMEZONE={BILLING_TIMEZONE!r} is not an IANA time zone")
+
+# Accounting knobs (SPEC §2). Cluster records may override the idle threshold.
+IDLE_THRESHOLD = _env_float("IDLE_THRESHOLD", 0.05, 0.0, 1.0)
+INGEST_CHUNK_HOURS = _env_int("INGEST_CHUNK_HOURS", 2)
+# Scale knobs (README "Performance"): queries of a chunk in flight at once, and whether the
+# next chunk is fetched while the current one is written.
+INGEST_QUERY_CONCURRENCY = _env_int("INGEST_QUERY_CONCURRENCY", 4)
+INGEST_PREFETCH = env.bool("INGEST_PREFETCH", default=True)
+INGEST_PROMETHEUS_AGGREGATES = env.bool("INGEST_PROMETHEUS_AGGREGATES", default=True)
+# A cluster's ingest lock expires this long after its holder's last sign of life (each chunk
+# renews it), so a killed worker blocks its cluster for minutes, not hours.
+INGEST_LOCK_SECONDS = _env_int("INGEST_LOCK_SECONDS", 600)
+# Beat re-reads this many closed hours behind the watermark: late samples and gaps that
+# Prometheus fills afterwards (remote-write lag, a restarted exporter) are picked up.
+INGEST_SETTLE_HOURS = _env_int("INGEST_SETTLE_HOURS", 3, low=0)
+INGEST_RETRY_BACKOFF_SECONDS = _env_int("INGEST_RETRY_BACKOFF_SECONDS", 30)
+PROMETHEUS_TIMEOUT_SECONDS = _env_float("PROMETHEUS_TIMEOUT_SECONDS", 60.0, 0.1)
+STALE_INGEST_HOURS = _env_float("STALE_INGEST_HOURS", 3.0, 0.0)
+# Idle-GPU report (SPEC §2): a pod averaging under IDLE_LIST_UTILIZATION (used ÷ allocated)
+# with an idle stretch of at least IDLE_LIST_MIN_MINUTES is listed.
+IDLE_LIST_UTILIZATION = _env_float("IDLE_LIST_UTILIZATION", 0.10, 0.0, 1.0)
+IDLE_LIST_MIN_MINUTES = _env_float("IDLE_LIST_MIN_MINUTES", 30.0, 0.0)
+MAX_REPORT_DAYS = _env_int("MAX_REPORT_DAYS", 400)
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "django_filters",
+    "drf_spectacular",
+    "apps.clusters",
+    "apps.teams",
+    "apps.ingest",
+    "apps.accounting",
+    "apps.recommendations",
+    "apps.reports",
+    "apps.simulator",
+]
+
+MIDDLEWARE = [
+    "gpuportal.health.RequestLatencyMiddleware",
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "gpuportal.middleware.RejectNulMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "gpuportal.urls"
+WSGI_APPLICATION = "gpuportal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
+}
+DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=0))
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env.str("REDIS_URL", default="")
+
+if REDIS_URL:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+else:
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
+
+# Celery: with no broker configured, tasks run eagerly in-process (the demo's default).
+CELERY_BROKER_URL = REDIS_URL or "memory://"
+CELERY_RESULT_BACKEND = REDIS_URL or None
+CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
+CELERY_TASK_EAGER_PROPAGATES = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# A task whose worker died unacknowledged is redelivered after this (acks_late).
+# Workers look for such tasks every CELERY_UNACKED_RESTORE_SECONDS (kombu's default: 100 s).
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": _env_int("CELERY_VISIBILITY_TIMEOUT", 3900),
+    "unacked_restore_interval": _env_int("CELERY_UNACKED_RESTORE_SECONDS", 100),
+    "unacked_restore_throttle": 1,
+}
+CELERY_TIMEZONE = "UTC"
+INGEST_BEAT_MINUTES = _env_int("INGEST_BEAT_MINUTES", 10)
+
+# Quota advice and alerts (README "Quota advice and alerts").
+ADVICE_WINDOW_DAYS = _env_int("ADVICE_WINDOW_DAYS", 28)
+ADVICE_LOW_EFFICIENCY = _env_float("ADVICE_LOW_EFFICIENCY", 0.5, 0.0, 1.0)
+ADVICE_AT_HARD_SHARE = _env_float("ADVICE_AT_HARD_SHARE", 0.1, 0.0, 1.0)
+ADVICE_RESOURCEQUOTA_NAME = env.str("ADVICE_RESOURCEQUOTA_NAME", default="gpu-quota")
+ALERT_IDLE_MINUTES = _env_int("ALERT_IDLE_MINUTES", 30)
+ALERT_LOOKBACK_HOURS = _env_int("ALERT_LOOKBACK_HOURS", 24)
+ALERT_BEAT_MINUTES = _env_int("ALERT_BEAT_MINUTES", 15)
+ALERT_EMAIL_TO = env.list("ALERT_EMAIL_TO", default=[])
+ALERT_WEBHOOK_URL = env.str("ALERT_WEBHOOK_URL", default="")
+ALERT_WEBHOOK_TIMEOUT_SECONDS = _env_float("ALERT_WEBHOOK_TIMEOUT_SECONDS", 10.0, 0.1)
+ALERT_WEBHOOK_MAX_RETRIES = _env_int("ALERT_WEBHOOK_MAX_RETRIES", 6, low=0)
+PORTAL_URL = env.str("PORTAL_URL", default="http://localhost:8000")
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+EMAIL_HOST = env.str("EMAIL_HOST", default="localhost")
+EMAIL_PORT = _env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
+EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
+EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gpuportal@localhost")
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = env.str("STATIC_ROOT", default=str(BASE_DIR / "staticfiles"))
+WHITENOISE_USE_FINDERS = DEBUG
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "reports:overview"
+LOGOUT_REDIRECT_URL = "login"
+
+# Optional single sign-on (OpenID Connect, mozilla-django-oidc): on only when the client and
+# every provider endpoint are configured, so a half-set environment fails loudly, not silently.
+OIDC_ENV = ("OIDC_RP_CLIENT_ID", "OIDC_RP_CLIENT_SECRET", "OIDC_OP_AUTHORIZATION_ENDPOINT",
+            "OIDC_OP_TOKEN_ENDPOINT", "OIDC_OP_USER_ENDPOINT", "OIDC_OP_JWKS_ENDPOINT")
+_oidc_set = [name for name in OIDC_ENV if env.str(name, default="")]
+OIDC_ENABLED = len(_oidc_set) == len(OIDC_ENV)
+if _oidc_set and not OIDC_ENABLED:
+    raise ImproperlyConfigured(
+        "OIDC is half configured; also set " + ", ".join(n for n in OIDC_ENV if n not in _oidc_set))
+if OIDC_ENABLED:
+    INSTALLED_APPS.append("mozilla_django_oidc")
+    for _name in OIDC_ENV:
+        globals()[_name] = env.str(_name)
+    OIDC_RP_SIGN_ALGO = env.str("OIDC_RP_SIGN_ALGO", default="RS256")
+    OIDC_RP_SCOPES = env.str("OIDC_RP_SCOPES", default="openid email profile")
+    OIDC_ROLES_CLAIM = env.str("OIDC_ROLES_CLAIM", default="groups")
+    OIDC_OP_LOGOUT_URL = env.str("OIDC_OP_LOGOUT_URL", default="")
+    AUTHENTICATION_BACKENDS = [
+        "apps.reports.oidc.RoleMappingOIDCBackend",
+        "django.contrib.auth.backends.ModelBackend",
+    ]
+    LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": [
+        "rest_framework.renderers.JSONRenderer",
+        "rest_framework.renderers.BrowsableAPIRenderer",
+        "gpuportal.csv.SafeCSVRenderer",
+    ],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    "DEFAULT_THROTTLE_RATES": {"user": env.str("API_THROTTLE_RATE", default="6000/min")},
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "gpuportal API",
+    "DESCRIPTION": "GPU usage, chargeback, idle-GPU and quota advice (see SPEC.md).",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Like every other /api/v1/ endpoint: signed-in users and tokens only.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "gpuportal.openapi.document_errors"],
+}
+
+# Browser-facing headers, on in every mode (Django's defaults, stated so they cannot drift).
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = env.str("SECURE_REFERRER_POLICY", default="same-origin")
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+
+if not DEBUG:
+    # Behind a TLS-terminating proxy the scheme arrives in a header. SECURE_PROXY_SSL_HEADER
+    # names it (empty: trust no header, e.g. gunicorn serving TLS itself); SECURE_SSL_REDIRECT=false
+    # when the proxy already redirects plain HTTP (or for a local plain-HTTP run, as `make load` does).
+    _proxy_header = env.str("SECURE_PROXY_SSL_HEADER", default="HTTP_X_FORWARDED_PROTO")
+    SECURE_PROXY_SSL_HEADER = (_proxy_header, "https") if _proxy_header else None
+    SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=True)
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = _env_int("SECURE_HSTS_SECONDS", 31536000, low=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+    SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
+    # Transport retries are reported once, as the ingest error, not line by line.
+    "loggers": {"urllib3": {"level": "ERROR"}},
+}

@@ -1,0 +1,21 @@
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+
+from gpuportal import health
+
+urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
+    path("metrics", health.metrics, name="metrics"),
+    path("admin/", admin.site.urls),
+    path("api/v1/", include("gpuportal.api")),
+    path("accounts/login/", auth_views.LoginView.as_view(extra_context={"oidc_enabled": settings.OIDC_ENABLED}), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("advice/", include("apps.recommendations.urls")),
+    path("chargeback/", include("apps.reports.urls_chargeback")),
+    path("", include("apps.reports.urls")),
+]
+
+if settings.OIDC_ENABLED:
+    urlpatterns.insert(0, path("oidc/", include("mozilla_django_oidc.urls")))

@@ -1,0 +1,288 @@
+"""`make bench`: ingest against the Prometheus floor, API and pages against the SQL floor.
+
+Sizes (environment): BENCH_GPUS=1000 BENCH_DAYS=3 BENCH_INTERVAL=60 (the simulated cluster in a
+real Prometheus, cached in .bench-cache/), BENCH_API_GPUS=10000 BENCH_API_NAMESPACES=5000
+BENCH_API_TEAMS=250 BENCH_API_DAYS=31 (the seeded month), BENCH_REPEATS=10.
+BENCH_SKIP_INGEST=1 / BENCH_SKIP_API=1 leave a part out. Needs Postgres: the bench works in its
+own database `<DATABASE_URL's name>_bench`, dropped and created at each run.
+Writes bench-results.json: every figure with its baseline and their ratio.
+"""
+from __future__ import annotations
+
+import json
+import warnings
+import os
+import platform
+import subprocess
+import sys
+import time
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+ROOT = Path(__file__).resolve().parents[2]
+CACHE = ROOT / ".bench-cache"
+RESULTS = ROOT / "bench-results.json"
+TARGETS = {"ingest_ratio": 1.5, "peak_rss_mb": 300.0, "api_p95_ms": 150.0, "page_ms": 500.0}
+
+
+def env_int(name, default):
+    return int(os.environ.get(name, default))
+
+
+def bench_database_url() -> str:
+    url = os.environ.get("DATABASE_URL", "postgres://postgres@127.0.0.1:5432/gpuportal")
+    parts = urlparse(url)
+    if not parts.scheme.startswith("postgres"):
+        sys.exit("make bench needs Postgres: set DATABASE_URL=postgres://…")
+    name = parts.path.lstrip("/") + "_bench"
+    return urlunparse(parts._replace(path="/" + name))
+
+
+def recreate_database(url: str) -> None:
+    import psycopg
+
+    parts = urlparse(url)
+    admin = urlunparse(parts._replace(path="/postgres"))
+    name = parts.path.lstrip("/")
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+        conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def child_env(url: str) -> dict:
+    env = dict(os.environ)
+    env.update(DATABASE_URL=url, DEBUG="0", SECRET_KEY="bench-only", ALLOWED_HOSTS="testserver,localhost",
+               REDIS_URL="", BILLING_TIMEZONE="UTC", DJANGO_SETTINGS_MODULE="gpuportal.settings",
+               PYTHONPATH=str(ROOT))
+    return env
+
+
+def measured(args: list[str], env: dict) -> dict:
+    """Run a child step; its JSON line plus its own peak RSS (wait4's rusage of that child)."""
+    proc = subprocess.Popen([sys.executable, "-m", "tests.bench.child", *args], cwd=ROOT, env=env,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.stdout.read(), proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        sys.exit(f"bench step {' '.join(args[:1])} failed:\n{err.decode()[-3000:]}")
+    result = json.loads(out.decode().strip().splitlines()[-1])
+    result["peak_rss_mb"] = round(usage.ru_maxrss / 1024.0, 1)   # Linux: KiB
+    return result
+
+
+def ratio(value, baseline):
+    return round(value / baseline, 3) if baseline else None
+
+
+def figure(value, baseline, unit, target=None, note=""):
+    out = {"value": value, "baseline": baseline, "ratio": ratio(value, baseline), "unit": unit}
+    if target is not None:
+        out["target"] = target
+    if note:
+        out["note"] = note
+    return out
+
+
+# ------------------------------------------------------------------ ingest
+
+def bench_ingest(url: str, results: dict) -> None:
+    from apps.simulator.builders import build_fleet
+    from apps.simulator.promserver import prepare_tsdb, serve_scenario
+
+    gpus, days, interval = env_int("BENCH_GPUS", 1000), env_int("BENCH_DAYS", 3), env_int("BENCH_INTERVAL", 60)
+    start_ts = int(datetime(2026, 9, 1, tzinfo=timezone.utc).timestamp())
+    t = time.perf_counter()
+    scenario = build_fleet(gpus=gpus, mig_share=0.15, hours=24 * days, interval_seconds=interval,
+                           seed=11, name=f"bench{gpus}", start=start_ts)
+    print(f"scenario: {gpus} GPUs, {len(scenario.devices)} devices, {days} d at {interval} s "
+          f"({time.perf_counter() - t:.1f} s to build)", flush=True)
+    t = time.perf_counter()
+    prepare_tsdb(scenario, CACHE)
+    print(f"TSDB ready in .bench-cache/ ({time.perf_counter() - t:.1f} s; cached for the next run)", flush=True)
+    start = datetime.fromtimestamp(scenario.start, tz=timezone.utc)
+    windows = {"1d": (start, start + timedelta(days=1)), f"{days}d": (start, start + timedelta(days=days))}
+    env = child_env(url)
+    with serve_scenario(scenario, CACHE) as prom:
+        lo, hi = windows["1d"]
+        measured(["floor", "--url", prom.url, "--start", lo.isoformat(), "--end", hi.isoformat()], env)  # warm
+        steps = {}
+        for label, (lo, hi) in windows.items():
+            span = ["--url", prom.url, "--start", lo.isoformat(), "--end", hi.isoformat()]
+            steps[f"floor_{label}"] = measured(["floor", *span], env)
+            steps[f"ingest_{label}"] = measured(["ingest", "--cluster", f"fleet-{label}", *span], env)
+            print(f"  {label}: floor {steps[f'floor_{label}']['wall_seconds']} s, "
+                  f"ingest {steps[f'ingest_{label}']['wall_seconds']} s, "
+                  f"RSS {steps[f'ingest_{label}']['peak_rss_mb']} MB", flush=True)
+    full = f"{days}d"
+    ing, flo = steps[f"ingest_{full}"], steps[f"floor_{full}"]
+    results["ingest"] = {
+        "gpus": gpus, "devices": len(scenario.devices), "days": days, "interval_seconds": interval,
+        "samples_read": ing["samples_read"], "rows_written": ing["rows_written"],
+        "answer_bytes": flo["answer_bytes"],
+        "wall_seconds": figure(ing["wall_seconds"], flo["wall_seconds"], "s", TARGETS["ingest_ratio"],
+                               "baseline: the same PromQL queries, same chunks and concurrency, answers read unparsed"),
+        "peak_rss_mb": figure(ing["peak_rss_mb"], flo["peak_rss_mb"], "MB", TARGETS["peak_rss_mb"],
+                              "baseline: the floor process's peak RSS"),
+        "peak_rss_mb_1d": figure(steps["ingest_1d"]["peak_rss_mb"], steps["floor_1d"]["peak_rss_mb"], "MB"),
+        "peak_rss_1d_vs_full": figure(ing["peak_rss_mb"], steps["ingest_1d"]["peak_rss_mb"], "MB",
+                                      note=f"{full} window over the 1-day window: flat is ~1.0"),
+        "wall_seconds_1d": figure(steps["ingest_1d"]["wall_seconds"], steps["floor_1d"]["wall_seconds"], "s"),
+    }
+
+
+# ------------------------------------------------------------------ API and pages
+
+def percentile(values, q):
+    s = sorted(values)
+    k = (len(s) - 1) * q
+    f = int(k)
+    c = min(f + 1, len(s) - 1)
+    return s[f] + (s[c] - s[f]) * (k - f)
+
+
+def timed(fn, repeats):
+    fn()  # warm: first-request imports and connection setup are not the steady state
+    samples = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - t) * 1000.0)
+    return {"p50": round(percentile(samples, 0.5), 1), "p95": round(percentile(samples, 0.95), 1),
+            "max": round(max(samples), 1)}
+
+
+def bench_api(results: dict) -> None:
+    from django.contrib.auth.models import Group, User
+    from django.core.management import call_command
+    from django.db import connection
+    from django.test import Client
+
+    from tests.bench.seed import seed_month
+
+    gpus, namespaces = env_int("BENCH_API_GPUS", 10000), env_int("BENCH_API_NAMESPACES", 5000)
+    teams, days, repeats = env_int("BENCH_API_TEAMS", 250), env_int("BENCH_API_DAYS", 31), env_int("BENCH_REPEATS", 10)
+    first = date(2026, 10, 1)
+    t = time.perf_counter()
+    seeded = seed_month(first, days, gpus, namespaces, teams)
+    print(f"seeded {seeded['usage_day_rows']:,} daily rollup rows ({gpus} GPUs, {namespaces} namespaces, "
+          f"{days} d) in {time.perf_counter() - t:.1f} s", flush=True)
+    call_command("import_rates", str(ROOT / "apps/accounting/fixtures/rates.example.csv"), verbosity=0)
+    user = User.objects.create_user("finance", password="bench")
+    user.groups.add(Group.objects.get_or_create(name="finance")[0])
+    client = Client()
+    client.force_login(user)
+    end = first + timedelta(days=days)
+    period = first.strftime("%Y-%m")
+
+    def get(path):
+        def call():
+            r = client.get(path, secure=True)
+            assert r.status_code == 200, (path, r.status_code, r.content[:300])
+        return call
+
+    def sql(query, params):
+        def call():
+            with connection.cursor() as cur:
+                cur.execute(query, params)
+                cur.fetchall()
+        return call
+
+    # The raw SQL floor: the same question answered by one aggregate over the same table.
+    by_ns = ("SELECT namespace, SUM(gpu_seconds), SUM(used_gpu_seconds), SUM(idle_gpu_seconds) "
+             "FROM accounting_usageday WHERE day >= %s AND day < %s AND namespace <> '' GROUP BY namespace")
+    by_team = ("SELECT COALESCE(NULLIF(n.label_team, ''), 'unassigned'), SUM(d.gpu_seconds), "
+               "SUM(d.used_gpu_seconds), SUM(d.idle_gpu_seconds) FROM accounting_usageday d "
+               "JOIN teams_namespace n ON n.cluster_id = d.cluster_id AND n.name = d.namespace "
+               "WHERE d.day >= %s AND d.day < %s AND d.namespace <> '' GROUP BY 1")
+    api = {}
+    for group_by, floor_sql in (("team", by_team), ("namespace", by_ns)):
+        base = timed(sql(floor_sql, [first, end]), repeats)
+        for name, path in (("usage", f"/api/v1/usage/?start={first}&end={end}&group_by={group_by}"),
+                           ("chargeback", f"/api/v1/chargeback/?period={period}&group_by={group_by}")):
+            took = timed(get(path), repeats)
+            api[f"{name}_by_{group_by}"] = {
+                "p50_ms": figure(took["p50"], base["p50"], "ms"),
+                "p95_ms": figure(took["p95"], base["p95"], "ms", TARGETS["api_p95_ms"]),
+            }
+            print(f"  /api/v1/{name}/ by {group_by}: p50 {took['p50']} ms, p95 {took['p95']} ms "
+                  f"(SQL floor p50 {base['p50']} ms)", flush=True)
+    pages = {}
+    # DEBUG is off (as in production) but collectstatic has not run: plain static URLs.
+    from django.test import override_settings
+
+    plain = override_settings(STORAGES={"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+                                        "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}})
+    plain.enable()
+    for name, path in (("overview", "/"), ("chargeback", f"/chargeback/?period={period}")):
+        took = timed(get(path), max(5, repeats // 2))
+        pages[name] = {"p50_ms": figure(took["p50"], None, "ms"), "p95_ms": figure(took["p95"], None, "ms",
+                                                                                   TARGETS["page_ms"])}
+        print(f"  page {path}: p50 {took['p50']} ms, p95 {took['p95']} ms", flush=True)
+    results["api"] = {"seeded": seeded, "repeats": repeats, **api}
+    results["pages"] = pages
+
+
+def check_targets(results: dict) -> list[str]:
+    """One line per target: the figure, the target, met or missed by how much."""
+    lines = []
+    ing = results.get("ingest")
+    if ing:
+        checks = [("ingest wall / floor", ing["wall_seconds"]["ratio"], TARGETS["ingest_ratio"], "×"),
+                  ("ingest peak RSS", ing["peak_rss_mb"]["value"], TARGETS["peak_rss_mb"], " MB"),
+                  ("ingest peak RSS 3 d / 1 d", ing["peak_rss_1d_vs_full"]["ratio"], 1.1, "×")]
+    else:
+        checks = []
+    for name, fig in (results.get("api") or {}).items():
+        if isinstance(fig, dict) and "p95_ms" in fig:
+            checks.append((f"API {name} p95", fig["p95_ms"]["value"], TARGETS["api_p95_ms"], " ms"))
+    for name, fig in (results.get("pages") or {}).items():
+        checks.append((f"page {name} p95", fig["p95_ms"]["value"], TARGETS["page_ms"], " ms"))
+    for name, value, target, unit in checks:
+        verdict = "met" if value <= target else f"MISSED by {value / target:.1f}×"
+        lines.append(f"target {name}: {value}{unit} (≤ {target}{unit}) {verdict}")
+    return lines
+
+
+def machine() -> dict:
+    try:
+        import psutil
+
+        mem = round(psutil.virtual_memory().total / 2**30, 1)
+    except ImportError:
+        mem = None
+    return {"cpus": os.cpu_count(), "memory_gib": mem, "python": platform.python_version(),
+            "platform": platform.platform()}
+
+
+def main() -> None:
+    warnings.filterwarnings("ignore", message="No directory at")
+    url = bench_database_url()
+    recreate_database(url)
+    os.environ.update(child_env(url))
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    started = time.perf_counter()
+    results = {"machine": machine(), "started_at": datetime.now(timezone.utc).isoformat(timespec="seconds")}
+    if os.environ.get("BENCH_SKIP_INGEST") != "1":
+        print("== ingest (real Prometheus) ==", flush=True)
+        bench_ingest(url, results)
+    if os.environ.get("BENCH_SKIP_API") != "1":
+        print("== API and pages (seeded month) ==", flush=True)
+        bench_api(results)
+    results["targets"] = check_targets(results)
+    for line in results["targets"]:
+        print(line)
+    results["bench_seconds"] = round(time.perf_counter() - started, 1)
+    RESULTS.write_text(json.dumps(results, indent=2, default=str) + "\n")
+    print(f"wrote {RESULTS.name} ({results['bench_seconds']} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""The pure core: rate look-ups, rounding that keeps sums, month bounds, shared idle, late data."""
+from datetime import date, datetime, timezone
+from decimal import Decimal as D
+from zoneinfo import ZoneInfo
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from apps.accounting.calc import (Line, RateCard, RateEntry, UsageCell, build_lines, delta_cells, parse_period,
+                                  period_bounds, present, round_to_total, spread_shared_idle)
+
+H100 = "NVIDIA H100 80GB HBM3"
+
+
+def entry(rate, day, profile="", price_class="on_demand", currency="USD", model=H100):
+    return RateEntry(model, profile, price_class, D(rate), currency, day)
+
+
+def cell(ns, team, day, gpu_s, mig_s=0.0, profile="", price_class="on_demand", cluster_id=1):
+    return UsageCell(cluster_id, "prod", ns, team, H100, profile, price_class, day, gpu_s, gpu_s / 2, mig_s)
+
+
+def test_rate_in_force_from_its_day_on():
+    card = RateCard([entry("2.00", date(2026, 1, 1)), entry("3.00", date(2026, 3, 16))])
+    assert card.lookup(H100, "", "on_demand", date(2025, 12, 31)) is None
+    assert card.lookup(H100, "", "on_demand", date(2026, 3, 15))[0].hourly_rate == D("2.00")
+    assert card.lookup(H100, "", "on_demand", date(2026, 3, 16))[0].hourly_rate == D("3.00")
+    assert card.lookup(H100, "", "spot", date(2026, 3, 16)) is None  # no fallback across price classes
+
+
+def test_mid_month_rate_change_gives_two_lines():
+    card = RateCard([entry("2.00", date(2026, 1, 1)), entry("3.00", date(2026, 3, 16))])
+    lines = build_lines([cell("ml", "A", date(2026, 3, 15), 36000.0), cell("ml", "A", date(2026, 3, 16), 18000.0)],
+                        card)
+    # 10 h × 2.00 + 5 h × 3.00
+    assert [(line.hourly_rate, line.cost) for line in lines] == [(D("2.00"), D("20")), (D("3.00"), D("15"))]
+
+
+def test_mig_profile_rate_per_instance_hour_else_parent_rate_per_gpu_hour():
+    card = RateCard([entry("2.00", date(2026, 1, 1)), entry("0.50", date(2026, 1, 1), profile="1g.10gb")])
+    own = cell("ml", "A", date(2026, 3, 1), 14 * 3600 / 7, mig_s=14 * 3600.0, profile="1g.10gb")
+    parent = cell("ml", "A", date(2026, 3, 1), 7 * 3600 * 3 / 7, mig_s=7 * 3600.0, profile="3g.40gb")
+    by_profile = {line.mig_profile: line for line in build_lines([own, parent], card)}
+    # 14 instance-hours × 0.50 = 7.00 ; 7 instance-hours × 3/7 = 3 GPU-hours × 2.00 = 6.00
+    assert present(by_profile["1g.10gb"].cost) == "7.00"
+    assert by_profile["1g.10gb"].rate_basis == "mig_profile"
+    assert present(by_profile["3g.40gb"].cost) == "6.00"
+    assert by_profile["3g.40gb"].rate_basis == "gpu_model"
+
+
+def test_no_rate_is_unpriced_not_zero():
+    [line] = build_lines([cell("ml", "A", date(2026, 3, 1), 3600.0)], RateCard([]))
+    assert line.cost is None and not line.priced and line.allocated_gpu_seconds == D("3600.0")
+
+
+def test_round_to_total_keeps_the_sum():
+    shown = round_to_total([D("1.005"), D("1.005"), D("1.005")])
+    assert sum(shown) == D("3.02")  # round(3.015) half-up
+    assert shown == [D("1.01"), D("1.01"), D("1.00")]
+    assert present(D("2.345")) == "2.35" and present(D("-2.345")) == "-2.35"
+
+
+def test_month_in_a_non_utc_zone():
+    start, end = period_bounds(parse_period("2026-03"), ZoneInfo("America/New_York"))
+    assert start.astimezone(timezone.utc) == datetime(2026, 3, 1, 5, tzinfo=timezone.utc)   # EST
+    assert end.astimezone(timezone.utc) == datetime(2026, 4, 1, 4, tzinfo=timezone.utc)     # EDT
+    with pytest.raises(ValueError):
+        parse_period("2026-13")
+
+
+def test_shared_idle_spread_in_proportion_to_allocated_cost():
+    usage_a = Line("usage", "A", "prod", "a", H100, "", "on_demand", "gpu_model", D("2"), "USD",
+                   billed_seconds=D(3 * 3600))   # 6.00
+    usage_b = Line("usage", "B", "prod", "b", H100, "", "on_demand", "gpu_model", D("2"), "USD",
+                   billed_seconds=D(1 * 3600))   # 2.00
+    idle = Line("unallocated", "", "prod", "", H100, "", "on_demand", "gpu_model", D("2"), "USD",
+                billed_seconds=D(2 * 3600))      # 4.00 shared 3:1
+    spread = {(line.kind, line.team): line.cost for line in spread_shared_idle([usage_a, usage_b, idle])}
+    assert spread[("shared_idle", "A")] == D("3") and spread[("shared_idle", "B")] == D("1")
+    assert ("unallocated", "") not in spread
+
+
+def test_late_data_is_the_difference_and_keeps_the_frozen_team():
+    frozen = [cell("ml", "A", date(2026, 3, 1), 3600.0)]
+    live = [cell("ml", "B", date(2026, 3, 1), 5400.0), cell("new", "C", date(2026, 3, 2), 1800.0)]
+    delta = {(c.namespace, c.team): c.gpu_seconds for c in delta_cells(live, frozen)}
+    assert delta == {("ml", "A"): 1800.0, ("new", "C"): 1800.0}
+    assert delta_cells(frozen, frozen) == []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.decimals(min_value=-1000, max_value=1000, places=6), min_size=1, max_size=30))
+def test_round_to_total_property(amounts):
+    shown = round_to_total(amounts)
+    assert sum(shown) == present_decimal(sum(amounts))
+    assert all(abs(s - a) < D("0.01") for s, a in zip(shown, amounts))
+
+
+def present_decimal(amount):
+    return D(present(amount))

@@ -1,0 +1,92 @@
+"""Who may open what: every URL pattern of the project × every role, generated from the URL conf.
+
+A pattern with no row in EXPECT fails `test_route` below, so a new endpoint cannot ship without a
+decision about who may use it. Statuses per role: (viewer, team_lead, finance, admin); the
+anonymous visitor is sent to sign in on pages ("login"), refused on the API ("api": 401/403),
+or sent to the admin's own sign-in ("admin-login").
+"""
+import pytest
+
+from .urlwalk import routes
+
+ROLES = ("anonymous", "viewer", "team_lead", "finance", "admin")
+ALL = (200, 200, 200, 200)
+MONEY = (403, 200, 200, 200)
+CLOSERS = (403, 403, 200, 200)
+ADMINS = (403, 403, 403, 200)
+
+# route -> (anonymous, statuses per role, GET urls checked with those statuses)
+EXPECT = {
+    # Probes for load balancers and Prometheus: no sign-in, nothing per team (README "Health").
+    "healthz": (200, ALL, ["/healthz"]),
+    "metrics": (200, ALL, ["/metrics"]),
+    "": ("login", ALL, ["/", "/?cluster={cluster}"]),
+    "teams/<str:name>/": ("login", ALL, ["/teams/{team_a}/"]),
+    "explore/": ("login", ALL, ["/explore/", "/explore/?format=csv", "/explore/?grain=hour"]),
+    "idle/": ("login", ALL, ["/idle/"]),
+    "health/": ("login", ALL, ["/health/"]),
+    "admin-tools/ingest/": ("login", ADMINS, ["/admin-tools/ingest/"]),
+    "advice/": ("login", ALL, ["/advice/", "/advice/?cluster={cluster}"]),
+    "advice/alerts/": ("login", ALL, ["/advice/alerts/"]),
+    "chargeback/": ("login", MONEY, ["/chargeback/", "/chargeback/?period={open_period}&team={team_a}",
+                                     "/chargeback/?period={closed_period}"]),
+    "chargeback/close/": ("login", CLOSERS, ["/chargeback/close/?period={open_period}"]),
+    "accounts/login/": (200, ALL, ["/accounts/login/"]),
+    "accounts/logout/": (405, (405,) * 4, ["/accounts/logout/"]),   # POST only (CSRF-protected)
+    "admin/": ("admin-login", (302, 302, 302, 200), ["/admin/", "/admin/accounting/rate/"]),
+    "api/v1/usage/": ("api", ALL, ["/api/v1/usage/?group_by=" + g + f for g in
+                                   ("team", "namespace", "cluster", "gpu_model") for f in ("", "&format=csv")]),
+    "api/v1/quota-recommendations/": ("api", ALL, ["/api/v1/quota-recommendations/",
+                                                   "/api/v1/quota-recommendations/?format=csv"]),
+    "api/v1/chargeback/": ("api", MONEY, ["/api/v1/chargeback/?period={open_period}&group_by=" + g + f
+                                          for g in ("team", "namespace") for f in ("", "&format=csv", "&format=xlsx")]
+                           + ["/api/v1/chargeback/?period={closed_period}"]),
+    "api/v1/chargeback/xlsx/": ("api", MONEY, ["/api/v1/chargeback/xlsx/?period={open_period}"]),
+    "api/v1/chargeback/close/": ("api", (405,) * 4, ["/api/v1/chargeback/close/"]),    # POST: see below
+    "api/v1/chargeback/reopen/": ("api", (405,) * 4, ["/api/v1/chargeback/reopen/"]),
+    "api/v1/rates/": ("api", ADMINS, ["/api/v1/rates/", "/api/v1/rates/?format=csv"]),
+    "api/v1/rates/<int:pk>/": ("api", ADMINS, ["/api/v1/rates/{rate_pk}/"]),
+    "api/v1/idle/": ("api", ALL, ["/api/v1/idle/", "/api/v1/idle/?format=csv"]),
+    "api/v1/schema/": ("api", ALL, ["/api/v1/schema/"]),
+    "api/v1/": ("api", ALL, ["/api/v1/"]),
+    "api/v1/<drf_format_suffix:format>": ("api", ALL, ["/api/v1/.json"]),
+}
+
+ROUTES = routes()
+
+
+def fill(url, world):
+    n = world.names
+    return url.format(cluster=n.cluster, team_a=n.team_a, team_b=n.team_b, open_period=world.open_period,
+                      closed_period=world.closed_period, rate_pk=world.rate.pk)
+
+
+def test_every_route_is_walked_and_every_expectation_is_live():
+    assert len(ROUTES) >= 20
+    stale = set(EXPECT) - set(ROUTES)
+    assert not stale, f"expectations for routes that no longer exist: {sorted(stale)}"
+
+
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("route", ROUTES)
+def test_route(as_role, world, route, role):
+    if route not in EXPECT:
+        pytest.fail(f"URL pattern {route!r} has no access decision in EXPECT: add one")
+    anonymous, statuses, urls = EXPECT[route]
+    client = as_role(role)
+    for raw in urls:
+        url = fill(raw, world)
+        response = client.get(url)
+        if role != "anonymous":
+            expected = statuses[ROLES.index(role) - 1]
+            assert response.status_code == expected, f"{role} GET {url}: {response.status_code}"
+            if expected == 302:
+                assert response["Location"].startswith("/admin/login/")
+        elif anonymous == "login":
+            assert response.status_code == 302 and response["Location"].startswith("/accounts/login/"), url
+        elif anonymous == "admin-login":
+            assert response.status_code == 302 and response["Location"].startswith("/admin/login/"), url
+        elif anonymous == "api":
+            assert response.status_code in (401, 403), f"anonymous GET {url}: {response.status_code}"
+        else:
+            assert response.status_code == anonymous, f"anonymous GET {url}: {response.status_code}"

@@ -1,0 +1,72 @@
+"""Names typed by admins that start with =, +, - or @ never become formulas in a CSV or XLSX."""
+import csv
+import io
+
+import openpyxl
+
+from .seed import Names
+
+NAMES = Names(team_a="=HYPERLINK(\"http://evil.example\",\"acme\")", ns_a="+acme-train", pod_a="-acme-pod",
+              team_b="@zebra", ns_b="=zebra-ns", pod_b="+zebra-pod", cost_centre_a="=1+2",
+              cost_centre_b="@SUM(A1)", cluster="-east")
+FORMULA_START = ("=", "+", "-", "@")
+
+
+def is_number(text):
+    try:
+        float(text)
+        return True
+    except ValueError:
+        return False
+
+
+def downloads(world):
+    p, c = world.open_period, world.names.cluster
+    return [
+        "/api/v1/usage/?group_by=team&format=csv", "/api/v1/usage/?group_by=namespace&format=csv",
+        "/api/v1/usage/?group_by=cluster&format=csv", "/api/v1/idle/?format=csv",
+        "/api/v1/idle/?format=csv&max_utilization=1&min_idle_minutes=0",
+        f"/api/v1/chargeback/?period={p}&group_by=team&format=csv",
+        f"/api/v1/chargeback/?period={p}&group_by=namespace&format=csv",
+        f"/api/v1/chargeback/?period={world.closed_period}&group_by=namespace&format=csv",
+        f"/api/v1/chargeback/?period={p}&group_by=namespace&format=xlsx",
+        f"/api/v1/chargeback/xlsx/?period={p}", f"/api/v1/chargeback/xlsx/?period={world.closed_period}",
+        "/api/v1/quota-recommendations/?format=csv", "/api/v1/rates/?format=csv",
+        "/explore/?format=csv", "/explore/?format=csv&grain=hour",
+        "/api/v1/usage/?group_by=team&format=csv&cluster=" + c,
+    ]
+
+
+def cells(response):
+    content = response.content
+    if content[:2] == b"PK":
+        book = openpyxl.load_workbook(io.BytesIO(content))
+        for sheet in book.worksheets:
+            for row in sheet.iter_rows():
+                for cell in row:
+                    assert cell.data_type != "f", f"formula cell {cell.coordinate}: {cell.value!r}"
+                    if isinstance(cell.value, str):
+                        yield cell.value
+    else:
+        for row in csv.reader(io.StringIO(content.decode())):
+            yield from row
+
+
+def test_no_cell_of_any_download_starts_a_formula(as_role, world):
+    c = as_role("admin")
+    world.rate.gpu_model = "=cmd|' /C calc'!A0"
+    world.rate.save()
+    names_seen = set()
+    for url in downloads(world):
+        response = c.get(url)
+        assert response.status_code == 200, url
+        for value in cells(response):
+            assert not value.startswith(FORMULA_START) or is_number(value), f"{url}: cell {value!r}"
+            names_seen.update(n for n in (world.names.team_a, world.names.ns_b, world.names.pod_b)
+                              if value == "'" + n)
+    assert len(names_seen) == 3, f"{names_seen}: the hostile names must be in the downloads, escaped with a leading '"
+
+
+def test_negative_numbers_stay_numbers():
+    from gpuportal.csv import safe_cell
+    assert safe_cell(-12.5) == -12.5 and safe_cell("-12.50") == "'-12.50" and safe_cell("=1") == "'=1"

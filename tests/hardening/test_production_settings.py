@@ -1,0 +1,118 @@
+"""Production settings (DEBUG off): `check --deploy` clean, security headers, secure cookies,
+and WhiteNoise serving collected static files. Each case runs Django in a subprocess, because
+settings are read from the environment once, at import."""
+import os
+import secrets
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+HOST = "portal.example.com"
+
+
+def prod_env(**extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "SECURE_", "STATIC_ROOT"))}
+    env.update(DEBUG="false", SECRET_KEY=secrets.token_urlsafe(64), ALLOWED_HOSTS=HOST,
+               DJANGO_SETTINGS_MODULE="gpuportal.settings", REDIS_URL="")
+    env.update(extra)
+    return env
+
+
+def run(args, env, timeout=180):
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def test_check_deploy_is_clean_with_production_settings():
+    result = run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], prod_env())
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues" in result.stdout, result.stdout + result.stderr
+    assert "WARNINGS" not in result.stdout + result.stderr
+
+
+def test_production_refuses_to_start_without_a_secret_key():
+    env = prod_env()
+    env.pop("SECRET_KEY")
+    result = run(["manage.py", "check"], env)
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+PROBE = textwrap.dedent("""
+    import json, django
+    django.setup()
+    from django.conf import settings
+    from django.test import Client
+    c = Client()
+    out = {"settings": {k: getattr(settings, k) for k in (
+        "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_SSL_REDIRECT", "SECURE_PROXY_SSL_HEADER",
+        "SECURE_HSTS_SECONDS", "SECURE_CONTENT_TYPE_NOSNIFF", "X_FRAME_OPTIONS", "SECURE_REFERRER_POLICY")}}
+    plain = c.get("/accounts/login/", HTTP_HOST="portal.example.com")
+    out["plain"] = [plain.status_code, plain.get("Location", "")]
+    tls = c.get("/accounts/login/", HTTP_HOST="portal.example.com", HTTP_X_FORWARDED_PROTO="https")
+    out["tls"] = [tls.status_code, dict(tls.headers.items()),
+                  {n: {"secure": bool(m["secure"]), "httponly": bool(m["httponly"])} for n, m in tls.cookies.items()}]
+    static = c.get("/static/js/plotly.min.js", HTTP_HOST="portal.example.com", HTTP_X_FORWARDED_PROTO="https")
+    body = b"".join(static.streaming_content) if static.streaming else static.content
+    out["static"] = [static.status_code, static.get("Content-Type", ""), len(body), static.get("Cache-Control", "")]
+    print(json.dumps(out, default=list))
+""")
+
+
+@pytest.fixture(scope="module")
+def probe(tmp_path_factory):
+    """collectstatic into a temp STATIC_ROOT with DEBUG off, then requests through the test client."""
+    import json
+    static_root = tmp_path_factory.mktemp("static")
+    env = prod_env(STATIC_ROOT=str(static_root))
+    collected = run(["manage.py", "collectstatic", "--noinput", "-v", "0"], env)
+    assert collected.returncode == 0, collected.stderr
+    assert (static_root / "staticfiles.json").exists(), "the manifest storage is used when DEBUG is off"
+    result = run(["-c", PROBE], env)
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_security_settings_when_debug_is_off(probe):
+    s = probe["settings"]
+    assert s["SESSION_COOKIE_SECURE"] and s["CSRF_COOKIE_SECURE"] and s["SECURE_SSL_REDIRECT"]
+    assert s["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]
+    assert s["SECURE_HSTS_SECONDS"] >= 31536000
+    assert s["SECURE_CONTENT_TYPE_NOSNIFF"] and s["X_FRAME_OPTIONS"] == "DENY"
+    assert s["SECURE_REFERRER_POLICY"] == "same-origin"
+
+
+def test_plain_http_is_redirected_to_https(probe):
+    status, location = probe["plain"]
+    assert status == 301 and location == f"https://{HOST}/accounts/login/"
+
+
+def test_https_answers_carry_the_security_headers_and_secure_cookies(probe):
+    status, headers, cookies = probe["tls"]
+    assert status == 200
+    assert headers["Strict-Transport-Security"].startswith("max-age=31536000")
+    assert "includeSubDomains" in headers["Strict-Transport-Security"]
+    assert headers["X-Frame-Options"] == "DENY"
+    assert headers["X-Content-Type-Options"] == "nosniff"
+    assert headers["Referrer-Policy"] == "same-origin"
+    assert cookies["csrftoken"]["secure"]
+
+
+def test_whitenoise_serves_collected_static_files_with_debug_off(probe):
+    status, content_type, size, cache = probe["static"]
+    assert status == 200
+    assert "javascript" in content_type
+    assert size > 1_000_000  # plotly.min.js, whole
+    assert "max-age" in cache
+
+
+def test_ssl_redirect_and_proxy_header_are_configurable_for_a_tls_terminating_proxy():
+    code = ("import django; django.setup(); from django.conf import settings as s; "
+            "print(s.SECURE_SSL_REDIRECT, s.SECURE_PROXY_SSL_HEADER)")
+    result = run(["-c", code], prod_env(SECURE_SSL_REDIRECT="false", SECURE_PROXY_SSL_HEADER=""))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "None"]

@@ -1,0 +1,52 @@
+"""OIDC single sign-on is off by default, on when all its variables are set, refused when half set.
+
+Settings and URLs are read once at start-up, so each case runs in a fresh process (on a
+throw-away SQLite database: the sign-in redirect stores its state in the session).
+"""
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+OIDC_ENV = {
+    "OIDC_RP_CLIENT_ID": "portal", "OIDC_RP_CLIENT_SECRET": "s3cret",
+    "OIDC_OP_AUTHORIZATION_ENDPOINT": "http://127.0.0.1:9/auth", "OIDC_OP_TOKEN_ENDPOINT": "http://127.0.0.1:9/token",
+    "OIDC_OP_USER_ENDPOINT": "http://127.0.0.1:9/user", "OIDC_OP_JWKS_ENDPOINT": "http://127.0.0.1:9/jwks",
+}
+PROBE = """
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from django.test import Client
+c = Client(HTTP_HOST="127.0.0.1")
+login = c.get("/accounts/login/")
+print("sso-link", b"single sign-on" in login.content)
+sso = c.get("/oidc/authenticate/")
+print("sso", sso.status_code, sso.get("Location", "")[:32])
+"""
+
+
+def run(tmp_path, extra):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OIDC_")}
+    env.update(extra, DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", DJANGO_SETTINGS_MODULE="gpuportal.settings")
+    return subprocess.run([sys.executable, "manage.py", "shell", "-c", PROBE], cwd=ROOT, env=env,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_sso_is_off_without_the_variables(tmp_path):
+    out = run(tmp_path, {})
+    assert out.returncode == 0, out.stderr
+    assert "sso-link False" in out.stdout and "sso 404" in out.stdout
+
+
+def test_sso_redirects_to_the_provider_when_configured(tmp_path):
+    out = run(tmp_path, OIDC_ENV)
+    assert out.returncode == 0, out.stderr
+    assert "sso-link True" in out.stdout
+    assert "sso 302 http://127.0.0.1:9/auth?" in out.stdout
+
+
+def test_half_configured_sso_stops_start_up(tmp_path):
+    out = run(tmp_path, {"OIDC_RP_CLIENT_ID": "portal"})
+    assert out.returncode != 0
+    assert "OIDC is half configured" in out.stderr and "OIDC_OP_TOKEN_ENDPOINT" in out.stderr
