@@ -234,7 +234,7 @@ REST_FRAMEWORK = {
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": [
-        "rest_framework.renderers.JSONRenderer",
+        "gpuportal.json.FastJSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
         "gpuportal.csv.SafeCSVRenderer",
     ],

@@ -88,7 +88,7 @@ def do_close_period(period: str, actor=None) -> BillingPeriod:
         bp = _lock_period(period)
         if bp.is_closed:
             raise ActionError(f"{period} is already closed")
-        computed = compute_open(period)
+        computed = compute_open(period, for_closing=True)
         StatementLine.objects.bulk_create([
             StatementLine(period=bp, kind=line.kind, adjusts_period=line.adjusts_period, team=line.team,
                           cluster=line.cluster, namespace=line.namespace, gpu_model=line.gpu_model,

@@ -20,6 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time
 from decimal import ROUND_HALF_UP, Decimal
+from math import fsum
 from zoneinfo import ZoneInfo
 
 CENT = Decimal("0.01")
@@ -135,27 +136,35 @@ class Line:
 def build_lines(cells, card: RateCard, *, kind_allocated="usage", kind_unallocated="unallocated",
                 adjusts_period="") -> list[Line]:
     """Aggregate cells into statement lines: one per team × cluster × namespace × model ×
-    profile × price class × rate in force (a mid-month rate change gives two lines)."""
-    lines: dict[tuple, Line] = {}
+    profile × price class × rate in force (a mid-month rate change gives two lines).
+
+    A line's seconds are the correctly rounded sum of its cells' (`math.fsum`), made a Decimal
+    once: the same figure whatever order or grain (days or spans) the cells come in.
+    """
+    sums: dict[tuple, list] = {}
+    lookup = card.lookup
     for c in cells:
-        found = card.lookup(c.gpu_model, c.mig_profile, c.price_class, c.day)
+        found = lookup(c.gpu_model, c.mig_profile, c.price_class, c.day)
         entry, basis = found if found else (None, "")
         kind = kind_allocated if c.namespace else kind_unallocated
         team = c.team if c.namespace else ""
         key = (kind, team, c.cluster, c.namespace, c.gpu_model, c.mig_profile, c.price_class, basis,
                entry.hourly_rate if entry else None, entry.currency if entry else "")
-        line = lines.get(key)
-        if line is None:
-            line = lines[key] = Line(
-                kind=kind, team=team, cluster=c.cluster, namespace=c.namespace, gpu_model=c.gpu_model,
-                mig_profile=c.mig_profile, price_class=c.price_class, rate_basis=basis,
-                hourly_rate=entry.hourly_rate if entry else None, currency=entry.currency if entry else "",
-                adjusts_period=adjusts_period,
-            )
-        line.allocated_gpu_seconds += to_decimal(c.gpu_seconds)
-        line.used_gpu_seconds += to_decimal(c.used_gpu_seconds)
-        line.billed_seconds += to_decimal(c.mig_seconds if basis == BASIS_PROFILE else c.gpu_seconds)
-    return sorted(lines.values(), key=Line.sort_key)
+        acc = sums.get(key)
+        if acc is None:
+            acc = sums[key] = [[], [], []]
+        acc[0].append(c.gpu_seconds)
+        acc[1].append(c.used_gpu_seconds)
+        acc[2].append(c.mig_seconds if basis == BASIS_PROFILE else c.gpu_seconds)
+    lines = [
+        Line(kind=kind, team=team, cluster=cluster, namespace=ns, gpu_model=model, mig_profile=profile,
+             price_class=price_class, rate_basis=basis, hourly_rate=rate, currency=currency,
+             adjusts_period=adjusts_period, allocated_gpu_seconds=to_decimal(fsum(gpu)),
+             used_gpu_seconds=to_decimal(fsum(used)), billed_seconds=to_decimal(fsum(billed)))
+        for (kind, team, cluster, ns, model, profile, price_class, basis, rate, currency), (gpu, used, billed)
+        in sums.items()
+    ]
+    return sorted(lines, key=Line.sort_key)
 
 
 def cost_by_currency(lines) -> dict[str, Decimal]:

@@ -39,9 +39,9 @@ class OpenComputation:
     deltas: dict[str, list]
 
 
-def month_cells(period: str) -> list:
+def month_cells(period: str, *, per_day: bool = True) -> list:
     start, end = period_bounds(period, billing_zone())
-    return usage_cells(UsageFilter(start=start, end=end))
+    return usage_cells(UsageFilter(start=start, end=end), per_day=per_day)
 
 
 def frozen_cell_as_usage(f: FrozenCell) -> UsageCell:
@@ -54,12 +54,18 @@ def closed_periods() -> dict[str, BillingPeriod]:
     return {bp.period: bp for bp in BillingPeriod.objects.filter(closed_at__isnull=False)}
 
 
-def compute_open(period: str, card: RateCard | None = None) -> OpenComputation:
+def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool = False) -> OpenComputation:
     """The live statement: this month's usage, plus adjustments for the closed months right
-    before it (a closed month's corrections go to the first open month after it)."""
+    before it (a closed month's corrections go to the first open month after it).
+
+    The lines are priced from span cells (`usage_cells(per_day=False)`: a month is a few cells
+    per namespace, not one per day), the same way whether the month is shown or closed, so a
+    closed statement is exactly the one finance reviewed. Only closing needs the per-day cells
+    (`for_closing`): they are frozen as the baseline later late data is measured against.
+    """
     card = card or load_rate_card()
-    cells = month_cells(period)
-    lines = build_lines(cells, card)
+    lines = build_lines(month_cells(period, per_day=False), card)
+    cells = month_cells(period) if for_closing else []
     closed = closed_periods()
     deltas = {}
     earlier = prev_period(period)

@@ -17,7 +17,7 @@ class TeamResolver:
         if cluster_ids is not None:
             namespaces = namespaces.filter(cluster_id__in=cluster_ids)
             assignments = assignments.filter(namespace__cluster_id__in=cluster_ids)
-        self._labels = {(n.cluster_id, n.name): n.label_team for n in namespaces}
+        self._labels = {(c, name): label for c, name, label in namespaces.values_list("cluster_id", "name", "label_team")}
         dated = defaultdict(list)
         for a in assignments.order_by("effective_from"):
             dated[(a.namespace.cluster_id, a.namespace.name)].append((a.effective_from, a.team.name))

@@ -1,5 +1,6 @@
 """The usage API merges days in which nothing dated changes; the money and hours must not move."""
 from datetime import date
+from decimal import Decimal
 
 import pytest
 
@@ -52,3 +53,29 @@ def test_the_api_uses_spans_with_the_same_figures(moving_month, client, django_u
     rows = client.get("/api/v1/usage/", {"start": "2026-03-01", "end": "2026-03-07", "group_by": "team"}).json()
     assert {r["key"]: (r["allocated_gpu_hours"], r["cost"]) for r in rows["results"]} == {
         "A": (8.0, "20.00"), "B": (4.0, "12.00")}
+
+
+def test_the_statement_is_priced_from_spans_and_closing_freezes_days(moving_month, finance):
+    """March's open statement: the same lines whether built from the six days or the three
+    spans; closing freezes exactly those lines and, as the late-data baseline, the six days."""
+    from apps.accounting.actions import do_close_period
+    from apps.accounting.calc import build_lines
+    from apps.accounting.models import FrozenCell
+    from apps.accounting.pricing import load_rate_card
+    from apps.accounting.statements import compute_open, month_cells, statement
+
+    card = load_rate_card()
+    by_day, by_span = build_lines(month_cells("2026-03"), card), build_lines(month_cells("2026-03", per_day=False), card)
+    assert len(month_cells("2026-03")) == 6 and len(month_cells("2026-03", per_day=False)) == 3
+    assert by_day == by_span
+    shown = [(line.team, line.hourly_rate, line.allocated_gpu_seconds, line.cost) for line in statement("2026-03").lines]
+    # A at 2.00 for 1st–2nd (4 h), A at 3.00 for 3rd–4th (4 h), B at 3.00 for 5th–6th (4 h)
+    assert shown == [("A", Decimal("2.00"), Decimal("14400.0"), Decimal("8")),
+                     ("A", Decimal("3.00"), Decimal("14400.0"), Decimal("12")),
+                     ("B", Decimal("3.00"), Decimal("14400.0"), Decimal("12"))]
+    assert compute_open("2026-03").cells == []            # showing a month reads no per-day cells
+    do_close_period("2026-03", actor=finance)
+    frozen = statement("2026-03")
+    assert frozen.closed and [(line.team, line.hourly_rate, line.cost) for line in frozen.lines] == [
+        (t, r, c) for t, r, _, c in shown]
+    assert sorted(FrozenCell.objects.values_list("day", flat=True)) == [date(2026, 3, d) for d in range(1, 7)]
