@@ -133,34 +133,43 @@ class Line:
                 self.gpu_model, self.mig_profile, self.price_class, self.currency, self.hourly_rate or 0)
 
 
+LineKey = tuple  # (kind, team, cluster, namespace, model, profile, price class, basis, rate, currency)
+
+
+def line_sums(cells, card: RateCard, *, kind_allocated="usage", kind_unallocated="unallocated") -> dict:
+    """Line key → the correctly rounded sums (`math.fsum`) of its cells' allocated, used and
+    billed seconds, as Decimals: the same figures whatever order or grain (days or spans) the
+    cells come in. The one place cells are matched to the rate in force."""
+    found_for: dict[tuple, tuple] = {}
+    acc: dict[LineKey, list] = {}
+    for c in cells:
+        rate_key = (c.gpu_model, c.mig_profile, c.price_class, c.day)
+        found = found_for.get(rate_key)
+        if found is None:
+            hit = card.lookup(*rate_key)
+            found = found_for[rate_key] = hit if hit else (None, "")
+        entry, basis = found
+        kind = kind_allocated if c.namespace else kind_unallocated
+        key = (kind, c.team if c.namespace else "", c.cluster, c.namespace, c.gpu_model, c.mig_profile,
+               c.price_class, basis, entry.hourly_rate if entry else None, entry.currency if entry else "")
+        lists = acc.get(key)
+        if lists is None:
+            lists = acc[key] = ([], [], [])
+        lists[0].append(c.gpu_seconds)
+        lists[1].append(c.used_gpu_seconds)
+        lists[2].append(c.mig_seconds if basis == BASIS_PROFILE else c.gpu_seconds)
+    return {key: (to_decimal(fsum(g)), to_decimal(fsum(u)), to_decimal(fsum(b))) for key, (g, u, b) in acc.items()}
+
+
 def build_lines(cells, card: RateCard, *, kind_allocated="usage", kind_unallocated="unallocated",
                 adjusts_period="") -> list[Line]:
     """Aggregate cells into statement lines: one per team × cluster × namespace × model ×
-    profile × price class × rate in force (a mid-month rate change gives two lines).
-
-    A line's seconds are the correctly rounded sum of its cells' (`math.fsum`), made a Decimal
-    once: the same figure whatever order or grain (days or spans) the cells come in.
-    """
-    sums: dict[tuple, list] = {}
-    lookup = card.lookup
-    for c in cells:
-        found = lookup(c.gpu_model, c.mig_profile, c.price_class, c.day)
-        entry, basis = found if found else (None, "")
-        kind = kind_allocated if c.namespace else kind_unallocated
-        team = c.team if c.namespace else ""
-        key = (kind, team, c.cluster, c.namespace, c.gpu_model, c.mig_profile, c.price_class, basis,
-               entry.hourly_rate if entry else None, entry.currency if entry else "")
-        acc = sums.get(key)
-        if acc is None:
-            acc = sums[key] = [[], [], []]
-        acc[0].append(c.gpu_seconds)
-        acc[1].append(c.used_gpu_seconds)
-        acc[2].append(c.mig_seconds if basis == BASIS_PROFILE else c.gpu_seconds)
+    profile × price class × rate in force (a mid-month rate change gives two lines)."""
+    sums = line_sums(cells, card, kind_allocated=kind_allocated, kind_unallocated=kind_unallocated)
     lines = [
         Line(kind=kind, team=team, cluster=cluster, namespace=ns, gpu_model=model, mig_profile=profile,
              price_class=price_class, rate_basis=basis, hourly_rate=rate, currency=currency,
-             adjusts_period=adjusts_period, allocated_gpu_seconds=to_decimal(fsum(gpu)),
-             used_gpu_seconds=to_decimal(fsum(used)), billed_seconds=to_decimal(fsum(billed)))
+             adjusts_period=adjusts_period, allocated_gpu_seconds=gpu, used_gpu_seconds=used, billed_seconds=billed)
         for (kind, team, cluster, ns, model, profile, price_class, basis, rate, currency), (gpu, used, billed)
         in sums.items()
     ]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import date
 from decimal import Decimal
 
-from .calc import BASIS_PROFILE, RateCard, RateEntry, build_lines, present
+from .calc import BASIS_PROFILE, SECONDS_PER_HOUR, RateCard, RateEntry, line_sums, present
 from .models import Rate
 
 
@@ -54,14 +54,20 @@ def rate_basis_for(gpu_model: str, mig_profile: str, price_class: str, day: date
 def price_cells_detail(cells, card: RateCard | None = None) -> tuple[Decimal | None, str | None, Decimal]:
     """(exact cost of the priced allocated cells, their currency, unpriced allocated GPU-seconds).
 
-    Cost and currency are None when nothing is priced or when currencies are mixed."""
-    lines = build_lines([c for c in cells if c.namespace], card or load_rate_card())
-    priced = [line for line in lines if line.priced]
-    unpriced_seconds = sum((line.allocated_gpu_seconds for line in lines if not line.priced), Decimal(0))
-    currencies = {line.currency for line in priced}
-    if not priced or len(currencies) != 1:
+    The cost is the sum of the statement lines' costs (`line_sums`, rate × billed seconds per
+    line), so a usage row and the statement's row agree to the cent. Cost and currency are
+    None when nothing is priced or when currencies are mixed."""
+    sums = line_sums([c for c in cells if c.namespace], card or load_rate_card())
+    cost, currencies, unpriced_seconds = Decimal(0), set(), Decimal(0)
+    for (_k, _t, _c, _n, _m, _p, _pc, _basis, rate, currency), (allocated, _used, billed) in sums.items():
+        if rate is None:
+            unpriced_seconds += allocated
+        else:
+            cost += rate * billed / SECONDS_PER_HOUR
+            currencies.add(currency)
+    if len(currencies) != 1:
         return None, None, unpriced_seconds
-    return sum((line.cost for line in priced), Decimal(0)), currencies.pop(), unpriced_seconds
+    return cost, currencies.pop(), unpriced_seconds
 
 
 def price_cells(cells, card: RateCard | None = None) -> tuple[Decimal | None, str | None]:

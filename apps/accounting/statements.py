@@ -160,7 +160,7 @@ def shown_costs(lines: list[Line]) -> list[Decimal | None]:
     return shown
 
 
-def group_row(key: tuple, lines: list[Line]) -> dict:
+def group_row(key: tuple, lines: list[Line], with_lines: bool = True) -> dict:
     shown = shown_costs(lines)
     totals: dict[str, Decimal] = defaultdict(Decimal)
     for line, amount in zip(lines, shown):
@@ -184,16 +184,19 @@ def group_row(key: tuple, lines: list[Line]) -> dict:
         "cost": present(next(iter(totals.values()))) if single else None,
         "currency": next(iter(totals)) if single else None,
         "costs_by_currency": {c: present(a) for c, a in sorted(totals.items())},
-        "lines": [line_row(line, amount) for line, amount in zip(lines, shown)],
+        "lines": [line_row(line, amount) for line, amount in zip(lines, shown)] if with_lines else [],
     }
 
 
-def statement_payload(stmt: Statement, group_by: str, scope, shared_idle: str = "apart") -> dict:
+def statement_payload(stmt: Statement, group_by: str, scope, shared_idle: str = "apart", *,
+                      lines_of: set[str] | None = None) -> dict:
+    """The statement as shown. `lines_of`: only these groups' rows carry their line rows (the
+    page shows one team's lines at a time); None: every group's do. Totals never change."""
     groups: dict[tuple, list[Line]] = defaultdict(list)
     for line in visible(stmt.lines, scope):
         groups[line_group(line, group_by)].append(line)
     ordered = sorted(groups, key=lambda k: (k[0] == UNALLOCATED_KEY, k[0]))
-    results = [group_row(k, groups[k]) for k in ordered]
+    results = [group_row(k, groups[k], lines_of is None or k[0] in lines_of) for k in ordered]
     totals: dict[str, Decimal] = defaultdict(Decimal)
     for row in results:
         for currency, amount in row["costs_by_currency"].items():

@@ -39,7 +39,7 @@ class UsageFilter:
     gpu_models: frozenset[str] | None = None
 
 
-@dataclass
+@dataclass(slots=True)
 class Cell:
     """Seconds for one (cluster, namespace, model, profile, price class, day)."""
     cluster_id: int

@@ -32,7 +32,7 @@ def statement_view(request):
     shared_idle = request.GET.get("shared_idle") if request.GET.get("shared_idle") in SHARED_IDLE else "apart"
     team = request.GET.get("team") or ""
     payload = statement_payload(statement(period, shared_idle=shared_idle), "team", team_scope(request.user),
-                                shared_idle)
+                                shared_idle, lines_of={team})
     selected = next((row for row in payload["results"] if row["key"] == team), None) if team else None
     for line in selected["lines"] if selected else ():
         line["rate_display"] = present_rate(Decimal(line["hourly_rate"])) if line["hourly_rate"] else None

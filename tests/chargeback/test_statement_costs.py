@@ -136,3 +136,21 @@ def test_shown_totals_equal_sum_of_shown_lines():
     assert row["cost"] == "0.02"
     assert [line["cost"] for line in row["lines"]] == ["0.01", "0.01", "0.00"]
     assert sum(Decimal(line["cost"]) for line in row["lines"]) == Decimal(row["cost"])
+
+
+def test_lines_of_one_team_leave_the_other_rows_and_totals_as_they_are():
+    """The page asks for one team's lines; every row and total is that of the full statement."""
+    prod = make_cluster()
+    make_namespace(prod, "ml", "A")
+    make_namespace(prod, "web", "B")
+    make_rate(hourly_rate="2.00")
+    gpu = make_device(prod)
+    make_usage(gpu, "ml", utc(2026, 3, 2), hours=3)       # A: 6.00
+    make_usage(gpu, "web", utc(2026, 3, 3), hours=4)      # B: 8.00
+    full = payload()
+    only_a = statement_payload(statement("2026-03"), "team", None, lines_of={"A"})
+    assert only_a["totals_by_currency"] == full["totals_by_currency"] == {"USD": "14.00"}
+    assert [len(r["lines"]) for r in only_a["results"]] == [1, 0]
+    assert [{**r, "lines": None} for r in only_a["results"]] == [{**r, "lines": None} for r in full["results"]]
+    assert team_row(only_a, "A")["lines"] == team_row(full, "A")["lines"]
+    assert team_row(full, "B")["cost"] == "8.00"
