@@ -1,8 +1,10 @@
 """Usage figures per namespace / team / cluster / GPU model, read from the rollups.
 
-One query serves the API, the pages and the CSV (STYLE §5). Whole billing days of clusters
-whose days are rolled up are read from UsageDay (a month of 10,000 GPUs is then tens of
-thousands of rows, not millions); any other window or cluster from UsageHour. It aggregates at the grain of
+One query serves the API, the pages and the CSV (STYLE §5). The window's whole billing days
+that are rolled up are read from UsageDay (a month of 10,000 GPUs is then hundreds of
+thousands of rows, not tens of millions); the partial days at its ends and any day not rolled
+up come from UsageHour (a "last 7 days" window reads two partial days of hours, not seven).
+It aggregates at the grain of
 (cluster, namespace, GPU model, MIG profile, price class, billing-zone day) in SQL, the node's
 price class (node pools) computed in SQL from the pools' globs, then groups in Python:
 that grain is what dated team mappings and team-lead scoping need, and it is small (days ×
@@ -12,11 +14,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db.models import Case, CharField, Count, DateField, Q, Sum, Value, When
+from django.db.models import Case, CharField, DateField, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
 
 from apps.clusters.models import Cluster
@@ -71,7 +73,8 @@ def billing_zone() -> ZoneInfo:
 
 
 def usage_cells(f: UsageFilter, *, per_day: bool = True) -> list[Cell]:
-    """Cells of the window: from UsageDay for whole billing days already rolled up, else UsageHour.
+    """Cells of the window: whole billing days already rolled up from UsageDay, the rest (the
+    partial days at either end, days not rolled up) from UsageHour.
 
     `per_day=False` merges the days of a span in which nothing dated changes (no namespace
     moves team, no rate takes effect): each cell's `day` is then its span's first day, which
@@ -79,16 +82,64 @@ def usage_cells(f: UsageFilter, *, per_day: bool = True) -> list[Cell]:
     the per-day cells; there are just far fewer cells (a month: a few per namespace, not 31).
     """
     clusters = Cluster.objects.filter(name=f.cluster) if f.cluster else Cluster.objects.all()
-    cluster_ids = set(clusters.values_list("id", flat=True))
-    daily_ids = _daily_clusters(f, cluster_ids)
-    hourly_ids = cluster_ids - daily_ids
+    cluster_names = dict(clusters.values_list("id", "name"))
+    cluster_ids = set(cluster_names)
     spans = None if per_day else _span_starts(f)
     rows = []
-    if daily_ids:
-        rows.append(_day_rows(f, daily_ids, spans))
-    if hourly_ids:
-        rows.append(_hour_rows(f, hourly_ids, spans))
-    return _cells(f, (r for qs in rows for r in qs))
+    for ids, day_ranges, hour_ranges in _read_plan(f, cluster_ids):
+        if day_ranges:
+            rows.append(_day_rows(f, ids, day_ranges, spans))
+        if hour_ranges:
+            rows.append(_hour_rows(f, ids, hour_ranges, spans))
+    return _cells(f, cluster_names, (r for qs in rows for r in qs))
+
+
+def _runs(days: list[date]) -> list[tuple[date, date]]:
+    """Sorted days as [first, after-last) runs of consecutive days."""
+    runs: list[list[date]] = []
+    for d in days:
+        if runs and runs[-1][1] == d:
+            runs[-1][1] = d + timedelta(days=1)
+        else:
+            runs.append([d, d + timedelta(days=1)])
+    return [(a, b) for a, b in runs]
+
+
+def _read_plan(f: UsageFilter, cluster_ids: set[int]):
+    """[(cluster ids, day ranges for UsageDay, instant ranges for UsageHour)] covering the window.
+
+    The window's whole billing days that are rolled up in the current zone are read from
+    UsageDay; the hours before the first local midnight, after the last one, and of any day not
+    rolled up come from UsageHour. Clusters with the same rolled-up days share their queries.
+    """
+    zone = billing_zone()
+    start, end = f.start.astimezone(zone), f.end.astimezone(zone)
+    first = start.date() if start.time() == time.min else start.date() + timedelta(days=1)
+    last = end.date()                       # the first day not wholly inside the window
+    if not cluster_ids:
+        return []
+    if first >= last:
+        return [(cluster_ids, [], [(f.start, f.end)])]
+    built: dict[int, list[date]] = {cid: [] for cid in cluster_ids}
+    for cid, day in (UsageDayBuilt.objects.filter(day__gte=first, day__lt=last, zone=zone.key,
+                                                  cluster_id__in=cluster_ids)
+                     .order_by("day").values_list("cluster_id", "day")):
+        built[cid].append(day)
+    by_days: dict[tuple, set[int]] = {}
+    for cid, days in built.items():
+        by_days.setdefault(tuple(days), set()).add(cid)
+    all_days = [first + timedelta(days=i) for i in range((last - first).days)]
+    plan = []
+    for days, ids in by_days.items():
+        done = set(days)
+        hour_ranges = [(f.start, midnight(first, zone)), (midnight(last, zone), f.end)]
+        hour_ranges += [(midnight(a, zone), midnight(b, zone)) for a, b in _runs([d for d in all_days if d not in done])]
+        plan.append((ids, _runs(list(days)), [(a, b) for a, b in hour_ranges if a < b]))
+    return plan
+
+
+def midnight(day: date, zone: ZoneInfo) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=zone)
 
 
 def _span_starts(f: UsageFilter) -> list[date]:
@@ -113,19 +164,6 @@ def _span_of(day_expr, spans: list[date]):
         return Value(spans[0], output_field=DateField())
     whens = [When(**{f"{day_expr}__lt": nxt}, then=Value(start)) for start, nxt in zip(spans, spans[1:])]
     return Case(*whens, default=Value(spans[-1]), output_field=DateField())
-
-
-def _daily_clusters(f: UsageFilter, cluster_ids) -> set[int]:
-    """Clusters whose every day of the window is rolled up in the current zone (empty: hourly)."""
-    zone = billing_zone()
-    start, end = f.start.astimezone(zone), f.end.astimezone(zone)
-    if end <= start or start.time() != time.min or end.time() != time.min:
-        return set()   # not local midnights on both ends: hour precision is needed
-    first, last = start.date(), end.date()
-    ndays = (last - first).days
-    qs = UsageDayBuilt.objects.filter(day__gte=first, day__lt=last, zone=zone.key, cluster_id__in=cluster_ids)
-    counts = qs.values("cluster_id").annotate(n=Count("id")).order_by()
-    return {r["cluster_id"] for r in counts if r["n"] == ndays}
 
 
 def _filtered(qs, f: UsageFilter):
@@ -176,15 +214,20 @@ _SUMS = dict(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Su
              mig_s=Sum("mig_seconds"))
 
 
-def _day_rows(f: UsageFilter, cluster_ids: set[int], spans: list[date] | None = None):
-    zone = billing_zone()
-    qs = UsageDay.objects.filter(day__gte=f.start.astimezone(zone).date(), day__lt=f.end.astimezone(zone).date(),
-                                 cluster_id__in=cluster_ids)
+def _ranges(field: str, ranges) -> Q:
+    q = Q()
+    for a, b in ranges:
+        q |= Q(**{f"{field}__gte": a, f"{field}__lt": b})
+    return q
+
+
+def _day_rows(f: UsageFilter, cluster_ids: set[int], day_ranges, spans: list[date] | None = None):
+    qs = UsageDay.objects.filter(_ranges("day", day_ranges), cluster_id__in=cluster_ids)
     return _grouped(_filtered(qs, f).annotate(price_class=price_class_expr(cluster_ids)), spans)
 
 
-def _hour_rows(f: UsageFilter, cluster_ids: set[int], spans: list[date] | None = None):
-    qs = UsageHour.objects.filter(hour_start__gte=f.start, hour_start__lt=f.end, cluster_id__in=cluster_ids)
+def _hour_rows(f: UsageFilter, cluster_ids: set[int], hour_ranges, spans: list[date] | None = None):
+    qs = UsageHour.objects.filter(_ranges("hour_start", hour_ranges), cluster_id__in=cluster_ids)
     qs = _filtered(qs, f).annotate(price_class=price_class_expr(cluster_ids),
                                    day=TruncDate("hour_start", tzinfo=billing_zone()))
     return _grouped(qs, spans)
@@ -199,8 +242,7 @@ def _grouped(qs, spans: list[date] | None):
     return qs.values(*keys).annotate(**_SUMS).order_by().values_list(*keys, *_SUMS)
 
 
-def _cells(f: UsageFilter, rows) -> list[Cell]:
-    cluster_names = dict(Cluster.objects.values_list("id", "name"))
+def _cells(f: UsageFilter, cluster_names: dict[int, str], rows) -> list[Cell]:
     resolver = TeamResolver()
     cells: dict[tuple, Cell] = {}
     for cluster_id, ns, model, profile, price_class, day, gpu_s, used_s, idle_s, mig_s in rows:

@@ -5,6 +5,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from django.core.management import call_command
 from django.db.models import Count, Sum
+from django.db.models import F as models_F
 from django.db.models.functions import TruncDate
 
 from apps.accounting.models import UsageDay, UsageDayBuilt, UsageHour
@@ -148,3 +149,41 @@ def test_node_pool_globs_match_in_sql_as_in_python(cluster, pattern):
     for node in ("spot-1", "gpu-node-01", "gpu-node-1", "n3", "n7", "a.bc", "axbc", "node2x", "node3x", "x+yz",
                  "xxyz", "", "ac", "bbc", "[ab]c"):
         assert bool(re.match(glob_regex(pattern), node)) == fnmatchcase(node, pattern), (pattern, node)
+
+
+def _per_day_from_hours(f, zone):
+    """(namespace, billing day) → GPU-seconds, straight from UsageHour: the expected answer."""
+    rows = (UsageHour.objects.filter(hour_start__gte=f.start, hour_start__lt=f.end)
+            .values("namespace", d=TruncDate("hour_start", tzinfo=zone)).annotate(g=Sum("gpu_seconds")).order_by())
+    return {(r["namespace"], r["d"]): round(r["g"], 6) for r in rows}
+
+
+def _per_day_from_cells(f):
+    out = defaultdict(float)
+    for c in usage_cells(f):
+        out[(c.namespace, c.day)] += c.gpu_seconds
+    return {k: round(v, 6) for k, v in out.items()}
+
+
+@pytest.mark.parametrize("zone", ["UTC", "Asia/Kolkata", "America/New_York"])
+def test_a_window_off_midnight_reads_whole_days_daily_and_the_rest_hourly(settings, cluster, zone):
+    """5 h after the first UTC midnight to 6 h before the end of a 100-hour history: the partial
+    days at both ends and a day whose roll-up is missing come from the hours; the other whole
+    days from UsageDay, which is doubled here to show it is the one read."""
+    settings.BILLING_TIMEZONE = zone
+    scenario = build_scenario(name="mixed", start=START, hours=100, interval_seconds=900, seed=3)
+    ingest(cluster, utc(START), utc(START + 100 * 3600), fetcher=SimulatorFetcher(scenario))
+    tz = billing_zone()
+    f = UsageFilter(start=utc(START + 5 * 3600), end=utc(START + 94 * 3600))
+    expected = _per_day_from_hours(f, tz)
+    whole = sorted({d for _, d in expected if f.start <= datetime.combine(d, datetime.min.time(), tzinfo=tz)
+                    and datetime.combine(d + timedelta(days=1), datetime.min.time(), tzinfo=tz) <= f.end})
+    assert len(whole) >= 2 and len({d for _, d in expected}) == len(whole) + 2    # and two partial days
+    assert _per_day_from_cells(f) == expected
+
+    missing, doubled = whole[0], whole[-1]
+    UsageDayBuilt.objects.filter(day=missing).delete()                   # this day is read hourly again
+    UsageDay.objects.filter(day__in=[missing, doubled]).update(gpu_seconds=2 * models_F("gpu_seconds"))
+    got = _per_day_from_cells(f)
+    assert got == pytest.approx({k: 2 * v if k[1] == doubled else v for k, v in expected.items()}, abs=1e-3)
+    assert got != pytest.approx(expected, abs=1e-3)
