@@ -22,6 +22,7 @@ from django.db.models import Case, CharField, DateField, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
 
 from apps.clusters.models import Cluster
+from apps.ingest.days import day_start
 from apps.teams.models import UNASSIGNED
 from apps.teams.resolve import TeamResolver
 
@@ -132,14 +133,10 @@ def _read_plan(f: UsageFilter, cluster_ids: set[int]):
     plan = []
     for days, ids in by_days.items():
         done = set(days)
-        hour_ranges = [(f.start, midnight(first, zone)), (midnight(last, zone), f.end)]
-        hour_ranges += [(midnight(a, zone), midnight(b, zone)) for a, b in _runs([d for d in all_days if d not in done])]
+        hour_ranges = [(f.start, day_start(first, zone)), (day_start(last, zone), f.end)]
+        hour_ranges += [(day_start(a, zone), day_start(b, zone)) for a, b in _runs([d for d in all_days if d not in done])]
         plan.append((ids, _runs(list(days)), [(a, b) for a, b in hour_ranges if a < b]))
     return plan
-
-
-def midnight(day: date, zone: ZoneInfo) -> datetime:
-    return datetime.combine(day, time.min, tzinfo=zone)
 
 
 def _span_starts(f: UsageFilter) -> list[date]:
