@@ -1,10 +1,14 @@
 from django.contrib import admin
+from django.db import models
 
 from .models import Cluster, ClusterQueueQuota, Device
 
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
+    # A Prometheus URL typed without a scheme is taken as http:// (in-cluster Prometheus rarely
+    # has TLS), said explicitly because Django 6 changes the default to https://.
+    formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
     list_display = ("name", "prometheus_url", "label_spelling", "detected_label_spelling",
                     "detected_interval_seconds", "ingested_until")
     search_fields = ("name",)

@@ -1,4 +1,5 @@
 from django.contrib import admin
+from django.db import models
 
 from .budgets import BUDGET_FIELDS, do_set_team_budget
 from .models import Alert, AlertDelivery, DeliveryAttempt, RecommendationSnapshot, TeamBudget
@@ -6,6 +7,8 @@ from .models import Alert, AlertDelivery, DeliveryAttempt, RecommendationSnapsho
 
 @admin.register(TeamBudget)
 class TeamBudgetAdmin(admin.ModelAdmin):
+    # A webhook URL typed without a scheme is taken as https://, Django 6's default, said now.
+    formfield_overrides = {models.URLField: {"assume_scheme": "https"}}
     list_display = ("team", "unit", "monthly_amount", "currency", "email_to", "webhook_url", "active")
     list_filter = ("unit", "active")
 

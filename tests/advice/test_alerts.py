@@ -233,3 +233,18 @@ def test_admin_pages_for_budgets_and_alerts(idle_pod, client):
     assert r.status_code == 302
     assert TeamBudget.objects.get().monthly_amount == Decimal("120")
     assert AuditEvent.objects.filter(action="budget.set", actor=admin).count() == 1
+
+
+def test_urls_typed_without_a_scheme_get_the_one_the_admin_says(rf, admin_user):
+    """Prometheus URLs default to http:// (in-cluster, rarely TLS), webhook URLs to https://."""
+    from django.contrib.admin.sites import site
+
+    from apps.clusters.models import Cluster
+
+    request = rf.get("/")
+    request.user = admin_user
+    cluster_form = site._registry[Cluster].get_form(request)(
+        data={"name": "prod"})
+    assert cluster_form["prometheus_url"].field.clean("prometheus.example.com") == "http://prometheus.example.com"
+    budget_field = site._registry[TeamBudget].get_form(request)().fields["webhook_url"]
+    assert budget_field.clean("hooks.example.com/x") == "https://hooks.example.com/x"
