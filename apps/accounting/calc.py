@@ -69,6 +69,11 @@ class RateCard:
         return (entry, BASIS_MODEL) if entry is not None else None
 
 
+def billed_cost(hourly_rate: Decimal, billed_seconds: Decimal) -> Decimal:
+    """The exact cost of a line: its rate × its billed hours (unrounded)."""
+    return hourly_rate * billed_seconds / SECONDS_PER_HOUR
+
+
 def to_decimal(seconds: float) -> Decimal:
     """A float of seconds as the Decimal it prints as (no binary-expansion noise)."""
     return Decimal(repr(float(seconds)))
@@ -120,7 +125,7 @@ class Line:
             return self.fixed_cost
         if self.hourly_rate is None:
             return None
-        return self.hourly_rate * self.billed_seconds / SECONDS_PER_HOUR
+        return billed_cost(self.hourly_rate, self.billed_seconds)
 
     @property
     def efficiency(self) -> float | None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import date
 from decimal import Decimal
 
-from .calc import BASIS_PROFILE, SECONDS_PER_HOUR, RateCard, RateEntry, line_sums, present
+from .calc import BASIS_PROFILE, RateCard, RateEntry, billed_cost, line_sums, present
 from .models import Rate
 
 
@@ -63,7 +63,7 @@ def price_cells_detail(cells, card: RateCard | None = None) -> tuple[Decimal | N
         if rate is None:
             unpriced_seconds += allocated
         else:
-            cost += rate * billed / SECONDS_PER_HOUR
+            cost += billed_cost(rate, billed)
             currencies.add(currency)
     if len(currencies) != 1:
         return None, None, unpriced_seconds
