@@ -44,10 +44,14 @@ def month_cells(period: str, *, per_day: bool = True) -> list:
     return usage_cells(UsageFilter(start=start, end=end), per_day=per_day)
 
 
-def frozen_cell_as_usage(f: FrozenCell) -> UsageCell:
-    return UsageCell(cluster_id=f.cluster_id_value, cluster=f.cluster, namespace=f.namespace, team=f.team,
-                     gpu_model=f.gpu_model, mig_profile=f.mig_profile, price_class=f.price_class, day=f.day,
-                     gpu_seconds=f.gpu_seconds, used_gpu_seconds=f.used_gpu_seconds, mig_seconds=f.mig_seconds)
+_FROZEN_AS_CELL = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class",
+                   "day", "gpu_seconds", "used_gpu_seconds", "mig_seconds")   # UsageCell's fields, in order
+
+
+def frozen_cells(bp: BillingPeriod) -> list[UsageCell]:
+    """The cells a closed month's statements carry (its own and its adjustments), as tuples
+    read straight into UsageCell: a month of a large fleet is hundreds of thousands of them."""
+    return [UsageCell(*row) for row in FrozenCell.objects.filter(period=bp).values_list(*_FROZEN_AS_CELL)]
 
 
 def closed_periods() -> dict[str, BillingPeriod]:
@@ -70,7 +74,7 @@ def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool
     deltas = {}
     earlier = prev_period(period)
     while earlier in closed:
-        baseline = [frozen_cell_as_usage(f) for f in FrozenCell.objects.filter(period=closed[earlier])]
+        baseline = frozen_cells(closed[earlier])
         delta = delta_cells(month_cells(earlier), baseline)
         if delta:
             deltas[earlier] = delta

@@ -243,8 +243,7 @@ def test_urls_typed_without_a_scheme_get_the_one_the_admin_says(rf, admin_user):
 
     request = rf.get("/")
     request.user = admin_user
-    cluster_form = site._registry[Cluster].get_form(request)(
-        data={"name": "prod"})
-    assert cluster_form["prometheus_url"].field.clean("prometheus.example.com") == "http://prometheus.example.com"
+    cluster_field = site._registry[Cluster].get_form(request)().fields["prometheus_url"]
+    assert cluster_field.clean("prometheus.example.com") == "http://prometheus.example.com"
     budget_field = site._registry[TeamBudget].get_form(request)().fields["webhook_url"]
     assert budget_field.clean("hooks.example.com/x") == "https://hooks.example.com/x"

@@ -4,8 +4,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 from django.core.management import call_command
-from django.db.models import Count, Sum
-from django.db.models import F as models_F
+from django.db.models import Count, F, Sum
 from django.db.models.functions import TruncDate
 
 from apps.accounting.models import UsageDay, UsageDayBuilt, UsageHour
@@ -183,7 +182,7 @@ def test_a_window_off_midnight_reads_whole_days_daily_and_the_rest_hourly(settin
 
     missing, doubled = whole[0], whole[-1]
     UsageDayBuilt.objects.filter(day=missing).delete()                   # this day is read hourly again
-    UsageDay.objects.filter(day__in=[missing, doubled]).update(gpu_seconds=2 * models_F("gpu_seconds"))
+    UsageDay.objects.filter(day__in=[missing, doubled]).update(gpu_seconds=2 * F("gpu_seconds"))
     got = _per_day_from_cells(f)
     assert got == pytest.approx({k: 2 * v if k[1] == doubled else v for k, v in expected.items()}, abs=1e-3)
     assert got != pytest.approx(expected, abs=1e-3)
