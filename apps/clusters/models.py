@@ -16,6 +16,7 @@ DEFAULT_METRICS = {
 }
 
 SPELLING_AUTO = "auto"
+DEFAULT_REPLICA_LABELS = "prometheus_replica,replica,__replica__,rule_replica,receive_replica"
 SPELLINGS = ("plain", "exported", "old")
 
 
@@ -61,6 +62,24 @@ class Cluster(models.Model):
         default=dict, blank=True, help_text='maximum compute slices per model, e.g. {"NVIDIA GB300": 7}',
     )
 
+    replica_labels = models.CharField(
+        max_length=500, blank=True, default=DEFAULT_REPLICA_LABELS,
+        help_text="comma-separated labels that tell HA Prometheus replicas apart; copies differing only in them "
+                  "count once (docs/accounting.md)",
+    )
+
+    class TimeSlicing(models.TextChoices):
+        AUTO = "auto", "detect from the values"
+        COPIES = "copies", "per-pod series copy the device's values (dcgm-exporter 4.4-4.5.2)"
+        OWN = "own", "per-pod series hold each pod's own utilization (dcgm-exporter 4.5.3+)"
+
+    time_slicing = models.CharField(max_length=10, choices=TimeSlicing.choices, default="auto")
+    verify_workloads = models.BooleanField(
+        default=True,
+        help_text="count a GPU as allocated to a pod only when kube-state-metrics shows that pod requesting a GPU "
+                  "(turn off for Dynamic Resource Allocation, which kube-state-metrics does not show as requests)",
+    )
+
     ingested_until = models.DateTimeField(null=True, blank=True, help_text="watermark: every hour before it is ingested")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -88,6 +107,10 @@ class Cluster(models.Model):
     @property
     def effective_interval_seconds(self):
         return self.pinned_interval_seconds or self.detected_interval_seconds
+
+    @property
+    def replica_label_names(self) -> tuple[str, ...]:
+        return tuple(x.strip() for x in (self.replica_labels or "").split(",") if x.strip())
 
 
 class Device(models.Model):

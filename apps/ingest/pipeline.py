@@ -69,11 +69,13 @@ def metric_names(cluster: Cluster) -> MetricNames:
 def prometheus_fetcher(client: PrometheusClient, names: MetricNames, temperature_scale: float = 1.0) -> Fetcher:
     def fetch(window: rollup.Window) -> ChunkData:
         n = settings.INGEST_QUERY_CONCURRENCY
+        around = rollup.LOOKAROUND_SECONDS
         return ChunkData(dcgm=client.dcgm(names, window.start, window.end, n,
                                           aggregate=settings.INGEST_PROMETHEUS_AGGREGATES,
-                                          temperature_scale=temperature_scale),
+                                          temperature_scale=temperature_scale, lookaround=around),
                          kube_state=client.kube_state(window.start, window.end, n,
-                                                      pending_requests_only=settings.INGEST_PROMETHEUS_AGGREGATES))
+                                                      pending_requests_only=settings.INGEST_PROMETHEUS_AGGREGATES,
+                                                      lookaround=around))
     return fetch
 
 

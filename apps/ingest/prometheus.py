@@ -18,7 +18,7 @@ from urllib3.util.retry import Retry
 
 from .rollup import HOT_TEMPERATURE_C, HourlySeries, Series
 
-GPU_RESOURCES_RE = "nvidia_com_gpu|nvidia_com_mig_.+"
+GPU_RESOURCES_RE = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"
 
 
 class PrometheusError(Exception):
@@ -242,10 +242,13 @@ class PrometheusClient:
             return {role: f.result() for role, f in futures.items()}
 
     def dcgm(self, names: MetricNames, start: float, end: float, concurrency: int = 1,
-             aggregate: bool = False, temperature_scale: float = 1.0) -> dict[str, list[Series]]:
-        """Raw samples of each DCGM role; with `aggregate`, memory and power as per-hour sums
-        from Prometheus, temperature too except for series that ran hot within the chunk, and
-        XID errors only for series that had any (all exact; raw whenever that cannot be)."""
+             aggregate: bool = False, temperature_scale: float = 1.0, lookaround: float = 0.0) -> dict[str, list[Series]]:
+        """Raw samples of each DCGM role, from `lookaround` seconds before the chunk to as long
+        after it (how long a sample counts depends on its neighbours: docs/accounting.md); with
+        `aggregate`, memory as per-hour sums from Prometheus, temperature too except for series
+        that ran hot within the chunk, and XID errors only for series that had any (all exact;
+        raw whenever that cannot be). Utilization of MIG instances is read under both spellings
+        of the profile label (`GPU_I_PROFILE`, `gpu_i_profile`)."""
         queries = dcgm_queries(names)
         hourly = {role: queries.pop(role) for role in HOURLY_ROLES} if aggregate else {}
         hot = {
@@ -254,27 +257,30 @@ class PrometheusClient:
             "xid": (lambda hs: any(mx != 0 for *_, mx in hs.hours), False),
         }
         with ThreadPoolExecutor(max_workers=max(1, concurrency), thread_name_prefix="promql") as pool:
-            raw = {role: pool.submit(self.raw_samples, m, matchers, start, end)
+            raw = {role: pool.submit(self.raw_samples, m, matchers, start - lookaround, end + lookaround)
                    for role, (m, matchers) in queries.items()}
             agg = {role: pool.submit(self.hourly_or_raw, m, matchers, int(start), int(end), HOURLY_ROLES[role],
-                                     *(hot[role] or (None, True)))
+                                     *(hot[role] or (None, True)), lookaround)
                    for role, (m, matchers) in hourly.items()}
             out = {role: f.result() for role, f in raw.items()}
             out.update({role: f.result() for role, f in agg.items()})
+        out["mig_util"] = out.get("mig_util", []) + out.pop("mig_util_lower", [])
         return out
 
-    def hourly_or_raw(self, metric, matchers, start: int, end: int, aggs, needs_raw=None, keep_rest=True):
-        """Hourly sums per series; the series for which `needs_raw(hourly)` holds as raw samples
-        instead (a few: fetched by device), the others kept (`keep_rest`) or dropped."""
+    def hourly_or_raw(self, metric, matchers, start: int, end: int, aggs, needs_raw=None, keep_rest=True,
+                      lookaround: float = 0.0):
+        """Hourly sums per series; every series of a device (by UUID) for which `needs_raw(hourly)`
+        holds on any of its series as raw samples instead (a few: fetched by device; all of the
+        device's series, so its samples' durations are measured against each other), the other
+        devices' series kept (`keep_rest`) or dropped."""
         hourly = self.hourly(metric, matchers, start, end, aggs)
         if hourly is None:
             return self.raw_samples(metric, matchers, start, end)
         if needs_raw is None:
             return hourly
         wanted = [h for h in hourly if needs_raw(h)]
-        rest = [h for h in hourly if not needs_raw(h)] if keep_rest else []
         if not wanted:
-            return rest
+            return hourly if keep_rest else []
         by_key: dict[str, set] = {}
         for h in wanted:
             key = "UUID" if "UUID" in h.labels else "uuid" if "uuid" in h.labels else None
@@ -283,27 +289,46 @@ class PrometheusClient:
             by_key.setdefault(key, set()).add(h.labels[key])
         if sum(len(v) for v in by_key.values()) > MAX_RAW_DEVICES:
             return self.raw_samples(metric, matchers, start, end)
+        raw_devices = {(k, v) for k, values in by_key.items() for v in values}
+        rest = [h for h in hourly if not any((k, h.labels.get(k)) in raw_devices for k in ("UUID", "uuid"))] \
+            if keep_rest else []
         raw = []
         for key, values in by_key.items():
             alternation = "|".join(promql_regex_literal(v) for v in sorted(values))
-            raw.extend(self.raw_samples(metric, (*matchers, f'{key}=~"{alternation}"'), start, end))
-        return rest + self._only(raw, wanted)
+            raw.extend(self.raw_samples(metric, (*matchers, f'{key}=~"{alternation}"'), start - lookaround,
+                                        end + lookaround))
+        return rest + raw
 
-    @staticmethod
-    def _only(raw: list[Series], wanted: list[HourlySeries]) -> list[Series]:
-        keys = {tuple(sorted(h.labels.items())) for h in wanted}
-        return [s for s in raw if tuple(sorted(s.labels.items())) in keys]
+    def gpu_pods(self, start: float, end: float) -> list[Series]:
+        """One series per pod that kube-state-metrics shows requesting a GPU resource at any time
+        in [start, end): the check of docs/accounting.md "The exporter's own namespace"."""
+        metric, matchers = KUBE_STATE_QUERIES["requests"]
+        span = int(math.ceil(end - start)) + 1
+        query = (f"group by (namespace, pod, exported_namespace, exported_pod) "
+                 f"(max_over_time({metric}{_selector(self.selector, *matchers)}[{span}s]))")
+        result = self._call(f"{metric} by pod", self._fast_query, query, {"time": f"{end:.3f}"})
+        if not isinstance(result, list):
+            raise PrometheusError(f"the answer from {self.url} for {metric} is not a Prometheus result list")
+        try:
+            return [Series(labels=item["metric"], samples=((float(item["value"][0]), 1.0),)) for item in result]
+        except (KeyError, TypeError, ValueError, IndexError):
+            raise PrometheusError(f"the answer from {self.url} for {metric} by pod is not an instant vector") from None
 
     def kube_state(self, start: float, end: float, concurrency: int = 1,
-                   pending_requests_only: bool = False) -> dict[str, list[Series]]:
-        """kube-state-metrics series; with `pending_requests_only`, GPU requests of the pods that
-        were Pending in the chunk only (all the rollups read them for; every running pod's
-        requests would be most of the bytes)."""
+                   pending_requests_only: bool = False, lookaround: float = 0.0) -> dict[str, list[Series]]:
+        """kube-state-metrics series (with `lookaround` seconds on both sides, like dcgm); with
+        `pending_requests_only`, GPU requests of the pods that were Pending in the chunk only (all
+        the rollups read them for; every running pod's requests would be most of the bytes), and
+        under `gpu_pods` the pods that requested a GPU at all."""
+        start, end = start - lookaround, end + lookaround
         if not pending_requests_only:
-            return self.many(KUBE_STATE_QUERIES, start, end, concurrency)
+            out = self.many(KUBE_STATE_QUERIES, start, end, concurrency)
+            out["gpu_pods"] = self.gpu_pods(start, end)
+            return out
         specs = dict(KUBE_STATE_QUERIES)
         metric, matchers = specs.pop("requests")
         out = self.many(specs, start, end, concurrency)
+        out["gpu_pods"] = self.gpu_pods(start, end)
         out["requests"] = []
         pods = pending_pods(out["phase"])
         if len(pods) > MAX_RAW_DEVICES:
@@ -328,15 +353,16 @@ def pending_pods(phase: list[Series]) -> set[tuple[str, str]]:
 
 AGG_LABEL = "gpuportal_agg"
 # Roles whose rollups need only per-hour sum / count / max of each series (rollup.HourlySeries).
-HOURLY_ROLES = {"fb_used": ("sum", "count", "max"), "power": ("sum", "count"),
-                "temperature": ("sum", "count", "max"), "xid": ("max",)}
+# Power is read raw: energy needs each sample's own duration, once per board (docs/accounting.md).
+HOURLY_ROLES = {"fb_used": ("sum", "count", "max"), "temperature": ("sum", "count", "max"), "xid": ("max",)}
 MAX_RAW_DEVICES = 200   # beyond this many devices in a chunk, one raw query for the whole metric
 
 
 def dcgm_queries(names: MetricNames) -> dict[str, tuple[str, tuple[str, ...]]]:
     return {
-        "whole_util": (names.gpu_util, ('GPU_I_PROFILE=""',)),
+        "whole_util": (names.gpu_util, ('GPU_I_PROFILE=""', 'gpu_i_profile=""')),
         "mig_util": (names.gr_engine_active, ('GPU_I_PROFILE!=""',)),
+        "mig_util_lower": (names.gr_engine_active, ('gpu_i_profile!=""',)),
         "fb_used": (names.fb_used, ()),
         "power": (names.power, ()),
         "temperature": (names.temperature, ()),

@@ -28,10 +28,14 @@ def from_unix(ts: float) -> datetime:
     return datetime.fromtimestamp(ts, tz=timezone.utc)
 
 
-def rollup_config(cluster: Cluster, spelling: str, interval: float) -> rollup.RollupConfig:
+def rollup_config(cluster: Cluster, spelling: str, interval: float, gpu_pods=None) -> rollup.RollupConfig:
     return rollup.RollupConfig(
         spelling=spelling,
         interval_seconds=interval,
+        pinned_interval_seconds=cluster.pinned_interval_seconds or None,
+        replica_labels=cluster.replica_label_names,
+        time_slicing=cluster.time_slicing,
+        gpu_pods=gpu_pods,
         idle_threshold=cluster.effective_idle_threshold,
         util_scale=cluster.metric("gpu_util")[1],
         mig_util_scale=cluster.metric("gr_engine_active")[1],
@@ -62,35 +66,63 @@ class _Writer:
         self.spans_changed: set[tuple] = set()
 
     def _interval(self, data: ChunkData) -> float:
+        """The chunk's typical scrape interval: shown to admins, and the duration of a sample
+        only when its series has no other sample to measure against (docs/accounting.md)."""
         c = self.cluster
-        if c.effective_interval_seconds:
-            return c.effective_interval_seconds
         series = data.dcgm.get("whole_util", []) + data.dcgm.get("mig_util", [])
         detected = rollup.detect_interval(series)
-        if detected:
+        if detected and detected != c.detected_interval_seconds:
             c.detected_interval_seconds = detected
             c.save(update_fields=["detected_interval_seconds"])
-        return detected or 30.0
+        return detected or c.detected_interval_seconds or 30.0
 
     def _ksm_interval(self, data: ChunkData, fallback: float) -> float:
         return rollup.detect_interval(data.kube_state.get("phase", []) + data.kube_state.get("requests", [])) or fallback
 
+    def _gpu_pods(self, data: ChunkData):
+        """Pods kube-state-metrics shows requesting a GPU near the chunk, or None when it shows
+        none (then only the exporter's own pods are recognised): docs/accounting.md."""
+        if not self.cluster.verify_workloads:
+            return None
+        k = data.kube_state
+        series = k.get("gpu_pods")
+        if series is None:
+            series = [s for s in k.get("requests", []) if rollup.is_gpu_resource(s.labels.get("resource", ""))]
+        pods = set()
+        for s in series:
+            lb = s.labels
+            ns = lb.get("exported_namespace") or lb.get("namespace", "")
+            pod = lb.get("exported_pod") or lb.get("pod", "")
+            if ns and pod:
+                pods.add((ns, pod))
+        if not pods:
+            if any(data.dcgm.get(r) for r in ("whole_util", "mig_util")) and \
+                    "kube-state-metrics shows no GPU requests" not in " ".join(self.warnings):
+                self.warnings.append("kube-state-metrics shows no GPU requests in this window: workloads named by "
+                                     "DCGM labels could not be verified (only dcgm-exporter's own pods were excluded)")
+            return None
+        return frozenset(pods)
     def _spelling(self, data: ChunkData) -> str:
+        """The cluster's workload spelling; `exported` and `old`, once seen, stay (sticky): a
+        window without workloads must not fall back to `plain` and bill the exporter's pod."""
         c = self.cluster
-        if c.effective_spelling:
-            return c.effective_spelling
+        if c.label_spelling != "auto":
+            return c.label_spelling
+        if c.detected_label_spelling in ("exported", "old"):
+            return c.detected_label_spelling
         names = set()
         for series in data.dcgm.values():
             for s in series:
                 names.update(s.labels)
         detected = rollup.detect_spelling(names)
-        c.detected_label_spelling = detected
-        c.save(update_fields=["detected_label_spelling"])
+        if detected != c.detected_label_spelling:
+            c.detected_label_spelling = detected
+            c.save(update_fields=["detected_label_spelling"])
         return detected
 
     def write_chunk(self, window: rollup.Window, data: ChunkData) -> None:
         interval = self._interval(data)
-        cfg = rollup_config(self.cluster, self._spelling(data), interval)
+        cfg = rollup_config(self.cluster, self._spelling(data), interval, self._gpu_pods(data))
         d = data.dcgm
         result = rollup.rollup_devices(
             cfg, window, d.get("whole_util", []), d.get("mig_util", []), d.get("fb_used", []),
@@ -98,9 +130,13 @@ class _Writer:
         )
         k = data.kube_state
         ksm_interval = self._ksm_interval(data, interval)
-        queued = rollup.rollup_queued(window, ksm_interval, k.get("phase", []), k.get("requests", []))
-        quotas = rollup.rollup_quota(window, ksm_interval, k.get("quota", []))
-        teams = rollup.namespace_teams(k.get("namespace_labels", []), self.cluster.team_label_key)
+        queued = rollup.rollup_queued(window, ksm_interval, k.get("phase", []), k.get("requests", []),
+                                      cfg.replica_labels, cfg.pinned_interval_seconds)
+        quotas = rollup.rollup_quota(window, ksm_interval, k.get("quota", []), cfg.replica_labels,
+                                     cfg.pinned_interval_seconds)
+        labels_in_window = [rollup.Series(s.labels, [(t, v) for t, v in s.samples if window.contains(t)])
+                            for s in k.get("namespace_labels", [])]
+        teams = rollup.namespace_teams([s for s in labels_in_window if s.samples], self.cluster.team_label_key)
         for w in result.warnings:
             if w not in self.warnings:
                 self.warnings.append(w)

@@ -106,7 +106,8 @@ def _device_metric_values(scenario: Scenario, truth: DeviceTruth, xid_device: bo
     return values
 
 
-def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_device: bool) -> Iterator[SimSeries]:
+def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_device: bool,
+                 values: dict[str, list[float]] | None = None) -> Iterator[SimSeries]:
     device = truth.device
     timestamps = scenario.timestamps
     base = device_labels(scenario, device, instance)
@@ -115,7 +116,9 @@ def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_devi
     # vgpu numbers are stable per pod on a shared device so its series never fragment.
     sharing = {p.uid: p for s in truth.segments for p in s.pods}
     vgpu_of = {uid: str(i) for i, uid in enumerate(sorted(sharing, key=lambda u: (sharing[u].start, u)))}
-    for metric, values in _device_metric_values(scenario, truth, xid_device).items():
+    if values is None:
+        values = _device_metric_values(scenario, truth, xid_device)
+    for metric, values in values.items():
         if sliced:
             # The device series carries capacity only; per-pod series ride beside it.
             yield SimSeries(metric, {**base, **workload_labels(scenario, None, device.host), **tail},
@@ -194,6 +197,19 @@ def iter_series(scenario: Scenario) -> Iterator[SimSeries]:
     whole = [d.key for d in scenario.devices if not d.is_mig]
     # One GPU reports an XID for a short stretch mid-window, as a health signal to find.
     xid_key = random.Random(f"{scenario.seed}|xid").choice(whole) if whole else None
+    boards: dict[str, list[DeviceTruth]] = {}
     for truth in iter_device_truth(scenario):
+        if truth.device.is_mig:
+            boards.setdefault(truth.device.uuid, []).append(truth)
+            continue
         yield from _dcgm_series(scenario, truth, instances[truth.device.host], truth.device.key == xid_key)
+    for truths in boards.values():
+        # dcgm-exporter reports the board's power on every MIG instance of the GPU: the
+        # instances' draws summed, the same value on each (docs/accounting.md).
+        values = [_device_metric_values(scenario, t, False) for t in truths]
+        board = [round(sum(v["DCGM_FI_DEV_POWER_USAGE"][k] for v in values), 3)
+                 for k in range(len(scenario.timestamps))]
+        for truth, v in zip(truths, values):
+            v["DCGM_FI_DEV_POWER_USAGE"] = board
+            yield from _dcgm_series(scenario, truth, instances[truth.device.host], False, v)
     yield from _ksm_series(scenario)

@@ -115,6 +115,10 @@ class PendingPod:
             self.uid = _uid(self.namespace, self.name, str(self.start), "pending")
 
 
+# Bumped whenever emit.py changes what a scenario's series look like (the disk cache key).
+EMIT_VERSION = "2: MIG instances carry the board's power"
+
+
 @dataclass
 class Scenario:
     name: str
@@ -153,6 +157,7 @@ class Scenario:
     def fingerprint(self) -> str:
         """Stable hash of everything that shapes the emitted data (the disk cache key)."""
         h = hashlib.sha256()
+        h.update(EMIT_VERSION.encode())
         h.update(repr((self.name, self.start, self.end, self.interval_seconds, self.spelling,
                        self.hostname_label, self.seed, self.driver_version)).encode())
         for d in self.devices:

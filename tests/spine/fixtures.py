@@ -2,7 +2,7 @@
 from datetime import datetime, timezone
 
 from apps.ingest.pipeline import ChunkData
-from apps.ingest.rollup import Series
+from apps.ingest.rollup import LOOKAROUND_SECONDS, Series
 
 H = 3600
 # A fixed whole hour in the past: 2026-10-05 10:00 UTC.
@@ -23,7 +23,8 @@ def gpu_labels(uuid, host="node-1", index="0", model=H100, **extra):
 
 
 class StaticFetcher:
-    """Serves fixed series, cut to each chunk's window as Prometheus would."""
+    """Serves fixed series, cut to each chunk's window and its lookaround as the ingest asks
+    Prometheus for them."""
 
     def __init__(self, dcgm=None, kube_state=None):
         self.dcgm = dcgm or {}
@@ -36,7 +37,8 @@ class StaticFetcher:
         for role, series in groups.items():
             cut = []
             for s in series:
-                samples = [(t, v) for t, v in s.samples if window.start <= t < window.end]
+                samples = [(t, v) for t, v in s.samples
+                           if window.start - LOOKAROUND_SECONDS <= t < window.end + LOOKAROUND_SECONDS]
                 if samples:
                     cut.append(Series(dict(s.labels), samples))
             out[role] = cut

@@ -1,4 +1,4 @@
-"""Sample-by-sample GPU accounting (SPEC §2), in plain Python.
+"""Sample-by-sample GPU accounting (docs/accounting.md), in plain Python.
 
 Input: series as Prometheus returns them (labels + raw samples), already restricted to a
 window of whole hours. Output: one record per (device, namespace, pod, hour), plus device
@@ -7,8 +7,9 @@ serves ingestion from Prometheus and the demo that feeds simulator samples direc
 """
 from .devices import merge_idle_runs, rollup_devices  # noqa: F401
 from .kube_state import cluster_queues, namespace_teams, rollup_queued, rollup_quota  # noqa: F401
-from .labels import (detect_interval, detect_spelling, device_identity, gpu_fraction, is_time_slice,  # noqa: F401
+from .labels import (canonical, detect_interval, detect_spelling, device_identity, gpu_fraction, is_gpu_resource, is_time_slice,  # noqa: F401
                      mig_max_slices, mig_resource_profile, profile_slices, resource_fraction, sanitize_label_key,
                      workload_of)
 from .records import *  # noqa: F401,F403
 from .records import _finite  # noqa: F401
+from .timeline import LOOKAROUND_SECONDS, durations, merge_copies, typical_spacing  # noqa: F401

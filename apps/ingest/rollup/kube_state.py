@@ -5,82 +5,129 @@ from bisect import bisect_right
 from collections import defaultdict
 from typing import Iterable
 
-from .labels import resource_fraction, sanitize_label_key
-from .records import ClusterQueueRecord, QueuedRecord, QuotaRecord, Series, Window, _finite, hour_of
+from .labels import is_gpu_resource, resource_fraction, sanitize_label_key
+from .records import (DEFAULT_REPLICA_LABELS, ClusterQueueRecord, QueuedRecord, QuotaRecord, Series, Window, _finite,
+                      hour_of)
+from .timeline import STALENESS_SECONDS, durations, merge_copies, priority as _priority
+
+
+def _merged(series: Iterable[Series], identity, replica_labels, fallback, pinned=None):
+    """{identity: (samples, seconds)}: copies of one series (replicas) merged, with the seconds
+    each sample stands for (docs/accounting.md "How long a sample counts")."""
+    groups: dict[tuple, list] = defaultdict(list)
+    for s in series:
+        ident = identity(s.labels)
+        if ident is not None:
+            groups[ident].append((_priority(s.labels, replica_labels), s.samples))
+    out = {}
+    for ident, members in groups.items():
+        members.sort(key=lambda m: m[0])
+        merged = merge_copies([list(m[1]) for m in members])
+        out[ident] = (merged, durations([t for t, _ in merged], fallback, pinned))
+    return out
+
+
+def _value_at(times: list[float], values: list[float], ts: float) -> float | None:
+    i = bisect_right(times, ts) - 1
+    if i < 0 or ts - times[i] > STALENESS_SECONDS:
+        return None
+    return values[i]
 
 
 def rollup_queued(
     window: Window, interval_seconds: float, phase: Iterable[Series], requests: Iterable[Series],
+    replica_labels=DEFAULT_REPLICA_LABELS, pinned_interval_seconds: float | None = None,
 ) -> list[QueuedRecord]:
-    """Pending pods' GPU requests: queued demand, never allocation."""
-    pending: dict[tuple[str, str], list[float]] = defaultdict(list)
-    for s in phase:
-        if s.labels.get("phase") != "Pending":
-            continue
-        ns, pod = s.labels.get("namespace", ""), s.labels.get("pod", "")
-        pending[(ns, pod)].extend(ts for ts, v in s.samples if v == 1 and window.contains(ts))
+    """Pending pods' GPU requests: queued demand, never allocation (docs/accounting.md)."""
+    pending_streams = _merged(
+        (s for s in phase if s.labels.get("phase") == "Pending"),
+        lambda lb: (lb.get("namespace", ""), lb.get("pod", "")), replica_labels, interval_seconds,
+        pinned_interval_seconds)
+    pending: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for ident, (samples, seconds) in pending_streams.items():
+        moments = [(ts, sec) for (ts, v), sec in zip(samples, seconds) if v == 1 and window.contains(ts)]
+        if moments:
+            pending[ident] = moments
     if not pending:
         return []
-    # Requests per (pod, resource), summed over containers at each timestamp.
-    req: dict[tuple[str, str, str], dict[float, float]] = defaultdict(lambda: defaultdict(float))
-    for s in requests:
-        resource = s.labels.get("resource", "")
-        ns, pod = s.labels.get("namespace", ""), s.labels.get("pod", "")
-        if (ns, pod) not in pending:
-            continue
-        if resource != "nvidia_com_gpu" and not resource.startswith("nvidia_com_mig_"):
-            continue
-        for ts, v in s.samples:
-            if _finite(v):
-                req[(ns, pod, resource)][ts] += v
+
+    def request_identity(lb):
+        resource = lb.get("resource", "")
+        ns, pod = lb.get("namespace", ""), lb.get("pod", "")
+        if (ns, pod) not in pending or not is_gpu_resource(resource):
+            return None
+        return (ns, pod, resource, lb.get("container", ""))
+
+    containers = _merged(requests, request_identity, replica_labels, interval_seconds, pinned_interval_seconds)
+    by_resource: dict[tuple, list] = defaultdict(list)
+    for (ns, pod, resource, _container), (samples, _seconds) in containers.items():
+        finite = [(t, v) for t, v in samples if _finite(v)]
+        by_resource[(ns, pod, resource)].append(([t for t, _ in finite], [v for _, v in finite]))
     out: dict[tuple, QueuedRecord] = {}
-    for (ns, pod, resource), by_ts in req.items():
-        times = sorted(by_ts)
+    for (ns, pod, resource), streams in by_resource.items():
         fraction = resource_fraction(resource)
-        for ts in sorted(set(pending[(ns, pod)])):
-            i = bisect_right(times, ts) - 1
-            if i < 0 or ts - times[i] > 2 * interval_seconds:
+        for ts, seconds in pending[(ns, pod)]:
+            values = [v for v in (_value_at(times, vals, ts) for times, vals in streams) if v is not None]
+            count = sum(values)
+            if not values or count <= 0:
                 continue  # no request known at that moment
-            count = by_ts[times[i]]
-            if count <= 0:
-                continue
             hour = hour_of(ts)
             r = out.get((ns, pod, resource, hour))
             if r is None:
                 r = out[(ns, pod, resource, hour)] = QueuedRecord(ns, pod, resource, hour, 0.0, 0.0, 0.0)
             r.requested = max(r.requested, count)
-            r.pending_seconds += interval_seconds
-            r.queued_gpu_seconds += interval_seconds * count * fraction
+            r.pending_seconds += seconds
+            r.queued_gpu_seconds += seconds * count * fraction
     return list(out.values())
 
 
-def rollup_quota(window: Window, interval_seconds: float, quota: Iterable[Series]) -> list[QuotaRecord]:
-    points: dict[tuple[str, str, float], dict[str, float]] = defaultdict(dict)
-    for s in quota:
-        resource = s.labels.get("resource", "")
-        kind = s.labels.get("type", "")
+def rollup_quota(window: Window, interval_seconds: float, quota: Iterable[Series],
+                 replica_labels=DEFAULT_REPLICA_LABELS, pinned_interval_seconds: float | None = None,
+                 ) -> list[QuotaRecord]:
+    def identity(lb):
+        kind = lb.get("type", "")
         if kind not in ("hard", "used"):
-            continue
-        ns = s.labels.get("namespace", "")
-        for ts, v in s.samples:
-            if not window.contains(ts) or not _finite(v):
-                continue
-            p = points[(ns, resource, ts)]
-            # Several quota objects may cap one resource: the tightest hard limit binds.
-            p[kind] = min(p[kind], v) if (kind == "hard" and kind in p) else max(p.get(kind, v), v)
+            return None
+        return (lb.get("namespace", ""), lb.get("resource", ""), kind, lb.get("resourcequota", ""))
+
+    streams = _merged(quota, identity, replica_labels, interval_seconds, pinned_interval_seconds)
+    hard_of: dict[tuple, list] = defaultdict(list)
+    for (ns, resource, kind, _name), (samples, _seconds) in streams.items():
+        if kind == "hard":
+            finite = [(t, v) for t, v in samples if _finite(v)]
+            hard_of[(ns, resource)].append(([t for t, _ in finite], [v for _, v in finite]))
     out: dict[tuple, QuotaRecord] = {}
-    for (ns, resource, ts) in sorted(points, key=lambda k: k[2]):
-        p = points[(ns, resource, ts)]
-        hour = hour_of(ts)
+
+    def record(ns, resource, hour):
         r = out.get((ns, resource, hour))
         if r is None:
             r = out[(ns, resource, hour)] = QuotaRecord(ns, resource, hour, None, None, 0.0)
-        if "hard" in p:
-            r.hard = p["hard"]
-        if "used" in p:
-            r.used_max = p["used"] if r.used_max is None else max(r.used_max, p["used"])
-        if "hard" in p and "used" in p and p["used"] >= p["hard"]:
-            r.seconds_at_hard += interval_seconds
+        return r
+
+    for (ns, resource, kind, _name), (samples, seconds) in sorted(streams.items()):
+        for (ts, v), sec in zip(samples, seconds):
+            if not window.contains(ts) or not _finite(v):
+                continue
+            r = record(ns, resource, hour_of(ts))
+            if kind == "hard":
+                continue
+            r.used_max = v if r.used_max is None else max(r.used_max, v)
+            # Several quota objects may cap one resource: the tightest hard limit binds.
+            hards = [h for h in (_value_at(t, vals, ts) for t, vals in hard_of.get((ns, resource), ()))
+                     if h is not None]
+            if hards and v >= min(hards):
+                r.seconds_at_hard += sec
+    # the hard limit in force at the end of each hour (the latest sample in it)
+    for (ns, resource), hard_streams in hard_of.items():
+        latest: dict[int, tuple[float, float]] = {}
+        for times, vals in hard_streams:
+            for t, v in zip(times, vals):
+                if window.contains(t):
+                    h = hour_of(t)
+                    if h not in latest or t > latest[h][0] or (t == latest[h][0] and v < latest[h][1]):
+                        latest[h] = (t, v)
+        for h, (_t, v) in latest.items():
+            record(ns, resource, h).hard = v
     return list(out.values())
 
 

@@ -5,7 +5,8 @@ import re
 import statistics
 from typing import Iterable, Mapping
 
-from .records import A30_PROFILES, MIG_SLICES_BY_MODEL, PROFILE_SLICES, TIME_SLICE_LABELS, WORKLOAD_LABELS, Series
+from .records import (A30_PROFILES, CANONICAL_LABELS, MIG_SLICES_BY_MODEL, PROFILE_SLICES, TIME_SLICE_LABELS,
+                      WORKLOAD_LABELS, Series)
 
 
 def detect_spelling(label_names: Iterable[str]) -> str:
@@ -20,6 +21,31 @@ def detect_spelling(label_names: Iterable[str]) -> str:
     if names & {"pod_namespace", "pod_name"}:
         return "old"
     return "plain"
+
+
+def canonical(labels: Mapping[str, str]) -> Mapping[str, str]:
+    """Labels with the lower-cased DCGM names some exporters emit (`gpu_i_profile`, `modelname`,
+    `uuid`, `hostname`) spelled the usual way; the labels themselves when nothing changes."""
+    if not any(k in CANONICAL_LABELS for k in labels):
+        return labels
+    out = dict(labels)
+    for low, usual in CANONICAL_LABELS.items():
+        if low in out:
+            value = out.pop(low)
+            out.setdefault(usual, value)
+    return out
+
+
+EXPORTER_POD = re.compile(r"dcgm-exporter", re.I)
+
+
+def names_the_exporter(labels: Mapping[str, str], spelling: str) -> bool:
+    """A workload label set naming dcgm-exporter's own pod or container (docs/accounting.md,
+    "The exporter's own namespace"): what an idle GPU's series carry under honorLabels
+    false in a window without `exported_*` labels, or under honorLabels true when the
+    exporter omits empty pod labels and the series inherit the scrape target's."""
+    ns_label, pod_label, container_label = WORKLOAD_LABELS[spelling]
+    return bool(EXPORTER_POD.search(labels.get(pod_label, "")) or EXPORTER_POD.search(labels.get(container_label, "")))
 
 
 def detect_interval(series: Iterable[Series]) -> float | None:
@@ -77,6 +103,12 @@ def mig_resource_profile(resource: str) -> str | None:
     if len(parts) < 2:
         return None
     return parts[0] + "." + ".".join(parts[1:])
+
+
+def is_gpu_resource(resource: str) -> bool:
+    """A kube-state-metrics resource name that asks for an NVIDIA GPU or a share of one: whole
+    GPUs, time-sliced replicas renamed `nvidia.com/gpu.shared`, MIG profiles (mixed strategy)."""
+    return resource in ("nvidia_com_gpu", "nvidia_com_gpu_shared") or resource.startswith("nvidia_com_mig_")
 
 
 def resource_fraction(resource: str) -> float:

@@ -14,7 +14,14 @@ WORKLOAD_LABELS = {
     "exported": ("exported_namespace", "exported_pod", "exported_container"),
     "old": ("pod_namespace", "pod_name", "container_name"),
 }
-TIME_SLICE_LABELS = ("vgpu", "pod_uid")
+# Only `vgpu` marks a per-pod series of a time-sliced GPU; `pod_uid` alone (dcgm-exporter's
+# --kubernetes-enable-pod-uid) is an ordinary workload label (docs/accounting.md).
+TIME_SLICE_LABELS = ("vgpu",)
+# Labels an HA Prometheus pair, Thanos, Mimir or a federation add to tell replicas apart.
+DEFAULT_REPLICA_LABELS = ("prometheus_replica", "replica", "__replica__", "rule_replica", "receive_replica")
+# Lower-cased label names some managed clusters' exporters emit, and the spelling used here.
+CANONICAL_LABELS = {"gpu_i_profile": "GPU_I_PROFILE", "gpu_i_id": "GPU_I_ID", "modelname": "modelName",
+                    "uuid": "UUID", "hostname": "Hostname"}
 
 # Maximum compute slices of a MIG-capable GPU, matched on the DCGM modelName.
 MIG_SLICES_BY_MODEL = (
@@ -59,7 +66,12 @@ class Window:
 @dataclass
 class RollupConfig:
     spelling: str
-    interval_seconds: float
+    interval_seconds: float            # used only when a series has a single sample (docs/accounting.md)
+    pinned_interval_seconds: float | None = None   # admin override: every sample counts this long
+    replica_labels: Sequence[str] = DEFAULT_REPLICA_LABELS
+    time_slicing: str = "auto"         # auto | copies | own (docs/accounting.md "Time-sliced GPUs")
+    # (namespace, pod) pairs kube-state-metrics shows requesting a GPU near the chunk; None: unknown
+    gpu_pods: frozenset | None = None
     idle_threshold: float = 0.05
     util_scale: float = 0.01           # GPU_UTIL percent -> ratio
     mig_util_scale: float = 1.0        # GR_ENGINE_ACTIVE already a ratio
