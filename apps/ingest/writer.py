@@ -64,6 +64,7 @@ class _Writer:
         self.namespaces = {n.name: n for n in Namespace.objects.filter(cluster=cluster)}
         self.warnings: list[str] = []
         self.spans_changed: set[tuple] = set()
+        self.duplicates = 0
 
     def _interval(self, data: ChunkData) -> float:
         """The chunk's typical scrape interval: shown to admins, and the duration of a sample
@@ -137,6 +138,7 @@ class _Writer:
         labels_in_window = [rollup.Series(s.labels, [(t, v) for t, v in s.samples if window.contains(t)])
                             for s in k.get("namespace_labels", [])]
         teams = rollup.namespace_teams([s for s in labels_in_window if s.samples], self.cluster.team_label_key)
+        self.duplicates += result.duplicates
         for w in result.warnings:
             if w not in self.warnings:
                 self.warnings.append(w)
@@ -284,4 +286,8 @@ class _Writer:
 
     def finish(self) -> None:
         self._write_device_spans()
+        if self.duplicates:
+            self.warnings.insert(0, f"{self.duplicates} duplicate utilization sample(s) (copies of a device's series "
+                                    "from a Prometheus HA pair, several scrape jobs or an exporter restart) were "
+                                    "counted once")
         self.run.warnings = self.warnings

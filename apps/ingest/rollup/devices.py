@@ -214,10 +214,6 @@ def rollup_devices(
 
     if clamped:
         warnings.append(f"{clamped} utilization sample(s) outside 0-100 % were clamped")
-    duplicates = raw_in_window - counted
-    if duplicates > 0:
-        warnings.append(f"{duplicates} duplicate utilization sample(s) (copies of a device's series from a "
-                        "Prometheus HA pair, several scrape jobs or an exporter restart) were counted once")
     unknown = sum(a.rec.unknown_util_samples for a in accs.values())
     if unknown:
         warnings.append(f"{unknown} utilization sample(s) were NaN/Inf: counted as allocated, not as used or idle")
@@ -233,7 +229,7 @@ def rollup_devices(
     device_infos = {k: DeviceInfo(**v) for k, v in devices.items()}
     return DeviceRollup(
         usage=[a.rec for a in accs.values()], devices=device_infos, health=health,
-        warnings=warnings, samples_read=raw_in_window,
+        warnings=warnings, samples_read=raw_in_window, duplicates=max(0, raw_in_window - counted),
     )
 
 

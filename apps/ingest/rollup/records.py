@@ -166,6 +166,7 @@ class DeviceRollup:
     health: list[HealthRecord]
     warnings: list[str]
     samples_read: int
+    duplicates: int = 0   # samples in the window that added no time: copies (docs/accounting.md)
 
 
 @dataclass
