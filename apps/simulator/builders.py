@@ -149,7 +149,7 @@ class _Builder:
 
 def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spelling="plain",
                    hostname_label="Hostname", seed=1, nodes=3, gpus_per_node=4, mig_nodes=1,
-                   time_slicing=False) -> Scenario:
+                   time_slicing=False, replicas=()) -> Scenario:
     b = _Builder(name, start, hours, interval_seconds, seed)
     rng = b.rng
     whole_nodes = max(1, nodes - mig_nodes)
@@ -213,7 +213,7 @@ def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spellin
                         spelling=spelling, hostname_label=hostname_label, devices=devices,
                         pods=sorted(b.pods, key=lambda p: (p.start, p.namespace, p.name)),
                         pending=b.pending, namespace_teams=dict(NAMESPACE_TEAMS), quotas=dict(QUOTAS),
-                        time_sliced=time_sliced, seed=seed)
+                        time_sliced=time_sliced, seed=seed, replicas=tuple(replicas))
     scenario.validate()
     return scenario
 

@@ -10,7 +10,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from .scenario import Scenario, SimDevice, SimPod, resource_name
+from .scenario import REPLICA_OFFSET_SECONDS, Scenario, SimDevice, SimPod, resource_name
 from .truth import DeviceTruth, iter_device_truth
 
 DCGM_JOB = "nvidia-dcgm-exporter"
@@ -192,7 +192,19 @@ def _ksm_series(scenario: Scenario) -> Iterator[SimSeries]:
 
 
 def iter_series(scenario: Scenario) -> Iterator[SimSeries]:
-    """Every series of the scenario, device by device, then kube-state-metrics."""
+    """Every series of the scenario, device by device, then kube-state-metrics; once per
+    replica of an HA pair when the scenario has replicas."""
+    if not scenario.replicas:
+        yield from _iter_series(scenario)
+        return
+    for i, replica in enumerate(scenario.replicas):
+        shift = i * REPLICA_OFFSET_SECONDS
+        for s in _iter_series(scenario):
+            yield SimSeries(s.metric, {**s.labels, "prometheus_replica": replica},
+                            [(t + shift, v) for t, v in s.samples])
+
+
+def _iter_series(scenario: Scenario) -> Iterator[SimSeries]:
     instances = _host_instances(scenario)
     whole = [d.key for d in scenario.devices if not d.is_mig]
     # One GPU reports an XID for a short stretch mid-window, as a health signal to find.

@@ -117,6 +117,7 @@ class PendingPod:
 
 # Bumped whenever emit.py changes what a scenario's series look like (the disk cache key).
 EMIT_VERSION = "2: MIG instances carry the board's power"
+REPLICA_OFFSET_SECONDS = 7
 
 
 @dataclass
@@ -135,6 +136,9 @@ class Scenario:
     time_sliced: set[DeviceKey] = field(default_factory=set)
     seed: int = 1
     driver_version: str = "570.86.15"
+    # An HA Prometheus pair (or more): every series once per replica, labelled
+    # prometheus_replica=<name>, each replica scraping REPLICA_OFFSET_SECONDS after the previous.
+    replicas: tuple[str, ...] = ()
 
     def __post_init__(self):
         if self.spelling not in SPELLINGS:
@@ -159,7 +163,7 @@ class Scenario:
         h = hashlib.sha256()
         h.update(EMIT_VERSION.encode())
         h.update(repr((self.name, self.start, self.end, self.interval_seconds, self.spelling,
-                       self.hostname_label, self.seed, self.driver_version)).encode())
+                       self.hostname_label, self.seed, self.driver_version, tuple(self.replicas))).encode())
         for d in self.devices:
             h.update(repr(d).encode())
         for p in self.pods:
