@@ -60,6 +60,10 @@ def durations(ts: Sequence[float], fallback: float, pinned: float | None = None)
     if n == 1:
         return [float(fallback)]
     gaps = gaps_of(ts)
+    if max(gaps) - min(gaps) <= 1e-3:
+        # a regular stream (the common case): every sample counts the one gap; the rules below
+        # give exactly this, since a gap is never longer than its own spacings' limit
+        return [gaps[0]] * (n - 1) + [median(gaps[-NEIGHBOURS:])]
     out = []
     for i in range(n):
         before = gaps[max(0, i - NEIGHBOURS):i]
