@@ -62,14 +62,16 @@ def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool
     """The live statement: this month's usage, plus adjustments for the closed months right
     before it (a closed month's corrections go to the first open month after it).
 
-    The lines are priced from span cells (`usage_cells(per_day=False)`: a month is a few cells
-    per namespace, not one per day), the same way whether the month is shown or closed, so a
-    closed statement is exactly the one finance reviewed. Only closing needs the per-day cells
-    (`for_closing`): they are frozen as the baseline later late data is measured against.
+    Shown, the lines are priced from span cells (`usage_cells(per_day=False)`: a month is a few
+    cells per namespace, not one per day). Closing (`for_closing`) reads the per-day cells once
+    and prices the lines from those very cells, which are then frozen as the baseline later
+    data is measured against: the statement and its baseline cannot differ, so an hour is
+    billed either now or as a later adjustment, never neither (docs/figures.md). Spans and
+    days give the same lines (`calc.line_sums` sums either exactly).
     """
     card = card or load_rate_card()
-    lines = build_lines(month_cells(period, per_day=False), card)
     cells = month_cells(period) if for_closing else []
+    lines = build_lines(cells if for_closing else month_cells(period, per_day=False), card)
     closed = closed_periods()
     deltas = {}
     earlier = prev_period(period)

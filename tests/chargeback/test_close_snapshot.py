@@ -132,3 +132,26 @@ def test_the_close_reads_one_snapshot(fleet, monkeypatch):
     april = team_rows("2026-04")["A"]
     assert adjustments(april) == [("2026-02", 1.0, "2.00"), ("2026-03", 2.0, "4.00")]
     assert april["cost"] == "6.00"
+
+
+def test_a_close_that_loses_a_race_with_another_close_is_refused(fleet, monkeypatch):
+    """Two people close March at once. The second has taken its snapshot when the first
+    commits: it is refused with a message instead of freezing the month twice."""
+    from apps.accounting import actions
+
+    make_usage(fleet, "ml", utc(2026, 3, 10), hours=10)
+    original = actions._lock_period
+    raced = []
+
+    def lock_after_the_other_close(period):
+        if not raced:
+            raced.append(BillingPeriod.objects.get(period=period).is_closed)   # our snapshot starts here
+            committed_elsewhere(lambda: do_close_period(period))
+        return original(period)
+
+    monkeypatch.setattr(actions, "_lock_period", lock_after_the_other_close)
+    with pytest.raises(actions.ActionError, match="closed or reopened by someone else"):
+        do_close_period("2026-03")
+    assert raced == [False]
+    assert team_rows("2026-03")["A"]["cost"] == "20.00"
+    assert BillingPeriod.objects.get(period="2026-03").lines.count() == 1
