@@ -5,6 +5,8 @@ import math
 from collections import Counter, defaultdict
 from typing import Iterable, Sequence
 
+from apps.accounting.figures import longest_idle_seconds as merge_idle_runs  # noqa: F401 — the one join
+
 from .labels import device_identity, gpu_fraction, is_time_slice, workload_of
 from .records import (HOT_TEMPERATURE_C, HOUR_SECONDS, DeviceInfo, DeviceRollup, HealthRecord, HourlySeries,
                       RollupConfig, Series, UsageRecord, Window, _finite, hour_of)
@@ -311,25 +313,6 @@ def _health(cfg, window, devices, temperature, power, xid) -> list[HealthRecord]
         if code not in r.xid_codes:
             r.xid_codes.append(code)
     return list(records.values())
-
-
-def merge_idle_runs(hours: Sequence[tuple[int, float, float, float, bool]]) -> float:
-    """Longest idle stretch across consecutive hours of one device-pod.
-
-    `hours` holds (hour_start, prefix, suffix, max_run, whole_hour) in time order; a stretch
-    crosses an hour boundary only when the hours are adjacent.
-    """
-    best = 0.0
-    carry = 0.0
-    previous_hour = None
-    for hour, prefix, suffix, max_run, whole in hours:
-        if previous_hour is None or hour - previous_hour != HOUR_SECONDS:
-            carry = 0.0
-        best = max(best, max_run, carry + prefix)
-        carry = carry + prefix if whole else suffix
-        best = max(best, carry)
-        previous_hour = hour
-    return best
 
 
 def _prometheus_hours(series_list, devices, window, scale):

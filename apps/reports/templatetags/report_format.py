@@ -1,6 +1,8 @@
 """Number formatting shared by the report templates."""
 from django import template
 
+from apps.accounting.figures import gpu_hours
+
 register = template.Library()
 
 
@@ -9,7 +11,7 @@ def gpuh(seconds, digits=2):
     """Seconds as GPU-hours, e.g. 5400.0 -> '1.50'."""
     if seconds is None:
         return "–"
-    return f"{seconds / 3600.0:,.{int(digits)}f}"
+    return f"{gpu_hours(seconds):,.{int(digits)}f}"
 
 
 @register.filter
