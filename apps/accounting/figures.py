@@ -57,6 +57,13 @@ def shown_efficiency(used_gpu_seconds, allocated_gpu_seconds) -> float | None:
     return shown_ratio(efficiency(used_gpu_seconds, allocated_gpu_seconds))
 
 
+def percent_text(ratio: float | None, digits: int = 1) -> str:
+    """A ratio as pages show it: 0.4 → "40.0 %", None → "–"."""
+    if ratio is None:
+        return "–"
+    return f"{ratio * 100:.{int(digits)}f} %"
+
+
 # ---------------------------------------------------------------- idle stretches
 
 class IdleHour(NamedTuple):

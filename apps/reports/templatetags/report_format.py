@@ -1,7 +1,7 @@
 """Number formatting shared by the report templates."""
 from django import template
 
-from apps.accounting.figures import gpu_hours
+from apps.accounting.figures import gpu_hours, percent_text
 
 register = template.Library()
 
@@ -24,9 +24,7 @@ def num(value, digits=2):
 @register.filter
 def pct(ratio, digits=1):
     """A ratio as a percentage, e.g. 0.4 -> '40.0 %'; None (no allocation) -> '–'."""
-    if ratio is None:
-        return "–"
-    return f"{ratio * 100:.{int(digits)}f} %"
+    return percent_text(ratio, digits)
 
 
 @register.filter
