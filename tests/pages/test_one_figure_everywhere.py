@@ -18,7 +18,7 @@ from apps.accounting.figures import (IdleHour, efficiency, idle_stretches, longe
                                      shown_efficiency, shown_hours)
 from apps.accounting.models import UsageHour
 
-from .seed import A100, H100, at, day_d
+from .seed import A100, at, day_d
 
 H = 3600.0
 # vision = cv-train: train-0 on an H100 at 10:00 and 11:00, mig-0 on a 1g.10gb (1/7 GPU) at 10:00

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from typing import Iterable, Sequence
+from typing import Iterable
 
 from apps.accounting.figures import longest_idle_seconds as merge_idle_runs  # noqa: F401 — the one join
 
