@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from datetime import date
 
-from django.db import transaction
+from django.db import OperationalError, connection, transaction
 from django.utils import timezone
 
 from apps.teams.access import is_admin
@@ -84,41 +84,75 @@ def do_close_period(period: str, actor=None) -> BillingPeriod:
     if not period_has_ended(period):
         raise ActionError(f"{period} has not ended yet in {billing_zone().key}; it can be closed from "
                           f"{period_bounds(period, billing_zone())[1].date()} on")
-    with transaction.atomic():
-        bp = _lock_period(period)
-        if bp.is_closed:
-            raise ActionError(f"{period} is already closed")
-        computed = compute_open(period, for_closing=True)
-        StatementLine.objects.bulk_create([
-            StatementLine(period=bp, kind=line.kind, adjusts_period=line.adjusts_period, team=line.team,
-                          cluster=line.cluster, namespace=line.namespace, gpu_model=line.gpu_model,
-                          mig_profile=line.mig_profile, price_class=line.price_class, rate_basis=line.rate_basis,
-                          hourly_rate=line.hourly_rate, currency=line.currency,
-                          allocated_gpu_seconds=float(line.allocated_gpu_seconds),
-                          used_gpu_seconds=float(line.used_gpu_seconds),
-                          billed_seconds=float(line.billed_seconds), cost=line.cost)
-            for line in computed.lines
-        ])
-        targets = {period: bp}
-        for earlier in computed.deltas:
-            targets[earlier] = BillingPeriod.objects.get(period=earlier)
-        frozen = [(period, c) for c in computed.cells]
-        frozen += [(earlier, c) for earlier, cells in computed.deltas.items() for c in cells]
-        FrozenCell.objects.bulk_create([
-            FrozenCell(period=targets[p], booked_in=bp, cluster_id_value=c.cluster_id, cluster=c.cluster,
-                       namespace=c.namespace, team=c.team, gpu_model=c.gpu_model, mig_profile=c.mig_profile,
-                       price_class=c.price_class, day=c.day, gpu_seconds=c.gpu_seconds,
-                       used_gpu_seconds=c.used_gpu_seconds, mig_seconds=c.mig_seconds)
-            for p, c in frozen
-        ], batch_size=2000)
-        bp.closed_at = timezone.now()
-        bp.closed_by = actor if actor and actor.is_authenticated else None
-        bp.billing_timezone = billing_zone().key
-        bp.save()
-        totals = {c: present(a) for c, a in cost_by_currency(computed.lines).items()}
-        _audit(actor, "period.close", period, {"closed": False},
-               {"closed": True, "lines": len(computed.lines), "cost_by_currency": totals,
-                "adjusted_periods": sorted(computed.deltas)})
+    outermost = not connection.in_atomic_block
+    if outermost:
+        # Exists before the snapshot below is taken, so the lock finds it even when another
+        # close created it a moment ago.
+        BillingPeriod.objects.get_or_create(period=period)
+    try:
+        with transaction.atomic():
+            if outermost:
+                _read_one_snapshot()
+            return _close(period, actor)
+    except OperationalError as exc:
+        if getattr(exc.__cause__, "sqlstate", None) == SERIALIZATION_FAILURE:
+            raise ActionError(f"{period} was closed or reopened by someone else while this close ran; "
+                              "look at it again") from None
+        raise
+
+
+SERIALIZATION_FAILURE = "40001"
+
+
+def _read_one_snapshot() -> None:
+    """Every read of the close sees the database as at its first query (Postgres REPEATABLE
+    READ), whatever an ingest commits meanwhile: the month's usage and the check of the closed
+    months before it come from the same moment (docs/figures.md, "Closing a month").
+
+    It has to be the transaction's first statement, so only the outermost block sets it; a
+    caller's transaction keeps its own level. sqlite (the demo) runs transactions one at a
+    time anyway."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+
+
+def _close(period: str, actor) -> BillingPeriod:
+    """The close itself, inside do_close_period's transaction."""
+    bp = _lock_period(period)
+    if bp.is_closed:
+        raise ActionError(f"{period} is already closed")
+    computed = compute_open(period, for_closing=True)
+    StatementLine.objects.bulk_create([
+        StatementLine(period=bp, kind=line.kind, adjusts_period=line.adjusts_period, team=line.team,
+                      cluster=line.cluster, namespace=line.namespace, gpu_model=line.gpu_model,
+                      mig_profile=line.mig_profile, price_class=line.price_class, rate_basis=line.rate_basis,
+                      hourly_rate=line.hourly_rate, currency=line.currency,
+                      allocated_gpu_seconds=float(line.allocated_gpu_seconds),
+                      used_gpu_seconds=float(line.used_gpu_seconds),
+                      billed_seconds=float(line.billed_seconds), cost=line.cost)
+        for line in computed.lines
+    ])
+    targets = {period: bp}
+    for earlier in computed.deltas:
+        targets[earlier] = BillingPeriod.objects.get(period=earlier)
+    frozen = [(period, c) for c in computed.cells]
+    frozen += [(earlier, c) for earlier, cells in computed.deltas.items() for c in cells]
+    FrozenCell.objects.bulk_create([
+        FrozenCell(period=targets[p], booked_in=bp, cluster_id_value=c.cluster_id, cluster=c.cluster,
+                   namespace=c.namespace, team=c.team, gpu_model=c.gpu_model, mig_profile=c.mig_profile,
+                   price_class=c.price_class, day=c.day, gpu_seconds=c.gpu_seconds,
+                   used_gpu_seconds=c.used_gpu_seconds, mig_seconds=c.mig_seconds)
+        for p, c in frozen
+    ], batch_size=2000)
+    bp.closed_at = timezone.now()
+    bp.closed_by = actor if actor and actor.is_authenticated else None
+    bp.billing_timezone = billing_zone().key
+    bp.save()
+    totals = {c: present(a) for c, a in cost_by_currency(computed.lines).items()}
+    _audit(actor, "period.close", period, {"closed": False},
+           {"closed": True, "lines": len(computed.lines), "cost_by_currency": totals,
+            "adjusted_periods": sorted(computed.deltas)})
     return bp
 
 

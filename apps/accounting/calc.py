@@ -1,4 +1,4 @@
-"""Pure money math for chargeback (SPEC §2 Cost, Shared idle cost, Billing period).
+"""Pure money math for chargeback: a line's cost (docs/figures.md), shared idle cost, billing periods.
 
 Plain dataclasses in and out, no Django: every figure here is pinned by hand-computed tests.
 Money is `Decimal` throughout and rounded to cents only by `present` / `round_to_total`.
@@ -22,6 +22,8 @@ from datetime import date, datetime, time
 from decimal import ROUND_HALF_UP, Decimal
 from math import fsum
 from zoneinfo import ZoneInfo
+
+from .figures import efficiency
 
 CENT = Decimal("0.01")
 SECONDS_PER_HOUR = Decimal(3600)
@@ -129,9 +131,7 @@ class Line:
 
     @property
     def efficiency(self) -> float | None:
-        if self.allocated_gpu_seconds <= 0:
-            return None
-        return float(self.used_gpu_seconds / self.allocated_gpu_seconds)
+        return efficiency(self.used_gpu_seconds, self.allocated_gpu_seconds)
 
     def sort_key(self):
         return (self.team, self.kind != "usage", self.adjusts_period, self.cluster, self.namespace,
@@ -193,7 +193,7 @@ def cost_by_currency(lines) -> dict[str, Decimal]:
 
 def spread_shared_idle(lines: list[Line]) -> list[Line]:
     """Spread unallocated cost over teams in proportion to their allocated cost, per cluster,
-    GPU model and currency (SPEC §2). Unallocated cost with no team to carry it (nobody used
+    GPU model and currency. Unallocated cost with no team to carry it (nobody used
     that model there) stays as an unallocated line; unpriced unallocated hours stay too."""
     team_cost = defaultdict(lambda: defaultdict(Decimal))   # (cluster, model, currency) -> team -> cost
     idle_cost = defaultdict(Decimal)

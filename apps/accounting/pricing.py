@@ -14,6 +14,7 @@ from datetime import date
 from decimal import Decimal
 
 from .calc import BASIS_PROFILE, RateCard, RateEntry, billed_cost, line_sums, present
+from .figures import shown_hours
 from .models import Rate
 
 
@@ -32,8 +33,8 @@ def rate_for(cluster_id: int | None, gpu_model: str, mig_profile: str, price_cla
     Whole GPU (`mig_profile` ""): the model's rate per GPU-hour. A MIG profile: the profile's
     own rate per instance-hour if the card has one, else the parent model's rate per GPU-hour
     (multiply by the instance's fraction for an instance-hour; `rate_basis_for` tells which).
-    `price_class` is one of PRICE_CLASSES (`PriceClassMap().price_class(cluster_id, node)` maps
-    a node). `cluster_id` is accepted for per-cluster rate cards; the card is portal-wide
+    `price_class` is one of PRICE_CLASSES (a node's is its first matching NodePool's, see
+    `usage.price_class_expr`). `cluster_id` is accepted for per-cluster rate cards; the card is portal-wide
     today. Pass `card=load_rate_card()` to price many GPUs with one query.
     """
     card = card or load_rate_card()
@@ -86,7 +87,7 @@ def price_usage_rows_detail(rows) -> list[tuple[str | None, str | None, float]]:
     out = []
     for row in rows:
         cost, currency, unpriced_seconds = price_cells_detail(row.cells, card)
-        out.append((present(cost), currency, round(float(unpriced_seconds) / 3600.0, 6)))
+        out.append((present(cost), currency, shown_hours(unpriced_seconds)))
     return out
 
 

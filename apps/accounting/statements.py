@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from .calc import (BASIS_PROFILE, Line, RateCard, UsageCell, build_lines, cost_by_currency, delta_cells,
                    period_bounds, prev_period, present, round_to_total, spread_shared_idle, to_decimal)
+from .figures import shown_efficiency, shown_hours, shown_ratio
 from .models import BillingPeriod, FrozenCell, StatementLine
 from .pricing import load_rate_card
 from .usage import UsageFilter, billing_zone, usage_cells
@@ -62,14 +63,16 @@ def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool
     """The live statement: this month's usage, plus adjustments for the closed months right
     before it (a closed month's corrections go to the first open month after it).
 
-    The lines are priced from span cells (`usage_cells(per_day=False)`: a month is a few cells
-    per namespace, not one per day), the same way whether the month is shown or closed, so a
-    closed statement is exactly the one finance reviewed. Only closing needs the per-day cells
-    (`for_closing`): they are frozen as the baseline later late data is measured against.
+    Shown, the lines are priced from span cells (`usage_cells(per_day=False)`: a month is a few
+    cells per namespace, not one per day). Closing (`for_closing`) reads the per-day cells once
+    and prices the lines from those very cells, which are then frozen as the baseline later
+    data is measured against: the statement and its baseline cannot differ, so an hour is
+    billed either now or as a later adjustment, never neither (docs/figures.md). Spans and
+    days give the same lines (`calc.line_sums` sums either exactly).
     """
     card = card or load_rate_card()
-    lines = build_lines(month_cells(period, per_day=False), card)
     cells = month_cells(period) if for_closing else []
+    lines = build_lines(cells if for_closing else month_cells(period, per_day=False), card)
     closed = closed_periods()
     deltas = {}
     earlier = prev_period(period)
@@ -108,10 +111,6 @@ def statement(period: str, *, shared_idle: str = "apart") -> Statement:
 
 # ---------------------------------------------------------------- presentation rows
 
-def hours(seconds: Decimal) -> float:
-    return round(float(seconds) / 3600.0, 6)
-
-
 def line_group(line: Line, group_by: str) -> tuple:
     if not line.team:
         return (UNALLOCATED_KEY, "", "", "")
@@ -138,10 +137,10 @@ def line_row(line: Line, shown_cost: Decimal | None) -> dict:
         "gpu_model": line.gpu_model,
         "mig_profile": line.mig_profile,
         "price_class": line.price_class or None,
-        "allocated_gpu_hours": hours(line.allocated_gpu_seconds),
-        "used_gpu_hours": hours(line.used_gpu_seconds),
-        "efficiency": round(line.efficiency, 6) if line.efficiency is not None else None,
-        "billed_hours": hours(line.billed_seconds) if line.hourly_rate is not None else None,
+        "allocated_gpu_hours": shown_hours(line.allocated_gpu_seconds),
+        "used_gpu_hours": shown_hours(line.used_gpu_seconds),
+        "efficiency": shown_ratio(line.efficiency),
+        "billed_hours": shown_hours(line.billed_seconds) if line.hourly_rate is not None else None,
         "billed_unit": ("instance-hour" if line.rate_basis == BASIS_PROFILE else "GPU-hour")
         if line.hourly_rate is not None else None,
         "hourly_rate": str(line.hourly_rate) if line.hourly_rate is not None else None,
@@ -180,10 +179,10 @@ def group_row(key: tuple, lines: list[Line], with_lines: bool = True) -> dict:
         "team": key[1] or None,
         "cluster": key[2] or None,
         "namespace": key[3] or None,
-        "allocated_gpu_hours": hours(allocated),
-        "used_gpu_hours": hours(used),
-        "efficiency": round(float(used / allocated), 6) if allocated > 0 else None,
-        "unpriced_gpu_hours": hours(unpriced),
+        "allocated_gpu_hours": shown_hours(allocated),
+        "used_gpu_hours": shown_hours(used),
+        "efficiency": shown_efficiency(used, allocated),
+        "unpriced_gpu_hours": shown_hours(unpriced),
         # Several currencies are never added up: cost is then null and costs_by_currency lists them.
         "cost": present(next(iter(totals.values()))) if single else None,
         "currency": next(iter(totals)) if single else None,

@@ -26,6 +26,7 @@ from apps.ingest.days import day_start
 from apps.teams.models import UNASSIGNED
 from apps.teams.resolve import TeamResolver
 
+from .figures import efficiency
 from .models import ON_DEMAND, NodePool, UsageDay, UsageDayBuilt, UsageHour
 
 GROUP_BYS = ("namespace", "team", "cluster", "gpu_model")
@@ -61,12 +62,6 @@ class Cell:
     @property
     def allocated(self) -> bool:
         return bool(self.namespace)
-
-
-def efficiency(used: float, allocated: float) -> float | None:
-    """SPEC §2 efficiency, used ÷ allocated; None when nothing was allocated. Every page,
-    table and CSV that shows efficiency or utilization calls this one."""
-    return used / allocated if allocated > 0 else None
 
 
 def billing_zone() -> ZoneInfo:
@@ -194,7 +189,8 @@ def glob_regex(pattern: str) -> str:
 
 
 def price_class_expr(cluster_ids: set[int]):
-    """node → price class in SQL, pools tried in (priority, name) order as PriceClassMap does.
+    """node → price class in SQL: the first pool of the node's cluster, in (priority, name)
+    order, whose glob matches the node name; no match is on-demand (models/rates.py NodePool).
 
     Grouping by the class instead of the node lets the database merge nodes away: a month of a
     big fleet comes back as one row per cell, not one per node.
@@ -307,7 +303,3 @@ def group_cells(cells: list[Cell], group_by: str) -> list[UsageRow]:
         else:
             row.unallocated_gpu_seconds += c.gpu_seconds
     return sorted(rows.values(), key=lambda r: (-r.allocated_gpu_seconds, r.key))
-
-
-def hours(seconds: float) -> float:
-    return round(seconds / 3600.0, 6)

@@ -13,6 +13,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.utils import timezone
 
+from apps.accounting.figures import shown_ratio
 from apps.accounting.usage import billing_zone
 from apps.clusters.models import Cluster
 from apps.teams.resolve import TeamResolver
@@ -122,7 +123,7 @@ def resource_dict(a: est.Assessment, previous: dict, money: bool) -> dict:
         "p50": _round(e.p50), "p90": _round(e.p90), "p95": _round(e.p95),
         "target": e.target, "lower_bound": _round(e.lower_bound), "upper_bound": _round(e.upper_bound),
         "recommended": a.recommended, "previous_target": previous.get(a.resource),
-        "efficiency": _round(a.efficiency), "at_hard_share": _round(a.at_hard_share),
+        "efficiency": shown_ratio(a.efficiency), "at_hard_share": _round(a.at_hard_share),
         "queued_gpu_hours": _round(a.queued_gpu_hours), "verdict": a.verdict, "reason": a.reason,
         "monthly_money_at_stake": _money(a.monthly_money_at_stake) if money else None,
         "currency": a.currency if money and a.monthly_money_at_stake is not None else None,

@@ -18,12 +18,12 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.accounting.figures import IdleHour, idle_stretches, shown_hours
 from apps.accounting.models import UsageHour
 from apps.accounting.usage import UsageFilter, billing_zone, group_cells, usage_cells
 from apps.teams.models import AuditEvent
 from apps.teams.resolve import TeamResolver
 
-from .episodes import IdleHour, long_episodes
 from .models import Alert, AlertDelivery, TeamBudget
 
 log = logging.getLogger(__name__)
@@ -58,7 +58,7 @@ def team_spend(budget: TeamBudget, start: datetime, end: datetime) -> tuple[Deci
     rows = group_cells(cells, "team")
     if budget.unit == TeamBudget.Unit.GPU_HOURS:
         seconds = sum(r.allocated_gpu_seconds for r in rows)
-        return Decimal(str(round(seconds / 3600.0, 6))), "GPU-hours"
+        return Decimal(str(shown_hours(seconds))), "GPU-hours"
     pricer = _price_usage_row()
     if pricer is None:
         return (Decimal("0") if not rows else None), budget.currency
@@ -190,7 +190,7 @@ def idle_episodes_since(since: datetime, min_seconds: float) -> list[IdleEpisode
     for key, hours in per_device.items():
         cluster_id, _device, ns, pod = key
         fraction, model = meta[key]
-        for e in long_episodes(hours, min_seconds):
+        for e in idle_stretches(hours, min_seconds):
             k = (cluster_id, ns, pod, e.start)
             found = episodes.get(k)
             if found is None:

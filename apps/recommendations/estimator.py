@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Sequence
 
+from apps.accounting.figures import SECONDS_PER_HOUR, efficiency, share
+
 HOURS_PER_MONTH = 730  # 8760 / 12: the cloud providers' monthly hour count
 CENTS = Decimal("0.01")
 
@@ -148,8 +150,9 @@ class Assessment:
     extra: dict = field(default_factory=dict)
 
 
-def efficiency(used_seconds: float, allocated_seconds: float) -> float | None:
-    return used_seconds / allocated_seconds if allocated_seconds > 0 else None
+def at_hard_share(h: ResourceHistory) -> float | None:
+    """The share of the hours with a hard limit during which used stood at it."""
+    return share(h.seconds_at_hard, h.quota_hours * SECONDS_PER_HOUR)
 
 
 def money_at_stake(hard: float, recommended: int, hourly_rate: Decimal) -> Decimal:
@@ -165,7 +168,7 @@ def _num(value: float) -> str:
 def verdict(h: ResourceHistory, est: Estimate, params: Params = Params()) -> tuple[str, str]:
     """The verdict and its reason in words."""
     eff = efficiency(h.used_gpu_seconds, h.allocated_gpu_seconds)
-    at_hard = h.seconds_at_hard / (h.quota_hours * 3600.0) if h.quota_hours else None
+    at_hard = at_hard_share(h)
     if h.hard is None:
         why = f"no quota limits {h.resource}; a hard limit of {est.target} would cover P90 × 1.15"
         if h.queued_gpu_hours > params.min_queued_gpu_hours:
@@ -214,7 +217,7 @@ def assess(h: ResourceHistory, params: Params = Params(),
     out = Assessment(
         resource=h.resource, estimate=est, hard=h.hard, used=h.used,
         efficiency=efficiency(h.used_gpu_seconds, h.allocated_gpu_seconds),
-        at_hard_share=(h.seconds_at_hard / (h.quota_hours * 3600.0)) if h.quota_hours else None,
+        at_hard_share=at_hard_share(h),
         queued_gpu_hours=h.queued_gpu_hours, verdict=name, reason=reason,
         recommended=recommended_quota(name, h.hard, est.target, params),
     )

@@ -7,6 +7,7 @@ from datetime import datetime, timedelta
 
 from django.db.models import Min, Sum
 
+from apps.accounting.figures import gpu_hours
 from apps.accounting.models import QueuedDemandHour, QuotaHour, UsageHour
 
 from .manifests import is_gpu_quota_resource, quota_resource_for, quota_resource_from_request
@@ -87,7 +88,7 @@ def namespace_histories(cluster_ids, start: datetime, end: datetime) -> dict[tup
     for r in hourly:
         resource = quota_resource_for(r["mig_profile"])
         seconds = r["mig_s"] if r["mig_profile"] else r["gpu_s"]
-        get(r["cluster_id"], r["namespace"]).hourly[resource][r["hour_start"]] = (seconds or 0.0) / 3600.0
+        get(r["cluster_id"], r["namespace"]).hourly[resource][r["hour_start"]] = gpu_hours(seconds or 0.0)
     totals = (UsageHour.objects.filter(**window).exclude(namespace="")
               .values("cluster_id", "namespace", "mig_profile", "gpu_model")
               .annotate(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds")).order_by())
@@ -108,7 +109,7 @@ def namespace_histories(cluster_ids, start: datetime, end: datetime) -> dict[tup
         resource = quota_resource_from_request(r["resource"])
         if resource:
             h = get(r["cluster_id"], r["namespace"])
-            hours = (r["q"] or 0.0) / 3600.0
+            hours = gpu_hours(r["q"] or 0.0)
             h.queued_gpu_hours[resource] += hours
             hard, used = quota_at.get((r["cluster_id"], r["namespace"], resource, r["hour_start"]), (None, None))
             if hard is not None and (used or 0.0) + (r["requested"] or 0.0) > hard:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import plotly.graph_objects as go
 
+from apps.accounting.figures import efficiency, gpu_hours
+
 CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendDataToCloud"]}
 COLORS = {"used": "#2e7d32", "allocated": "#f9a825", "unallocated": "#b0bec5", "idle": "#c62828",
           "efficiency": "#1565c0", "hard": "#6a1b9a"}
@@ -58,7 +60,7 @@ def efficiency_trend(days) -> str | None:
 def idle_teams_bar(rows) -> str | None:
     if not rows:
         return None
-    fig = go.Figure(go.Bar(x=[r.idle_gpu_seconds / 3600.0 for r in rows], y=[r.key for r in rows],
+    fig = go.Figure(go.Bar(x=[gpu_hours(r.idle_gpu_seconds) for r in rows], y=[r.key for r in rows],
                            orientation="h", marker_color=COLORS["idle"], name="idle GPU-hours"))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text="idle GPU-hours")
@@ -122,8 +124,7 @@ def efficiency_heatmap(heat: dict) -> str | None:
         return None
     teams = sorted({t for t, _ in heat})
     days = sorted({d for _, d in heat})
-    z = [[(heat[(t, d)][1] / heat[(t, d)][0]) if (t, d) in heat and heat[(t, d)][0] > 0 else None for d in days]
-         for t in teams]
+    z = [[efficiency(heat[(t, d)][1], heat[(t, d)][0]) if (t, d) in heat else None for d in days] for t in teams]
     fig = go.Figure(go.Heatmap(x=days, y=teams, z=z, zmin=0, zmax=1, colorscale="RdYlGn",
                                colorbar={"title": {"text": "efficiency"}, "tickformat": ".0%"},
                                hovertemplate="%{y} %{x}<br>efficiency %{z:.1%}<extra></extra>"))
@@ -136,7 +137,7 @@ def idle_pods_bar(pods, limit: int = 15) -> str | None:
     pods = pods[:limit]
     if not pods:
         return None
-    fig = go.Figure(go.Bar(x=[p.idle_gpu_seconds / 3600.0 for p in pods], y=[f"{p.namespace}/{p.pod}" for p in pods],
+    fig = go.Figure(go.Bar(x=[gpu_hours(p.idle_gpu_seconds) for p in pods], y=[f"{p.namespace}/{p.pod}" for p in pods],
                            orientation="h", marker_color=COLORS["idle"], name="idle GPU-hours"))
     fig.update_yaxes(autorange="reversed")
     fig.update_xaxes(title_text="idle GPU-hours")

@@ -1,4 +1,5 @@
-"""The oracle: SPEC §2 figures computed sample by sample from the scenario's ground truth.
+"""The oracle: the usage figures (docs/figures.md) computed sample by sample from the
+scenario's ground truth.
 
 Deliberately naive (one Python loop over every device sample) so that it is easy to
 trust; it never reads the emitted series, so a bug in emission or in ingest shows up as a
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
+
+from apps.accounting.figures import efficiency
 
 from .scenario import Scenario, resource_fraction
 from .truth import iter_device_truth
@@ -42,8 +45,7 @@ class Expected:
         return sum(self.allocated_gpu_seconds.values())
 
     def efficiency(self, namespace: str) -> float | None:
-        allocated = self.allocated_gpu_seconds.get(namespace, 0.0)
-        return self.used_gpu_seconds.get(namespace, 0.0) / allocated if allocated else None
+        return efficiency(self.used_gpu_seconds.get(namespace, 0.0), self.allocated_gpu_seconds.get(namespace, 0.0))
 
     def team_of(self, namespace: str) -> str:
         return self.namespace_team.get(namespace) or "unassigned"

@@ -1,7 +1,7 @@
 from .daily import UsageDay, UsageDayBuilt
 from .periods import BillingPeriod, FrozenCell, LineKind, StatementLine
-from .rates import ON_DEMAND, PRICE_CLASSES, NodePool, PriceClass, PriceClassMap, Rate
+from .rates import ON_DEMAND, PRICE_CLASSES, NodePool, PriceClass, Rate
 from .rollups import DeviceHealthHour, QueuedDemandHour, QuotaHour, UsageHour
 
 __all__ = ["UsageHour", "UsageDay", "UsageDayBuilt", "DeviceHealthHour", "QueuedDemandHour", "QuotaHour", "Rate", "NodePool", "PriceClass",
-           "PriceClassMap", "ON_DEMAND", "PRICE_CLASSES", "BillingPeriod", "StatementLine", "FrozenCell", "LineKind"]
+           "ON_DEMAND", "PRICE_CLASSES", "BillingPeriod", "StatementLine", "FrozenCell", "LineKind"]

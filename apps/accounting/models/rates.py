@@ -3,8 +3,6 @@
 A rate is in force from midnight of `effective_from` in the billing zone until the next
 rate for the same key. Node pools decide which price class a node's GPUs are billed at.
 """
-from fnmatch import fnmatchcase
-
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
@@ -77,17 +75,3 @@ class NodePool(models.Model):
     def __str__(self):
         return f"{self.cluster.name}/{self.name} ({self.host_pattern} → {self.price_class})"
 
-
-class PriceClassMap:
-    """node → price class per cluster, loaded once per report."""
-
-    def __init__(self):
-        self._pools: dict[int, list[tuple[str, str]]] = {}
-        for p in NodePool.objects.order_by("priority", "name"):
-            self._pools.setdefault(p.cluster_id, []).append((p.host_pattern, p.price_class))
-
-    def price_class(self, cluster_id: int, node: str) -> str:
-        for pattern, price_class in self._pools.get(cluster_id, ()):
-            if fnmatchcase(node or "", pattern):
-                return price_class
-        return ON_DEMAND

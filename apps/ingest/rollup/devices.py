@@ -9,6 +9,8 @@ from bisect import bisect_right
 from collections import defaultdict
 from typing import Iterable, Sequence
 
+from apps.accounting.figures import longest_idle_seconds as merge_idle_runs  # noqa: F401 — the one join
+
 from .labels import canonical, device_identity, gpu_fraction, is_time_slice, names_the_exporter, workload_of
 from .records import (HOT_TEMPERATURE_C, HOUR_SECONDS, DeviceInfo, DeviceRollup, HealthRecord, HourlySeries,
                       RollupConfig, Series, UsageRecord, Window, _finite, hour_of)
@@ -486,22 +488,3 @@ def _prometheus_hours(series_list, window, scale, per_board=True):
             acc[2] = max(acc[2], peak)
     for (ident, hour), (total, count, peak, _sliced) in combined.items():
         yield ident, hour, total, count, peak
-
-
-def merge_idle_runs(hours: Sequence[tuple[int, float, float, float, bool]]) -> float:
-    """Longest idle stretch across consecutive hours of one device-pod.
-
-    `hours` holds (hour_start, prefix, suffix, max_run, whole_hour) in time order; a stretch
-    crosses an hour boundary only when the hours are adjacent.
-    """
-    best = 0.0
-    carry = 0.0
-    previous_hour = None
-    for hour, prefix, suffix, max_run, whole in hours:
-        if previous_hour is None or hour - previous_hour != HOUR_SECONDS:
-            carry = 0.0
-        best = max(best, max_run, carry + prefix)
-        carry = carry + prefix if whole else suffix
-        best = max(best, carry)
-        previous_hour = hour
-    return best

@@ -6,7 +6,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounting.pricing import price_usage_rows_detail
-from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells, hours, usage_cells
+from apps.accounting.figures import shown_hours, shown_ratio
+from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells, usage_cells
 from apps.clusters.models import Cluster
 from apps.teams.access import can_see_money, team_scope
 
@@ -49,15 +50,14 @@ def usage_payload(request, group_by, usage_filter):
     for row, (cost, currency, unpriced_hours) in zip(rows, prices):
         item = {
             "key": row.key,
-            "allocated_gpu_hours": hours(row.allocated_gpu_seconds),
-            "used_gpu_hours": hours(row.used_gpu_seconds),
-            "idle_gpu_hours": hours(row.idle_gpu_seconds),
+            "allocated_gpu_hours": shown_hours(row.allocated_gpu_seconds),
+            "used_gpu_hours": shown_hours(row.used_gpu_seconds),
+            "idle_gpu_hours": shown_hours(row.idle_gpu_seconds),
         }
         if group_by in FLEET_GROUP_BYS:
-            item["unallocated_gpu_hours"] = hours(row.unallocated_gpu_seconds)
-        eff = row.efficiency
-        item["efficiency"] = round(eff, 6) if eff is not None else None
-        item["mig_instance_hours"] = {p: hours(s) for p, s in sorted(row.mig_seconds.items())}
+            item["unallocated_gpu_hours"] = shown_hours(row.unallocated_gpu_seconds)
+        item["efficiency"] = shown_ratio(row.efficiency)
+        item["mig_instance_hours"] = {p: shown_hours(s) for p, s in sorted(row.mig_seconds.items())}
         item["cost"], item["currency"] = cost, currency
         if money:
             item["unpriced_gpu_hours"] = unpriced_hours

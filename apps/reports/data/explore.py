@@ -7,7 +7,8 @@ from datetime import date, datetime, timedelta
 from django.db.models import Sum
 from rest_framework.exceptions import ValidationError
 
-from apps.accounting.usage import billing_zone, efficiency, usage_cells
+from apps.accounting.figures import efficiency, shown_hours, shown_ratio
+from apps.accounting.usage import billing_zone, usage_cells
 from apps.accounting.models import UsageHour
 from apps.clusters.models import Cluster
 from apps.teams.resolve import TeamResolver
@@ -43,14 +44,13 @@ class ExploreRow:
         return efficiency(self.used_gpu_seconds, self.allocated_gpu_seconds)
 
     def as_dict(self) -> dict:
-        eff = self.efficiency
         return {
             "period_start": self.period_start.isoformat(),
             "cluster": self.cluster, "team": self.team, "namespace": self.namespace, "gpu_model": self.gpu_model,
-            "allocated_gpu_hours": round(self.allocated_gpu_seconds / 3600.0, 6),
-            "used_gpu_hours": round(self.used_gpu_seconds / 3600.0, 6),
-            "idle_gpu_hours": round(self.idle_gpu_seconds / 3600.0, 6),
-            "efficiency": round(eff, 6) if eff is not None else None,
+            "allocated_gpu_hours": shown_hours(self.allocated_gpu_seconds),
+            "used_gpu_hours": shown_hours(self.used_gpu_seconds),
+            "idle_gpu_hours": shown_hours(self.idle_gpu_seconds),
+            "efficiency": shown_ratio(self.efficiency),
         }
 
 

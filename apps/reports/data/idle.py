@@ -1,6 +1,7 @@
-"""Allocated-but-idle pods, ranked by idle GPU-hours (SPEC §2), and capacity no pod held.
+"""Allocated-but-idle pods, ranked by idle GPU-hours, and capacity no pod held
+(docs/figures.md: idle GPU-hours, efficiency, idle stretch).
 
-Idle samples (utilization under SPEC §2's idle threshold, 5 % by default) are counted at
+Idle samples (utilization under the idle threshold, 5 % by default) are counted at
 ingest. This report lists a pod when its average utilization over the window (used ÷
 allocated) is under the listing threshold (10 % by default) and its longest unbroken idle
 stretch lasts at least the listing minimum (30 minutes by default). Stretches are joined
@@ -16,10 +17,10 @@ from django.conf import settings
 from django.db.models import Max, Min, Q, Sum
 from rest_framework.exceptions import ValidationError
 
+from apps.accounting.figures import efficiency, longest_idle_seconds, share, shown_hours, shown_ratio
 from apps.accounting.models import UsageHour
-from apps.accounting.usage import billing_zone, efficiency
+from apps.accounting.usage import billing_zone
 from apps.clusters.models import Cluster
-from apps.ingest.rollup import merge_idle_runs
 from apps.teams.resolve import TeamResolver
 
 from ..selection import Selection
@@ -47,18 +48,19 @@ class IdlePod:
     last_hour: datetime | None = None
 
     @property
-    def utilization(self) -> float:
-        return efficiency(self.used_gpu_seconds, self.allocated_gpu_seconds) or 0.0
+    def utilization(self) -> float | None:
+        """The pod's efficiency over the window (listed pods were always allocated)."""
+        return efficiency(self.used_gpu_seconds, self.allocated_gpu_seconds)
 
     def as_dict(self) -> dict:
         return {
             "cluster": self.cluster, "namespace": self.namespace, "pod": self.pod, "team": self.team,
             "node": ", ".join(self.nodes), "gpus_held": round(self.gpus_held, 6),
-            "idle_gpu_hours": round(self.idle_gpu_seconds / 3600.0, 6),
-            "allocated_gpu_hours": round(self.allocated_gpu_seconds / 3600.0, 6),
-            "used_gpu_hours": round(self.used_gpu_seconds / 3600.0, 6),
-            "utilization": round(self.utilization, 6),
-            "longest_idle_hours": round(self.longest_idle_seconds / 3600.0, 6),
+            "idle_gpu_hours": shown_hours(self.idle_gpu_seconds),
+            "allocated_gpu_hours": shown_hours(self.allocated_gpu_seconds),
+            "used_gpu_hours": shown_hours(self.used_gpu_seconds),
+            "utilization": shown_ratio(self.utilization),
+            "longest_idle_hours": shown_hours(self.longest_idle_seconds),
         }
 
 
@@ -108,7 +110,7 @@ def idle_pods(sel: Selection, opts: IdleOptions) -> list[IdlePod]:
     resolver, zone = TeamResolver(), billing_zone()
     pods: dict[tuple[int, str, str], IdlePod] = {}
     for t in totals:
-        if t["used_s"] >= opts.max_utilization * t["gpu_s"]:
+        if efficiency(t["used_s"], t["gpu_s"]) >= opts.max_utilization:
             continue
         team = resolver.team(t["cluster_id"], t["namespace"], t["last"].astimezone(zone).date())
         if sel.teams is not None and team not in sel.teams:
@@ -146,7 +148,7 @@ def _fill_stretches(allocated, pods):
             nodes[key].add(node)
     for (key, _device), device_hours in runs.items():
         pod = pods[key]
-        pod.longest_idle_seconds = max(pod.longest_idle_seconds, merge_idle_runs(device_hours))
+        pod.longest_idle_seconds = max(pod.longest_idle_seconds, longest_idle_seconds(device_hours))
     for key, pod in pods.items():
         pod.gpus_held = sum(fractions[key].values())
         pod.nodes = sorted(nodes[key])
@@ -161,7 +163,7 @@ class Unallocated:
 
     @property
     def share(self) -> float | None:
-        return self.unallocated_gpu_seconds / self.capacity_gpu_seconds if self.capacity_gpu_seconds > 0 else None
+        return share(self.unallocated_gpu_seconds, self.capacity_gpu_seconds)
 
 
 def unallocated_capacity(sel: Selection) -> list[Unallocated]:

@@ -8,26 +8,50 @@ from django.conf import settings
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from apps.accounting.usage import Cell, UsageRow, efficiency, group_cells, hours
+from apps.accounting.figures import efficiency, gpu_hours, share, shown_hours
+from apps.accounting.usage import Cell, UsageRow, group_cells
 from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
 
 
 @dataclass
 class DayTotals:
-    day: date
-    allocated_gpu_hours: float = 0.0
-    used_gpu_hours: float = 0.0
-    idle_gpu_hours: float = 0.0
-    unallocated_gpu_hours: float = 0.0
+    """A day (or, summed, the whole window) of the fleet: seconds in, hours out."""
+    day: date | None
+    allocated_gpu_seconds: float = 0.0
+    used_gpu_seconds: float = 0.0
+    idle_gpu_seconds: float = 0.0
+    unallocated_gpu_seconds: float = 0.0
+
+    def add(self, other: "DayTotals") -> None:
+        self.allocated_gpu_seconds += other.allocated_gpu_seconds
+        self.used_gpu_seconds += other.used_gpu_seconds
+        self.idle_gpu_seconds += other.idle_gpu_seconds
+        self.unallocated_gpu_seconds += other.unallocated_gpu_seconds
+
+    @property
+    def allocated_gpu_hours(self) -> float:
+        return gpu_hours(self.allocated_gpu_seconds)
+
+    @property
+    def used_gpu_hours(self) -> float:
+        return gpu_hours(self.used_gpu_seconds)
+
+    @property
+    def idle_gpu_hours(self) -> float:
+        return gpu_hours(self.idle_gpu_seconds)
+
+    @property
+    def unallocated_gpu_hours(self) -> float:
+        return gpu_hours(self.unallocated_gpu_seconds)
 
     @property
     def capacity_gpu_hours(self) -> float:
-        return self.allocated_gpu_hours + self.unallocated_gpu_hours
+        return gpu_hours(self.allocated_gpu_seconds + self.unallocated_gpu_seconds)
 
     @property
     def efficiency(self) -> float | None:
-        return efficiency(self.used_gpu_hours, self.allocated_gpu_hours)
+        return efficiency(self.used_gpu_seconds, self.allocated_gpu_seconds)
 
 
 def daily_totals(cells: list[Cell]) -> list[DayTotals]:
@@ -35,12 +59,19 @@ def daily_totals(cells: list[Cell]) -> list[DayTotals]:
     for c in cells:
         d = days.get(c.day) or days.setdefault(c.day, DayTotals(day=c.day))
         if c.allocated:
-            d.allocated_gpu_hours += c.gpu_seconds / 3600.0
-            d.used_gpu_hours += c.used_gpu_seconds / 3600.0
-            d.idle_gpu_hours += c.idle_gpu_seconds / 3600.0
+            d.allocated_gpu_seconds += c.gpu_seconds
+            d.used_gpu_seconds += c.used_gpu_seconds
+            d.idle_gpu_seconds += c.idle_gpu_seconds
         else:
-            d.unallocated_gpu_hours += c.gpu_seconds / 3600.0
+            d.unallocated_gpu_seconds += c.gpu_seconds
     return [days[k] for k in sorted(days)]
+
+
+def window_totals(days: list[DayTotals]) -> DayTotals:
+    total = DayTotals(day=None)
+    for d in days:
+        total.add(d)
+    return total
 
 
 def top_idle_teams(cells: list[Cell], limit: int = 10) -> list[UsageRow]:
@@ -54,12 +85,12 @@ def fleet_by_model(cells: list[Cell]) -> list[dict]:
         capacity = r.allocated_gpu_seconds + r.unallocated_gpu_seconds
         out.append({
             "gpu_model": r.key,
-            "capacity_gpu_hours": hours(capacity),
-            "allocated_gpu_hours": hours(r.allocated_gpu_seconds),
-            "used_gpu_hours": hours(r.used_gpu_seconds),
-            "unallocated_gpu_hours": hours(r.unallocated_gpu_seconds),
+            "capacity_gpu_hours": shown_hours(capacity),
+            "allocated_gpu_hours": shown_hours(r.allocated_gpu_seconds),
+            "used_gpu_hours": shown_hours(r.used_gpu_seconds),
+            "unallocated_gpu_hours": shown_hours(r.unallocated_gpu_seconds),
             "efficiency": r.efficiency,
-            "allocation_ratio": r.allocated_gpu_seconds / capacity if capacity > 0 else None,
+            "allocation_ratio": share(r.allocated_gpu_seconds, capacity),
         })
     return sorted(out, key=lambda m: (-m["capacity_gpu_hours"], m["gpu_model"]))
 

@@ -9,6 +9,7 @@ from django.db.models import Max, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from apps.accounting.figures import gpu_hours
 from apps.accounting.models import QuotaHour
 from apps.accounting.pricing import price_usage_rows_detail
 from apps.accounting.usage import UsageFilter, UsageRow, billing_zone, group_cells, usage_cells
@@ -29,17 +30,18 @@ def namespace_series(cells) -> dict[str, list[tuple[date, float, float]]]:
     for c in cells:
         if c.allocated:
             v = per[c.namespace][c.day]
-            v[0] += c.gpu_seconds / 3600.0
-            v[1] += c.used_gpu_seconds / 3600.0
-    return {ns: [(d, a, u) for d, (a, u) in sorted(days.items())] for ns, days in sorted(per.items())}
+            v[0] += c.gpu_seconds
+            v[1] += c.used_gpu_seconds
+    return {ns: [(d, gpu_hours(a), gpu_hours(u)) for d, (a, u) in sorted(days.items())]
+            for ns, days in sorted(per.items())}
 
 
 def mig_hours(cells) -> dict[str, float]:
-    out: dict[str, float] = defaultdict(float)
+    seconds: dict[str, float] = defaultdict(float)
     for c in cells:
         if c.allocated and c.mig_profile:
-            out[c.mig_profile] += c.mig_seconds / 3600.0
-    return dict(sorted(out.items()))
+            seconds[c.mig_profile] += c.mig_seconds
+    return {profile: gpu_hours(s) for profile, s in sorted(seconds.items())}
 
 
 @dataclass
@@ -76,7 +78,7 @@ def month_costs(sel: Selection, team: str, now: datetime | None = None) -> list[
         rows = group_cells([c for c in cells if (c.day >= this_start.date()) == this_month], "team")
         parts.append((label, start, end, rows[0] if rows else UsageRow(key=team)))
     prices = price_usage_rows_detail([row for *_, row in parts])
-    return [MonthCost(label, start, end, row.allocated_gpu_seconds / 3600.0, cost, currency, True, unpriced)
+    return [MonthCost(label, start, end, gpu_hours(row.allocated_gpu_seconds), cost, currency, True, unpriced)
             for (label, start, end, row), (cost, currency, unpriced) in zip(parts, prices)]
 
 

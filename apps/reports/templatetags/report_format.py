@@ -1,6 +1,8 @@
 """Number formatting shared by the report templates."""
 from django import template
 
+from apps.accounting.figures import gpu_hours, percent_text
+
 register = template.Library()
 
 
@@ -9,7 +11,7 @@ def gpuh(seconds, digits=2):
     """Seconds as GPU-hours, e.g. 5400.0 -> '1.50'."""
     if seconds is None:
         return "–"
-    return f"{seconds / 3600.0:,.{int(digits)}f}"
+    return f"{gpu_hours(seconds):,.{int(digits)}f}"
 
 
 @register.filter
@@ -22,9 +24,7 @@ def num(value, digits=2):
 @register.filter
 def pct(ratio, digits=1):
     """A ratio as a percentage, e.g. 0.4 -> '40.0 %'; None (no allocation) -> '–'."""
-    if ratio is None:
-        return "–"
-    return f"{ratio * 100:.{int(digits)}f} %"
+    return percent_text(ratio, digits)
 
 
 @register.filter

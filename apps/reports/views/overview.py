@@ -1,7 +1,7 @@
 from apps.accounting.usage import group_cells, usage_cells
 
 from .. import figures
-from ..data.overview import daily_totals, fleet_by_model, ingest_freshness, top_idle_teams
+from ..data.overview import daily_totals, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
 from .common import page, report_view
 
 
@@ -12,13 +12,7 @@ def overview(request, sel):
     idle_teams = top_idle_teams(cells)
     models = fleet_by_model(cells)
     freshness = ingest_freshness()
-    totals = {
-        "allocated": sum(d.allocated_gpu_hours for d in days),
-        "used": sum(d.used_gpu_hours for d in days),
-        "idle": sum(d.idle_gpu_hours for d in days),
-        "capacity": sum(d.capacity_gpu_hours for d in days),
-    }
-    totals["efficiency"] = totals["used"] / totals["allocated"] if totals["allocated"] > 0 else None
+    totals = window_totals(days)
     return page(request, sel, "reports/overview.html", "overview", {
         "days": days, "teams": group_cells(cells, "team"), "totals": totals, "idle_teams": idle_teams, "models": models,
         "freshness": freshness, "stale": [f for f in freshness if f.stale],

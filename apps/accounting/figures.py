@@ -1,0 +1,133 @@
+"""Every usage figure a person sees, defined once (docs/figures.md).
+
+Pages, API answers, CSV and XLSX exports, alerts and quota advice all turn seconds into what
+they show by calling these functions, so no two of them can disagree (STYLE §11). A line's
+cost is the other figure with one home: `calc.billed_cost`.
+
+Plain Python, no Django; pinned by hand-computed cases in tests/test_figures.py.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, NamedTuple
+
+SECONDS_PER_HOUR = 3600.0
+HOUR_SECONDS = 3600          # one hourly rollup row, in epoch seconds
+SHOWN_DIGITS = 6             # API answers and exports: hours and ratios to 6 decimal places
+
+
+# ---------------------------------------------------------------- hours
+
+def gpu_hours(seconds) -> float:
+    """GPU-seconds as GPU-hours (or MIG instance-seconds as instance-hours), unrounded:
+    5400 → 1.5. Charts and sums use this; what is shown as a number goes through
+    `shown_hours`."""
+    return float(seconds) / SECONDS_PER_HOUR
+
+
+def shown_hours(seconds) -> float:
+    """GPU-hours as API answers and exports give them: rounded to 6 decimal places
+    (1 s = 0.000278 h). Pages format the same value to 2 places."""
+    return round(gpu_hours(seconds), SHOWN_DIGITS)
+
+
+# ---------------------------------------------------------------- ratios
+
+def share(part, whole) -> float | None:
+    """part ÷ whole, or None when the whole is 0 or less: with nothing to divide there is
+    no ratio, which is not the same as a ratio of 0. Floats or Decimals (not mixed)."""
+    if whole <= 0:
+        return None
+    return float(part / whole)
+
+
+def efficiency(used_gpu_seconds, allocated_gpu_seconds) -> float | None:
+    """Used GPU-seconds ÷ allocated GPU-seconds over the same rows: 0.0–1.0. None (shown
+    "–" on pages, null in the API and empty in CSV) when nothing was allocated, and for
+    adjustment lines whose allocated seconds are negative."""
+    return share(used_gpu_seconds, allocated_gpu_seconds)
+
+
+def shown_ratio(ratio: float | None) -> float | None:
+    """A ratio as API answers and exports give it: 6 decimal places; None stays None."""
+    return None if ratio is None else round(ratio, SHOWN_DIGITS)
+
+
+def shown_efficiency(used_gpu_seconds, allocated_gpu_seconds) -> float | None:
+    return shown_ratio(efficiency(used_gpu_seconds, allocated_gpu_seconds))
+
+
+def percent_text(ratio: float | None, digits: int = 1) -> str:
+    """A ratio as pages show it: 0.4 → "40.0 %", None → "–"."""
+    if ratio is None:
+        return "–"
+    return f"{ratio * 100:.{int(digits)}f} %"
+
+
+# ---------------------------------------------------------------- idle stretches
+
+class IdleHour(NamedTuple):
+    """What ingest keeps of one device-pod-hour's idle samples (UsageHour's idle_* columns).
+    A plain (hour_start, prefix, suffix, max_run, whole_hour) tuple reads the same."""
+    hour_start: int          # epoch seconds
+    prefix_seconds: float    # the idle run that touches the hour's start
+    suffix_seconds: float    # the idle run that touches the hour's end
+    max_run_seconds: float   # the longest idle run inside the hour
+    whole_hour: bool         # one idle run from the hour's start to its end
+
+
+@dataclass(frozen=True)
+class IdleStretch:
+    start: int               # epoch seconds (a run strictly inside an hour: the hour's start)
+    idle_seconds: float
+    open: bool               # still idle at the end of the last hour given
+
+
+def continues(previous_hour_start: int | None, hour_start: int) -> bool:
+    """The join rule: a run reaching the end of an hour goes on into the next hour's prefix
+    only when that hour follows directly. A missing hour (no samples, or nothing allocated)
+    is a gap, and a gap ends the stretch."""
+    return previous_hour_start is not None and hour_start - previous_hour_start == HOUR_SECONDS
+
+
+def idle_stretches(hours: Iterable[IdleHour | tuple], min_seconds: float = 0.0) -> list[IdleStretch]:
+    """Every idle stretch of one device-pod, in time order, from its hours sorted by start;
+    only those lasting at least `min_seconds`.
+
+    Runs are joined across hours by `continues`. A run strictly inside an hour (longer than
+    that hour's prefix and suffix) is its own stretch, placed at the hour's start: ingest
+    keeps its length, not its position.
+    """
+    out: list[IdleStretch] = []
+    carry_start: int | None = None
+    carry_seconds = 0.0
+    previous: int | None = None
+    for hour_start, prefix, suffix, max_run, whole in hours:
+        if carry_start is not None and not continues(previous, hour_start):
+            out.append(IdleStretch(carry_start, carry_seconds, False))
+            carry_start, carry_seconds = None, 0.0
+        previous = hour_start
+        if carry_start is not None:
+            if whole:
+                carry_seconds += prefix
+                continue
+            out.append(IdleStretch(carry_start, carry_seconds + prefix, False))
+            carry_start, carry_seconds = None, 0.0
+        elif whole:
+            carry_start, carry_seconds = hour_start, prefix
+            continue
+        elif prefix > 0:
+            out.append(IdleStretch(hour_start, prefix, False))
+        if max_run > max(prefix, suffix):
+            out.append(IdleStretch(hour_start, max_run, False))
+        if suffix > 0:
+            carry_start = hour_start + HOUR_SECONDS - int(round(suffix))
+            carry_seconds = suffix
+    if carry_start is not None:
+        out.append(IdleStretch(carry_start, carry_seconds, True))
+    return [s for s in out if s.idle_seconds >= min_seconds]
+
+
+def longest_idle_seconds(hours: Iterable[IdleHour | tuple]) -> float:
+    """The longest idle stretch of one device-pod (0.0 when it never idled)."""
+    return max((s.idle_seconds for s in idle_stretches(hours)), default=0.0)
