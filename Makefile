@@ -31,6 +31,7 @@ system-packages:
 setup: $(VENV)/.installed system-packages
 
 demo: setup
+	mkdir -p var
 	DATABASE_URL=$${DATABASE_URL:-sqlite:///$(CURDIR)/var/demo.sqlite3} REDIS_URL= PORT=$(PORT) $(PY) manage.py demo
 
 test: setup
