@@ -28,7 +28,10 @@ import time
 from html.parser import HTMLParser
 from pathlib import Path
 
-import requests
+try:
+    import requests
+except ImportError:  # before `make setup`, the system Python may lack it
+    sys.exit("demo smoke FAILED: needs the `requests` package (pip install requests, or run with .venv/bin/python)")
 
 URL_LINE = re.compile(r"gpuportal demo: (http://\S+/)")
 LOGIN_LINE = re.compile(r"user '([^']+)'\s+password '([^']+)'")
@@ -267,6 +270,9 @@ def main() -> int:
     parser.add_argument("--log-tail", type=int, default=0, metavar="N",
                         help="on failure, print the demo's last N lines of output first")
     args = parser.parse_args()
+    # The demo's processes get SIGINT's default action even when ours came ignored (a background
+    # job of a script), so stopping it lets `manage.py demo` shut its Prometheus down.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     checkout = args.checkout.resolve()
     if not (checkout / "Makefile").exists():
         print(f"demo smoke FAILED: {checkout} has no Makefile", file=sys.stderr)
