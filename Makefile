@@ -6,7 +6,7 @@ PIP    := $(VENV)/bin/pip
 PORT   ?= 8000
 export DATABASE_URL_TEST ?= postgres://postgres@127.0.0.1:5432/gpuportal
 
-.PHONY: setup system-packages demo test lint bench load clean
+.PHONY: setup system-packages demo smoke test lint bench load clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -31,7 +31,14 @@ system-packages:
 setup: $(VENV)/.installed system-packages
 
 demo: setup
+	mkdir -p var
 	DATABASE_URL=$${DATABASE_URL:-sqlite:///$(CURDIR)/var/demo.sqlite3} REDIS_URL= PORT=$(PORT) $(PY) manage.py demo
+
+# The README's newcomer path end to end (CI runs it on its clean checkout, before `make test`):
+# `make demo` on a free port, every demo login signed in, pages and API checked for the demo's
+# data, then stopped. Plain python3 + requests, so it needs no .venv: the demo makes that.
+smoke:
+	$(PYTHON) scripts/demo_smoke.py $(CURDIR) --log-tail 40
 
 test: setup
 	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m pytest -q

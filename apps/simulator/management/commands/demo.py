@@ -1,6 +1,8 @@
 import os
 import sys
+from pathlib import Path
 
+from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
@@ -18,6 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-serve", action="store_true", help="load the data and stop")
 
     def handle(self, *args, **opts):
+        make_sqlite_dir(settings.DATABASES["default"])
         call_command("migrate", interactive=False, verbosity=0)
         from apps.clusters.models import Cluster
 
@@ -52,3 +55,10 @@ class Command(BaseCommand):
         except ImportError:
             return
         load_extras(self.stdout.write)
+
+
+def make_sqlite_dir(db: dict) -> None:
+    """SQLite makes the database file but not its directory (var/ is not in a fresh clone)."""
+    name = str(db.get("NAME") or "")
+    if "sqlite" in db["ENGINE"] and name and name != ":memory:" and not name.startswith("file:"):
+        Path(name).parent.mkdir(parents=True, exist_ok=True)
