@@ -1,4 +1,4 @@
-"""Settings, read from the environment once (SPEC §3).
+"""Settings, read from the environment once (README "Configuration").
 
 Every variable has a safe development default; a malformed value stops start-up with
 ImproperlyConfigured instead of surfacing later as a confusing runtime error.
@@ -51,7 +51,7 @@ try:
 except (ZoneInfoNotFoundError, ValueError):
     raise ImproperlyConfigured(f"BILLING_TIMEZONE={BILLING_TIMEZONE!r} is not an IANA time zone")
 
-# Accounting knobs (SPEC §2). Cluster records may override the idle threshold.
+# Accounting knobs (docs/accounting.md). Cluster records may override the idle threshold.
 IDLE_THRESHOLD = _env_float("IDLE_THRESHOLD", 0.05, 0.0, 1.0)
 INGEST_CHUNK_HOURS = _env_int("INGEST_CHUNK_HOURS", 2)
 # Scale knobs (README "Performance"): queries of a chunk in flight at once, and whether the
@@ -68,7 +68,7 @@ INGEST_SETTLE_HOURS = _env_int("INGEST_SETTLE_HOURS", 3, low=0)
 INGEST_RETRY_BACKOFF_SECONDS = _env_int("INGEST_RETRY_BACKOFF_SECONDS", 30)
 PROMETHEUS_TIMEOUT_SECONDS = _env_float("PROMETHEUS_TIMEOUT_SECONDS", 60.0, 0.1)
 STALE_INGEST_HOURS = _env_float("STALE_INGEST_HOURS", 3.0, 0.0)
-# Idle-GPU report (SPEC §2): a pod averaging under IDLE_LIST_UTILIZATION (used ÷ allocated)
+# Idle-GPU report (docs/figures.md): a pod averaging under IDLE_LIST_UTILIZATION (used ÷ allocated)
 # with an idle stretch of at least IDLE_LIST_MIN_MINUTES is listed.
 IDLE_LIST_UTILIZATION = _env_float("IDLE_LIST_UTILIZATION", 0.10, 0.0, 1.0)
 IDLE_LIST_MIN_MINUTES = _env_float("IDLE_LIST_MIN_MINUTES", 30.0, 0.0)
@@ -245,7 +245,7 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "gpuportal API",
-    "DESCRIPTION": "GPU usage, chargeback, idle-GPU and quota advice (see SPEC.md).",
+    "DESCRIPTION": "GPU usage, chargeback, idle-GPU and quota advice (see docs/accounting.md and docs/figures.md).",
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
     # Like every other /api/v1/ endpoint: signed-in users and tokens only.

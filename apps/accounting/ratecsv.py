@@ -1,4 +1,4 @@
-"""Parse a rate-card CSV (SPEC §3 `import_rates`): all or nothing, errors name their line.
+"""Parse a rate-card CSV: all or nothing, errors name their line.
 
 Columns: `gpu_model,mig_profile,hourly_rate,currency,effective_from`, optionally a sixth
 `price_class` (default on_demand). Line 1 is the header; data starts on line 2.

@@ -1,4 +1,4 @@
-"""GET /api/v1/quota-recommendations/ (SPEC §3): one row per namespace, plus ClusterQueue rows."""
+"""GET /api/v1/quota-recommendations/: one row per namespace, plus ClusterQueue rows."""
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers

@@ -1,4 +1,4 @@
-"""Quota advice, in plain Python (SPEC §2 quota recommendation). No Django here.
+"""Quota advice, in plain Python. No Django here.
 
 Steps, each small and tested with hand-computed numbers (the Kubernetes VPA recommender's
 percentile → margin → confidence chain):

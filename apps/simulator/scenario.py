@@ -16,7 +16,7 @@ PATTERNS = ("busy", "idle", "bursty", "mixed")
 SPELLINGS = ("plain", "exported", "old")
 HOSTNAME_LABELS = ("Hostname", "hostname")
 
-# Compute slices of the largest MIG profile per model (SPEC §2: N/7 or N/4).
+# Compute slices of the largest MIG profile per model (docs/accounting.md: N/7 or N/4).
 _A30_PROFILE_SUFFIXES = ("6gb", "12gb", "24gb")
 
 

@@ -70,7 +70,7 @@ class DeviceHealthHour(models.Model):
 
 
 class QueuedDemandHour(models.Model):
-    """Requests of Pending pods: demand that held no device (SPEC §2 queued demand)."""
+    """Requests of Pending pods: demand that held no device (docs/accounting.md, queued GPU-second)."""
 
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
     namespace = models.CharField(max_length=253)

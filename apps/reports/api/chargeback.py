@@ -1,4 +1,4 @@
-"""GET /api/v1/chargeback/ (SPEC §3), its CSV and XLSX, and closing / reopening periods."""
+"""GET /api/v1/chargeback/, its CSV and XLSX, and closing / reopening periods."""
 from datetime import timedelta
 
 from django.utils import timezone

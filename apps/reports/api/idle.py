@@ -1,4 +1,4 @@
-"""GET /api/v1/idle/: allocated-but-idle pods ranked by idle GPU-hours (SPEC §3)."""
+"""GET /api/v1/idle/: allocated-but-idle pods ranked by idle GPU-hours."""
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers

@@ -1,4 +1,4 @@
-"""manage.py import_rates FILE.csv — all rows or none (SPEC §3)."""
+"""manage.py import_rates FILE.csv — all rows or none."""
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
