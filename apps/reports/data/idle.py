@@ -110,7 +110,7 @@ def idle_pods(sel: Selection, opts: IdleOptions) -> list[IdlePod]:
     for t in totals:
         if t["used_s"] >= opts.max_utilization * t["gpu_s"]:
             continue
-        team = resolver.team(t["cluster_id"], t["namespace"], t["last"].astimezone(zone).date())
+        team = resolver.team(t["cluster_id"], t["namespace"], t["last"].astimezone(zone).date(), t["last"])
         if sel.teams is not None and team not in sel.teams:
             continue
         pods[(t["cluster_id"], t["namespace"], t["pod"])] = IdlePod(
