@@ -234,8 +234,9 @@ def delta_cells(live, baseline) -> list[UsageCell]:
     """Live usage minus what statements already carry, cell by cell (late or re-ingested data).
 
     A cell keeps the team the frozen statement gave it, so a later team move is no correction.
-    A day a re-label split has a cell per team under one key: a live cell is measured against
-    the frozen cell of its own team when the key has one, else the key's first frozen team.
+    A day a re-label split has a cell per team under one key: while the live cells of a key
+    carry the same teams as the frozen ones, each team is measured against its own; when the
+    teams differ, the key's difference goes to its first frozen team, as for an unsplit day.
     """
     base: dict[CellKey, dict[str, list]] = {}
     for b in baseline:
@@ -247,28 +248,34 @@ def delta_cells(live, baseline) -> list[UsageCell]:
             prev[1] += b.gpu_seconds
             prev[2] += b.used_gpu_seconds
             prev[3] += b.mig_seconds
-    sums: dict[tuple, list] = {}
+    by_key: dict[CellKey, dict[str, list]] = {}
     for c in live:
-        k = cell_key(c)
-        teams = base.get(k)
-        team = c.team if not teams or c.team in teams else next(iter(teams))
-        entry = sums.get((k, team))
-        if entry is None:
-            sums[(k, team)] = [c, c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds]
+        teams = by_key.setdefault(cell_key(c), {})
+        prev = teams.get(c.team)
+        if prev is None:
+            teams[c.team] = [c, c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds]
         else:
-            entry[1] += c.gpu_seconds
-            entry[2] += c.used_gpu_seconds
-            entry[3] += c.mig_seconds
+            prev[1] += c.gpu_seconds
+            prev[2] += c.used_gpu_seconds
+            prev[3] += c.mig_seconds
     out = []
-    for (k, team), (c, g, u, m) in sums.items():
-        _, bg, bu, bm = base.get(k, {}).get(team, (None, 0.0, 0.0, 0.0))
-        d = replace(c, team=team, gpu_seconds=g - bg, used_gpu_seconds=u - bu, mig_seconds=m - bm)
-        if _nonzero(d):
-            out.append(d)
+    for k, teams in by_key.items():
+        frozen = base.get(k, {})
+        if frozen and set(teams) != set(frozen):
+            first = next(iter(frozen))
+            cells = list(teams.values())
+            sums = [fsum(e[i] for e in cells) for i in (1, 2, 3)]
+            teams = {first: [cells[0][0], *sums]}
+            frozen = {first: [None, *(fsum(e[i] for e in frozen.values()) for i in (1, 2, 3))]}
+        for team, (c, g, u, m) in teams.items():
+            _, bg, bu, bm = frozen.get(team, (None, 0.0, 0.0, 0.0))
+            d = replace(c, team=team, gpu_seconds=g - bg, used_gpu_seconds=u - bu, mig_seconds=m - bm)
+            if _nonzero(d):
+                out.append(d)
     for k, teams in base.items():
+        if k in by_key:
+            continue
         for team, (cluster, g, u, m) in teams.items():
-            if (k, team) in sums:
-                continue
             d = UsageCell(cluster_id=k[0], cluster=cluster, namespace=k[1], team=team, gpu_model=k[2],
                           mig_profile=k[3], price_class=k[4], day=k[5], gpu_seconds=-g, used_gpu_seconds=-u,
                           mig_seconds=-m)
