@@ -18,11 +18,12 @@ from rest_framework.test import APIClient
 
 from apps.accounting.actions import do_assign_namespace, do_close_period
 from apps.accounting.statements import statement, statement_payload
+from apps.accounting.usage import UsageFilter, usage_cells
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.simulator.builders import H100
 from apps.simulator.scenario import Scenario, SimDevice, SimPod
-from apps.teams.models import Namespace, Team
+from apps.teams.models import Namespace, NamespaceLabel, Team
 from tests.chargeback.factories import make_rate
 
 from .prom import served
@@ -114,6 +115,15 @@ def test_a_month_splits_at_the_relabel_hour(cluster, finance):
     assert usage_by_team(utc(2026, 3, 15, 6), utc(2026, 3, 15, 12), finance) == {
         "beta": 6.0, "gamma": 4.0, "delta": 2.0}
     assert usage_by_team(utc(2026, 3, 14), utc(2026, 3, 15), finance) == {"alpha": 24.0, "gamma": 24.0}
+    # the per-day cells the pages and the close read agree, day by day
+    per_day = {}
+    for c in usage_cells(UsageFilter(start=START, end=utc(2026, 4, 1))):
+        if c.namespace:
+            per_day[c.team] = per_day.get(c.team, 0.0) + c.gpu_seconds / 3600
+    assert per_day == {team: pytest.approx(h, abs=1e-6) for team, h in MARCH_USAGE.items()}
+    on_15th = {(c.namespace, c.team): c.gpu_seconds / 3600
+               for c in usage_cells(UsageFilter(start=START, end=utc(2026, 4, 1))) if c.day == date(2026, 3, 15)}
+    assert on_15th == {("ml", "beta"): 24.0, ("cv", "gamma"): 10.0, ("cv", "delta"): 14.0}
 
 
 def test_an_admin_mapping_for_part_of_the_month_wins_over_labels(cluster, finance):
@@ -152,6 +162,11 @@ def test_out_of_order_and_repeated_ingests_keep_the_history(cluster, finance):
     assert lines == APRIL_STATEMENT
     ml = Namespace.objects.get(cluster=cluster, name="ml")
     assert ml.label_team == "theta"                     # the latest value, for the admin list
+    # one row per change, whatever the order and number of ingests
+    assert list(NamespaceLabel.objects.filter(namespace__cluster=cluster).order_by("namespace__name", "valid_from")
+                .values_list("namespace__name", "valid_from", "team_label")) == [
+        ("cv", utc(2026, 3, 1), "gamma"), ("cv", utc(2026, 3, 15, 10), "delta"),
+        ("ml", utc(2026, 3, 1), "alpha"), ("ml", utc(2026, 3, 15), "beta"), ("ml", utc(2026, 4, 10), "theta")]
 
 
 def test_the_team_page_lists_the_move(cluster, finance, client):
