@@ -206,12 +206,15 @@ def test_quota_hours():
     assert (q.hard, q.used_max, q.seconds_at_hard) == (8.0, 8.0, 30.0)
 
 
-def test_namespace_team_labels_latest_wins():
-    s = [Series({"namespace": "ml", "label_team": "research"}, [(T0, 1.0)]),
-         Series({"namespace": "ml", "label_team": "platform"}, [(T0 + 60, 1.0)]),
+def test_namespace_team_labels_per_hour_keep_every_change():
+    """A re-label is a new series; each hour carries the label of its last sample."""
+    s = [Series({"namespace": "ml", "label_team": "research"}, [(T0, 1.0), (T0 + H + 600, 1.0)]),
+         Series({"namespace": "ml", "label_team": "platform"}, [(T0 + H + 1200, 1.0), (T0 + 2 * H, 1.0)]),
          Series({"namespace": "solo"}, [(T0, 1.0)])]
     teams = rollup.namespace_teams(s, "team")
-    assert teams["ml"][0] == "platform" and teams["solo"][0] == ""
+    assert teams["ml"].hours == {T0: "research", T0 + H: "platform", T0 + 2 * H: "platform"}
+    assert teams["ml"].last_seen == T0 + 2 * H
+    assert teams["solo"].hours == {T0: ""}
     assert rollup.sanitize_label_key("example.com/team") == "label_example_com_team"
 
 

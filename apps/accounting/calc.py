@@ -234,29 +234,48 @@ def delta_cells(live, baseline) -> list[UsageCell]:
     """Live usage minus what statements already carry, cell by cell (late or re-ingested data).
 
     A cell keeps the team the frozen statement gave it, so a later team move is no correction.
+    A day a re-label split has a cell per team under one key: while the live cells of a key
+    carry the same teams as the frozen ones, each team is measured against its own; when the
+    teams differ, the key's difference goes to its first frozen team, as for an unsplit day.
     """
-    base = {}
+    base: dict[CellKey, dict[str, list]] = {}
     for b in baseline:
-        k = cell_key(b)
-        prev = base.get(k)
+        teams = base.setdefault(cell_key(b), {})
+        prev = teams.get(b.team)
         if prev is None:
-            base[k] = [b.team, b.cluster, b.gpu_seconds, b.used_gpu_seconds, b.mig_seconds]
+            teams[b.team] = [b.cluster, b.gpu_seconds, b.used_gpu_seconds, b.mig_seconds]
         else:
-            prev[2] += b.gpu_seconds
-            prev[3] += b.used_gpu_seconds
-            prev[4] += b.mig_seconds
-    out = []
-    seen = set()
+            prev[1] += b.gpu_seconds
+            prev[2] += b.used_gpu_seconds
+            prev[3] += b.mig_seconds
+    by_key: dict[CellKey, dict[str, list]] = {}
     for c in live:
-        k = cell_key(c)
-        seen.add(k)
-        team, _, g, u, m = base.get(k, (c.team, c.cluster, 0.0, 0.0, 0.0))
-        d = replace(c, team=team, gpu_seconds=c.gpu_seconds - g, used_gpu_seconds=c.used_gpu_seconds - u,
-                    mig_seconds=c.mig_seconds - m)
-        if _nonzero(d):
-            out.append(d)
-    for k, (team, cluster, g, u, m) in base.items():
-        if k not in seen:
+        teams = by_key.setdefault(cell_key(c), {})
+        prev = teams.get(c.team)
+        if prev is None:
+            teams[c.team] = [c, c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds]
+        else:
+            prev[1] += c.gpu_seconds
+            prev[2] += c.used_gpu_seconds
+            prev[3] += c.mig_seconds
+    out = []
+    for k, teams in by_key.items():
+        frozen = base.get(k, {})
+        if frozen and set(teams) != set(frozen):
+            first = next(iter(frozen))
+            cells = list(teams.values())
+            sums = [fsum(e[i] for e in cells) for i in (1, 2, 3)]
+            teams = {first: [cells[0][0], *sums]}
+            frozen = {first: [None, *(fsum(e[i] for e in frozen.values()) for i in (1, 2, 3))]}
+        for team, (c, g, u, m) in teams.items():
+            _, bg, bu, bm = frozen.get(team, (None, 0.0, 0.0, 0.0))
+            d = replace(c, team=team, gpu_seconds=g - bg, used_gpu_seconds=u - bu, mig_seconds=m - bm)
+            if _nonzero(d):
+                out.append(d)
+    for k, teams in base.items():
+        if k in by_key:
+            continue
+        for team, (cluster, g, u, m) in teams.items():
             d = UsageCell(cluster_id=k[0], cluster=cluster, namespace=k[1], team=team, gpu_model=k[2],
                           mig_profile=k[3], price_class=k[4], day=k[5], gpu_seconds=-g, used_gpu_seconds=-u,
                           mig_seconds=-m)

@@ -2,13 +2,15 @@
 
 One query serves the API, the pages and the CSV (STYLE §5). The window's whole billing days
 that are rolled up are read from UsageDay (a month of 10,000 GPUs is then hundreds of
-thousands of rows, not tens of millions); the partial days at its ends and any day not rolled
-up come from UsageHour (a "last 7 days" window reads two partial days of hours, not seven).
+thousands of rows, not tens of millions); the partial days at its ends, any day not rolled
+up, and any day in which a namespace's team label changes come from UsageHour (a "last 7
+days" window reads two partial days of hours, not seven).
 It aggregates at the grain of
-(cluster, namespace, GPU model, MIG profile, price class, billing-zone day) in SQL, the node's
-price class (node pools) computed in SQL from the pools' globs, then groups in Python:
-that grain is what dated team mappings and team-lead scoping need, and it is small (days ×
-namespaces × models), whatever the number of devices or pods.
+(cluster, namespace, GPU model, MIG profile, price class, billing-zone day) in SQL — hourly
+rows also by the label change they follow, so a re-label at 10:00 splits its day there —
+the node's price class (node pools) computed in SQL from the pools' globs, then groups in
+Python: that grain is what dated team mappings, label history and team-lead scoping need,
+and it is small (days × namespaces × models), whatever the number of devices or pods.
 """
 from __future__ import annotations
 
@@ -18,7 +20,7 @@ from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
-from django.db.models import Case, CharField, DateField, Q, Sum, Value, When
+from django.db.models import Case, CharField, DateField, DateTimeField, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
 
 from apps.clusters.models import Cluster
@@ -45,7 +47,8 @@ class UsageFilter:
 
 @dataclass(slots=True)
 class Cell:
-    """Seconds for one (cluster, namespace, model, profile, price class, day)."""
+    """Seconds for one (cluster, namespace, model, profile, price class, day, team): a day
+    split by a re-label has a cell per team."""
     cluster_id: int
     cluster: str
     namespace: str
@@ -80,14 +83,17 @@ def usage_cells(f: UsageFilter, *, per_day: bool = True) -> list[Cell]:
     clusters = Cluster.objects.filter(name=f.cluster) if f.cluster else Cluster.objects.all()
     cluster_names = dict(clusters.values_list("id", "name"))
     cluster_ids = set(cluster_names)
-    spans = None if per_day else _span_starts(f)
+    resolver = TeamResolver(cluster_ids)
+    relabels = resolver.label_changes(f.start, f.end)
+    spans = None if per_day else _span_starts(f, relabels)
     rows = []
-    for ids, day_ranges, hour_ranges in _read_plan(f, cluster_ids):
+    for ids, day_ranges, hour_ranges in _read_plan(f, cluster_ids, relabels):
         if day_ranges:
             rows.append(_day_rows(f, ids, day_ranges, spans))
         if hour_ranges:
-            rows.append(_hour_rows(f, ids, hour_ranges, spans))
-    return _cells(f, cluster_names, (r for qs in rows for r in qs))
+            cuts = sorted({t for cid in ids for t in relabels.get(cid, ())})
+            rows.append(_hour_rows(f, ids, hour_ranges, spans, cuts))
+    return _cells(f, cluster_names, (r for qs in rows for r in qs), resolver)
 
 
 def _runs(days: list[date]) -> list[tuple[date, date]]:
@@ -101,12 +107,14 @@ def _runs(days: list[date]) -> list[tuple[date, date]]:
     return [(a, b) for a, b in runs]
 
 
-def _read_plan(f: UsageFilter, cluster_ids: set[int]):
+def _read_plan(f: UsageFilter, cluster_ids: set[int], relabels: dict[int, list[datetime]] | None = None):
     """[(cluster ids, day ranges for UsageDay, instant ranges for UsageHour)] covering the window.
 
     The window's whole billing days that are rolled up in the current zone are read from
-    UsageDay; the hours before the first local midnight, after the last one, and of any day not
-    rolled up come from UsageHour. Clusters with the same rolled-up days share their queries.
+    UsageDay; the hours before the first local midnight, after the last one, of any day not
+    rolled up, and of any day a namespace of the cluster is re-labelled after its first hour
+    (`relabels`: TeamResolver.label_changes) come from UsageHour. Clusters with the same
+    rolled-up days share their queries.
     """
     zone = billing_zone()
     start, end = f.start.astimezone(zone), f.end.astimezone(zone)
@@ -121,6 +129,10 @@ def _read_plan(f: UsageFilter, cluster_ids: set[int]):
                                                   cluster_id__in=cluster_ids)
                      .order_by("day").values_list("cluster_id", "day")):
         built[cid].append(day)
+    for cid, instants in (relabels or {}).items():
+        split = {t.astimezone(zone).date() for t in instants if t != day_start(t.astimezone(zone).date(), zone)}
+        if cid in built and split:
+            built[cid] = [d for d in built[cid] if d not in split]
     by_days: dict[tuple, set[int]] = {}
     for cid, days in built.items():
         by_days.setdefault(tuple(days), set()).add(cid)
@@ -134,8 +146,10 @@ def _read_plan(f: UsageFilter, cluster_ids: set[int]):
     return plan
 
 
-def _span_starts(f: UsageFilter) -> list[date]:
-    """First days of the spans of the window inside which no dated mapping or rate changes."""
+def _span_starts(f: UsageFilter, relabels: dict[int, list[datetime]] | None = None) -> list[date]:
+    """First days of the spans of the window inside which no dated mapping or rate changes,
+    and no label changes but maybe on a span's first day (its hours are told apart by the
+    change they follow, `_since_of`)."""
     from apps.teams.models import NamespaceAssignment
 
     from .models import Rate
@@ -147,7 +161,12 @@ def _span_starts(f: UsageFilter) -> list[date]:
                   .values_list("effective_from", flat=True))
     changes |= set(Rate.objects.filter(effective_from__gt=first, effective_from__lte=last)
                    .values_list("effective_from", flat=True))
-    return [first] + sorted(changes)
+    for t in {t for instants in (relabels or {}).values() for t in instants}:
+        day = t.astimezone(zone).date()
+        changes.add(day)
+        if t != day_start(day, zone):
+            changes.add(day + timedelta(days=1))    # the day after a mid-day change is whole again
+    return [first] + sorted(d for d in changes if first < d <= last)
 
 
 def _span_of(day_expr, spans: list[date]):
@@ -156,6 +175,14 @@ def _span_of(day_expr, spans: list[date]):
         return Value(spans[0], output_field=DateField())
     whens = [When(**{f"{day_expr}__lt": nxt}, then=Value(start)) for start, nxt in zip(spans, spans[1:])]
     return Case(*whens, default=Value(spans[-1]), output_field=DateField())
+
+
+def _since_of(field: str, cuts: list[datetime]):
+    """SQL: the latest label change at or before the row's hour (NULL before the first)."""
+    if not cuts:
+        return Value(None, output_field=DateTimeField())
+    whens = [When(**{f"{field}__gte": t}, then=Value(t)) for t in reversed(cuts)]
+    return Case(*whens, default=Value(None), output_field=DateTimeField())
 
 
 def _filtered(qs, f: UsageFilter):
@@ -219,30 +246,38 @@ def _day_rows(f: UsageFilter, cluster_ids: set[int], day_ranges, spans: list[dat
     return _grouped(_filtered(qs, f).annotate(price_class=price_class_expr(cluster_ids)), spans)
 
 
-def _hour_rows(f: UsageFilter, cluster_ids: set[int], hour_ranges, spans: list[date] | None = None):
+def _hour_rows(f: UsageFilter, cluster_ids: set[int], hour_ranges, spans: list[date] | None = None,
+               cuts: list[datetime] = ()):
     qs = UsageHour.objects.filter(_ranges("hour_start", hour_ranges), cluster_id__in=cluster_ids)
     qs = _filtered(qs, f).annotate(price_class=price_class_expr(cluster_ids),
                                    day=TruncDate("hour_start", tzinfo=billing_zone()))
-    return _grouped(qs, spans)
+    return _grouped(qs, spans, _since_of("hour_start", list(cuts)))
 
 
-def _grouped(qs, spans: list[date] | None):
-    """Sums per cell key: per billing day, or per span of days (`usage_cells(per_day=False)`)."""
+def _grouped(qs, spans: list[date] | None, since=None):
+    """Sums per cell key: per billing day, or per span of days (`usage_cells(per_day=False)`),
+    and per label change the hours follow (`since`; NULL for daily rows)."""
     when = "day"
     if spans is not None:
         qs, when = qs.annotate(span=_span_of("day", spans)), "span"
-    keys = ("cluster_id", "namespace", "gpu_model", "mig_profile", "price_class", when)
+    qs = qs.annotate(since=since if since is not None else Value(None, output_field=DateTimeField()))
+    keys = ("cluster_id", "namespace", "gpu_model", "mig_profile", "price_class", when, "since")
     return qs.values(*keys).annotate(**_SUMS).order_by().values_list(*keys, *_SUMS)
 
 
-def _cells(f: UsageFilter, cluster_names: dict[int, str], rows) -> list[Cell]:
-    resolver = TeamResolver()
+def _cells(f: UsageFilter, cluster_names: dict[int, str], rows, resolver: TeamResolver) -> list[Cell]:
+    zone = billing_zone()
+    starts: dict[date, datetime] = {}
     cells: dict[tuple, Cell] = {}
-    for cluster_id, ns, model, profile, price_class, day, gpu_s, used_s, idle_s, mig_s in rows:
-        team = resolver.team(cluster_id, ns, day) if ns else ""
+    for cluster_id, ns, model, profile, price_class, day, since, gpu_s, used_s, idle_s, mig_s in rows:
+        team = ""
+        if ns:
+            start = starts.get(day) or starts.setdefault(day, day_start(day, zone))
+            # The label of the row's first hour: its day's (or span's) start, or the change it follows.
+            team = resolver.team(cluster_id, ns, day, since if since is not None and since > start else start)
         if f.teams is not None and (not ns or team not in f.teams):
             continue
-        key = (cluster_id, ns, model, profile, price_class, day)
+        key = (cluster_id, ns, model, profile, price_class, day, team)
         cell = cells.get(key)
         if cell is None:
             cell = cells[key] = Cell(

@@ -125,6 +125,7 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
                         progress(i, len(chunks))
                 writer.finish()
                 rebuild_days(cluster.pk, days)
+                writer.record_labels()
     except (PrometheusError, IngestError) as exc:
         _finish(run, started, IngestRun.Status.FAILED, error=str(exc))
         if isinstance(exc, IngestBusy):

@@ -8,6 +8,7 @@ from django.db import connection
 
 from apps.accounting.models import DeviceHealthHour, QueuedDemandHour, QuotaHour, UsageHour
 from apps.clusters.models import Cluster, ClusterQueueQuota, Device
+from apps.teams.labels import LabelsSeen, record_labels_seen
 from apps.teams.models import Namespace
 
 from . import rollup
@@ -65,6 +66,7 @@ class _Writer:
         self.warnings: list[str] = []
         self.spans_changed: set[tuple] = set()
         self.duplicates = 0
+        self.labels_seen: dict[str, rollup.NamespaceLabelRecord] = {}   # the run's, merged at its end
 
     def _interval(self, data: ChunkData) -> float:
         """The chunk's typical scrape interval: shown to admins, and the duration of a sample
@@ -145,7 +147,8 @@ class _Writer:
 
         self._upsert_devices(result.devices)
         namespaces = {u.namespace for u in result.usage if u.namespace} | {q.namespace for q in queued} | set(teams)
-        self._upsert_namespaces(namespaces, teams)
+        self._upsert_namespaces(namespaces)
+        self._keep_labels(teams)
 
         hours = [from_unix(h) for h in window.hours()]
         cluster = self.cluster
@@ -245,26 +248,32 @@ class _Writer:
                     f"UPDATE {table} AS d SET first_seen = LEAST(d.first_seen, v.f), last_seen = GREATEST(d.last_seen, v.l) "
                     f"FROM (VALUES {values}) AS v(id, f, l) WHERE d.id = v.id", params)
 
-    def _upsert_namespaces(self, names: set[str], teams: dict) -> None:
-        new, changed = [], []
-        for name in names:
-            ns = self.namespaces.get(name)
-            label, seen = teams.get(name, (None, None))
-            if ns is None:
-                ns = Namespace(cluster=self.cluster, name=name, label_team=label or "",
-                               label_seen_at=from_unix(seen) if seen else None)
-                new.append(ns)
-                self.namespaces[name] = ns
-            elif label is not None and (ns.label_seen_at is None or from_unix(seen) >= ns.label_seen_at):
-                ns.label_team, ns.label_seen_at = label, from_unix(seen)
-                changed.append(ns)
+    def _upsert_namespaces(self, names: set[str]) -> None:
+        """New namespaces now; their labels are history, written once by record_labels()."""
+        new = [Namespace(cluster=self.cluster, name=name) for name in names if name not in self.namespaces]
         if new:
             Namespace.objects.bulk_create(sorted(new, key=lambda n: n.name), ignore_conflicts=True)
             stored = {n.name: n for n in Namespace.objects.filter(cluster=self.cluster, name__in={n.name for n in new})}
             for n in new:
                 self.namespaces[n.name] = stored[n.name]
-        if changed:
-            Namespace.objects.bulk_update(changed, ["label_team", "label_seen_at"])
+
+    def _keep_labels(self, teams: dict[str, rollup.NamespaceLabelRecord]) -> None:
+        for name, record in teams.items():
+            kept = self.labels_seen.get(name)
+            if kept is None:
+                self.labels_seen[name] = record
+            else:
+                kept.hours.update(record.hours)
+                kept.last_seen = max(kept.last_seen, record.last_seen)
+
+    def record_labels(self) -> None:
+        """Every label change the run saw, at its hour (apps/teams/labels.py). Last in the
+        run's transaction: it locks the cluster's label history until the commit."""
+        seen = {name: LabelsSeen(hours=[(from_unix(h), label) for h, label in sorted(r.hours.items())],
+                                 last_seen=from_unix(r.last_seen))
+                for name, r in self.labels_seen.items()}
+        self.run.rows_written += record_labels_seen(self.cluster, seen)
+        self.labels_seen.clear()
 
     def _upsert_cluster_queues(self, queues) -> None:
         for q in queues:

@@ -229,7 +229,7 @@ def check_idle(now: datetime | None = None) -> list[Raised]:
             Alert.objects.filter(pk=earlier.pk).update(episode_start=min(start, earlier.episode_start),
                                                        episode_end=max(end, earlier.episode_end))
             continue
-        team = resolver.team(e.cluster_id, e.namespace, start.astimezone(billing_zone()).date())
+        team = resolver.team(e.cluster_id, e.namespace, start.astimezone(billing_zone()).date(), start)
         minutes = int(e.idle_seconds // 60)
         cluster = cluster_names.get(e.cluster_id, "?")
         text = (f"Idle GPUs: pod {e.namespace}/{e.pod} on {cluster} has held {e.gpus:g} {e.gpu_model} "

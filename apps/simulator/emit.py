@@ -173,9 +173,14 @@ def _ksm_series(scenario: Scenario) -> Iterator[SimSeries]:
         yield SimSeries("kube_pod_status_phase", {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid,
                                                   "phase": "Pending", **ksm}, [(t, 1.0) for t in times])
     all_times = list(scenario.timestamps)
-    for ns, team in sorted(scenario.namespace_teams.items()):
-        labels = {"namespace": ns, **({"label_team": team} if team else {}), **ksm}
-        yield SimSeries("kube_namespace_labels", labels, [(t, 1.0) for t in all_times])
+    for ns in sorted(scenario.namespace_teams.keys() | scenario.namespace_relabels.keys()):
+        # A re-label changes the label set: kube-state-metrics then exports a new series.
+        times_by_team: dict[str | None, list[int]] = {}
+        for t in all_times:
+            times_by_team.setdefault(scenario.team_at(ns, t), []).append(t)
+        for team, times in sorted(times_by_team.items(), key=lambda kv: kv[1][0]):
+            labels = {"namespace": ns, **({"label_team": team} if team else {}), **ksm}
+            yield SimSeries("kube_namespace_labels", labels, [(t, 1.0) for t in times])
     for ns, hard in sorted(scenario.quotas.items()):
         common = {"namespace": ns, "resourcequota": "gpu-quota", "resource": "requests.nvidia.com/gpu"}
         yield SimSeries("kube_resourcequota", {**common, "type": "hard", **ksm}, [(t, float(hard)) for t in all_times])

@@ -132,6 +132,9 @@ class Scenario:
     pods: list[SimPod] = field(default_factory=list)
     pending: list[PendingPod] = field(default_factory=list)
     namespace_teams: dict[str, str | None] = field(default_factory=dict)
+    # Re-labels: namespace -> [(from unix second, team or None)], in time order; before the
+    # first one the namespace carries its `namespace_teams` value.
+    namespace_relabels: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
     quotas: dict[str, int] = field(default_factory=dict)
     time_sliced: set[DeviceKey] = field(default_factory=set)
     seed: int = 1
@@ -158,6 +161,14 @@ class Scenario:
     def hosts(self) -> list[str]:
         return sorted({d.host for d in self.devices})
 
+    def team_at(self, namespace: str, ts: int) -> str | None:
+        """The namespace's `team` label at a unix second (None: no such label)."""
+        team = self.namespace_teams.get(namespace)
+        for since, relabelled in self.namespace_relabels.get(namespace, ()):
+            if since <= ts:
+                team = relabelled
+        return team
+
     def fingerprint(self) -> str:
         """Stable hash of everything that shapes the emitted data (the disk cache key)."""
         h = hashlib.sha256()
@@ -171,6 +182,8 @@ class Scenario:
         for p in self.pending:
             h.update(repr(p).encode())
         h.update(repr(sorted(self.namespace_teams.items(), key=str)).encode())
+        if self.namespace_relabels:
+            h.update(repr(sorted(self.namespace_relabels.items())).encode())
         h.update(repr(sorted(self.quotas.items())).encode())
         h.update(repr(sorted(self.time_sliced)).encode())
         return h.hexdigest()[:16]

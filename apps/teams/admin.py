@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import AuditEvent, Namespace, Team
+from .models import AuditEvent, Namespace, NamespaceLabel, Team
 
 
 @admin.register(Team)
@@ -10,12 +10,24 @@ class TeamAdmin(admin.ModelAdmin):
     search_fields = ("name",)
 
 
+class NamespaceLabelInline(admin.TabularInline):
+    """The label history as ingest recorded it: read-only, like the data it came from."""
+    model = NamespaceLabel
+    fields = readonly_fields = ("valid_from", "team_label")
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
 @admin.register(Namespace)
 class NamespaceAdmin(admin.ModelAdmin):
     list_display = ("name", "cluster", "label_team", "label_seen_at")
     list_filter = ("cluster",)
     search_fields = ("name",)
     readonly_fields = ("cluster", "name", "label_team", "label_seen_at")
+    inlines = [NamespaceLabelInline]
 
     def has_add_permission(self, request):
         return False  # namespaces are learned from the data

@@ -1,10 +1,15 @@
-"""Teams, namespaces, dated namespace -> team assignments, and who may see what."""
+"""Teams, namespaces, dated namespace -> team assignments and label history, and who may see what."""
+from datetime import datetime, timezone
+
 from django.conf import settings
 from django.db import models
 
 from apps.clusters.models import Cluster
 
 UNASSIGNED = "unassigned"
+# `NamespaceLabel.valid_from` of a label known from before label history was kept: the data
+# migration dates each namespace's label from here, so it still covers every earlier hour.
+SINCE_EVER = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
 class Team(models.Model):
@@ -23,7 +28,10 @@ class Team(models.Model):
 class Namespace(models.Model):
     cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="namespaces")
     name = models.CharField(max_length=253)
-    label_team = models.CharField(max_length=100, blank=True, help_text="from kube_namespace_labels")
+    # The latest label and when kube_namespace_labels was last seen, for the admin list and as
+    # how far the label history is known; teams are resolved from NamespaceLabel.
+    label_team = models.CharField(max_length=100, blank=True,
+                                  help_text="latest team label from kube_namespace_labels (history: label rows)")
     label_seen_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -32,6 +40,23 @@ class Namespace(models.Model):
 
     def __str__(self):
         return f"{self.cluster.name}/{self.name}"
+
+
+class NamespaceLabel(models.Model):
+    """From `valid_from` (a whole UTC hour) on, kube_namespace_labels gave this team label
+    (empty: the namespace had no team label). One row per change, written by ingest
+    (apps/teams/labels.py); docs/teams-and-relabels.md says how hours are resolved."""
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="label_history")
+    valid_from = models.DateTimeField()
+    team_label = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["namespace", "valid_from"], name="one_label_per_hour")]
+        ordering = ["namespace", "valid_from"]
+
+    def __str__(self):
+        return f"{self.namespace} from {self.valid_from:%Y-%m-%d %H:%M}: {self.team_label or '(none)'}"
 
 
 class NamespaceAssignment(models.Model):

@@ -1,34 +1,91 @@
-"""Which team a namespace belonged to on a given day (SPEC §2 Team).
+"""Which team a namespace belonged to on a given day or hour (docs/teams-and-relabels.md).
 
-The admin's dated mapping wins; without one, the namespace's `label_<key>` from
-kube-state-metrics; without that, `unassigned`.
+The admin's dated mapping in force wins; without one, the `label_<key>` kube-state-metrics
+gave the namespace at that hour (its label history); without that, `unassigned`.
 """
+from __future__ import annotations
+
 from bisect import bisect_right
 from collections import defaultdict
-from datetime import date
+from datetime import date, datetime, time, timedelta
+from zoneinfo import ZoneInfo
 
-from .models import UNASSIGNED, Namespace, NamespaceAssignment
+from django.conf import settings
+
+from . import history
+from .models import UNASSIGNED, NamespaceAssignment, NamespaceLabel
+
+SOURCE_MAPPING = "admin mapping"
+SOURCE_LABEL = "label"
+
+Key = tuple[int, str]   # (cluster id, namespace)
 
 
 class TeamResolver:
     def __init__(self, cluster_ids=None):
-        namespaces = Namespace.objects.all()
-        assignments = NamespaceAssignment.objects.select_related("team", "namespace")
+        zone = ZoneInfo(settings.BILLING_TIMEZONE)
+        labels = NamespaceLabel.objects.all()
+        assignments = NamespaceAssignment.objects.select_related("team", "namespace__cluster")
         if cluster_ids is not None:
-            namespaces = namespaces.filter(cluster_id__in=cluster_ids)
+            labels = labels.filter(namespace__cluster_id__in=cluster_ids)
             assignments = assignments.filter(namespace__cluster_id__in=cluster_ids)
-        self._labels = {(c, name): label for c, name, label in namespaces.values_list("cluster_id", "name", "label_team")}
+        self._history: dict[Key, history.History] = defaultdict(list)
+        self.cluster_names: dict[int, str] = {}    # of the namespaces it knows
+        for c, cluster, name, valid_from, label in (labels.order_by("valid_from").values_list(
+                "namespace__cluster_id", "namespace__cluster__name", "namespace__name", "valid_from", "team_label")):
+            self._history[(c, name)].append((valid_from, label))
+            self.cluster_names[c] = cluster
+        self._times = {k: [t for t, _ in v] for k, v in self._history.items()}
+        # A day's label is the one in force at its first instant: a row counts from the first
+        # billing day it covers whole (its own day when it starts at local midnight).
+        self._whole_days = {k: [_first_whole_day(t, zone) for t in v] for k, v in self._times.items()}
         dated = defaultdict(list)
         for a in assignments.order_by("effective_from"):
             dated[(a.namespace.cluster_id, a.namespace.name)].append((a.effective_from, a.team.name))
+            self.cluster_names[a.namespace.cluster_id] = a.namespace.cluster.name
         self._dates = {k: [d for d, _ in v] for k, v in dated.items()}
         self._teams = {k: [t for _, t in v] for k, v in dated.items()}
 
-    def team(self, cluster_id: int, namespace: str, day: date) -> str:
+    def resolve(self, cluster_id: int, namespace: str, day: date, at: datetime | None = None) -> tuple[str, str]:
+        """(team, source) on billing day `day`; the label is the one in force at `at`, an
+        instant of that day (default: the day's start). Source: SOURCE_MAPPING, SOURCE_LABEL, or ''."""
         key = (cluster_id, namespace)
         dates = self._dates.get(key)
         if dates:
             i = bisect_right(dates, day) - 1
             if i >= 0:
-                return self._teams[key][i]
-        return self._labels.get(key) or UNASSIGNED
+                return self._teams[key][i], SOURCE_MAPPING
+        rows = self._history.get(key)
+        if not rows:
+            return UNASSIGNED, ""
+        if at is not None:
+            i = bisect_right(self._times[key], at) - 1
+        else:
+            i = bisect_right(self._whole_days[key], day) - 1
+        label = rows[max(i, 0)][1]
+        return (label, SOURCE_LABEL) if label else (UNASSIGNED, SOURCE_LABEL)
+
+    def team(self, cluster_id: int, namespace: str, day: date, at: datetime | None = None) -> str:
+        return self.resolve(cluster_id, namespace, day, at)[0]
+
+    def label_changes(self, start: datetime, end: datetime) -> dict[int, list[datetime]]:
+        """Per cluster, the instants inside (start, end) at which some namespace's label changes."""
+        out: dict[int, set[datetime]] = defaultdict(set)
+        for (cluster_id, _), rows in self._history.items():
+            out[cluster_id].update(t for t in history.changes(rows) if start < t < end)
+        return {c: sorted(ts) for c, ts in out.items() if ts}
+
+    def namespaces(self) -> set[Key]:
+        """Every namespace with a label history or an admin mapping."""
+        return set(self._history) | set(self._dates)
+
+    def label_history(self, cluster_id: int, namespace: str) -> history.History:
+        return list(self._history.get((cluster_id, namespace), ()))
+
+    def mapping_dates(self, cluster_id: int, namespace: str) -> list[date]:
+        return list(self._dates.get((cluster_id, namespace), ()))
+
+
+def _first_whole_day(instant: datetime, zone: ZoneInfo) -> date:
+    local = instant.astimezone(zone)
+    return local.date() if local.time() == time.min else local.date() + timedelta(days=1)

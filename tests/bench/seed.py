@@ -17,7 +17,7 @@ from django.db import connection
 
 from apps.accounting.models import UsageDay, UsageDayBuilt
 from apps.clusters.models import Cluster
-from apps.teams.models import Namespace
+from apps.teams.models import SINCE_EVER, Namespace, NamespaceLabel
 
 H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
 MIG_LAYOUT = (("3g.40gb", 3 / 7), ("2g.20gb", 2 / 7), ("1g.10gb", 1 / 7), ("1g.10gb", 1 / 7))
@@ -50,10 +50,12 @@ def seed_month(first_day: date, days: int, gpus: int, namespaces: int, teams: in
                     for i in range(clusters)]
     per_cluster = max(1, namespaces // clusters)
     cluster_ns = [[f"ns-{ci}-{i:05d}" for i in range(per_cluster)] for ci in range(clusters)]
-    Namespace.objects.bulk_create([
+    created = Namespace.objects.bulk_create([
         Namespace(cluster=c, name=name, label_team=f"team-{(i * 7919 + ci) % teams:03d}")
         for ci, c in enumerate(cluster_objs) for i, name in enumerate(cluster_ns[ci])
     ], batch_size=5000)
+    NamespaceLabel.objects.bulk_create([NamespaceLabel(namespace=n, valid_from=SINCE_EVER, team_label=n.label_team)
+                                        for n in created], batch_size=5000)
     rows = 0
     table = UsageDay._meta.db_table
     cols = ("cluster_id", "day", "namespace", "gpu_model", "mig_profile", "node", "gpu_seconds",

@@ -6,7 +6,7 @@ from django.contrib.auth.models import Group, User
 
 from apps.accounting.models import NodePool, Rate, UsageHour
 from apps.clusters.models import Cluster, Device
-from apps.teams.models import Namespace, NamespaceAssignment, Team
+from apps.teams.models import SINCE_EVER, Namespace, NamespaceAssignment, NamespaceLabel, Team
 
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -55,10 +55,20 @@ def make_team(name, lead=None) -> Team:
 
 def make_namespace(cluster, name, team: str | None = None, *, label_team="") -> Namespace:
     ns = Namespace.objects.get_or_create(cluster=cluster, name=name, defaults={"label_team": label_team})[0]
+    if label_team:
+        label_namespace(ns, label_team)
     if team:
         NamespaceAssignment.objects.get_or_create(namespace=ns, effective_from=date(2020, 1, 1),
                                                   defaults={"team": make_team(team)})
     return ns
+
+
+def label_namespace(ns: Namespace, label: str, since: datetime = SINCE_EVER) -> NamespaceLabel:
+    """kube_namespace_labels said `label` from `since` on (a label history row, as ingest writes)."""
+    row = NamespaceLabel.objects.update_or_create(namespace=ns, valid_from=since, defaults={"team_label": label})[0]
+    latest = NamespaceLabel.objects.filter(namespace=ns).order_by("-valid_from").first()
+    Namespace.objects.filter(pk=ns.pk).update(label_team=latest.team_label)
+    return row
 
 
 def make_rate(model=H100, hourly_rate="2.00", currency="USD", effective_from=date(2026, 1, 1), mig_profile="",

@@ -89,6 +89,20 @@ def test_late_data_is_the_difference_and_keeps_the_frozen_team():
     assert delta_cells(frozen, frozen) == []
 
 
+def test_a_day_split_by_a_relabel_is_measured_team_by_team():
+    """15 March: alpha until 10:00 (10 h), beta after (14 h), frozen at the close."""
+    day = date(2026, 3, 15)
+    frozen = [cell("ml", "alpha", day, 10 * 3600.0), cell("ml", "beta", day, 14 * 3600.0)]
+    assert delta_cells(frozen, frozen) == []
+    late = [cell("ml", "alpha", day, 10 * 3600.0), cell("ml", "beta", day, 15 * 3600.0)]   # 1 h more of beta
+    assert {(c.team, c.gpu_seconds) for c in delta_cells(late, frozen)} == {("beta", 3600.0)}
+    # the day re-read under one other team is no correction; more hours go to the first frozen team
+    moved = [cell("ml", "omega", day, 24 * 3600.0)]
+    assert delta_cells(moved, frozen) == []
+    moved_late = [cell("ml", "omega", day, 25 * 3600.0)]
+    assert {(c.team, c.gpu_seconds) for c in delta_cells(moved_late, frozen)} == {("alpha", 3600.0)}
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.decimals(min_value=-1000, max_value=1000, places=6), min_size=1, max_size=30))
 def test_round_to_total_property(amounts):

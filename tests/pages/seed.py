@@ -17,7 +17,7 @@ from apps.accounting.models import DeviceHealthHour, QuotaHour, UsageHour
 from apps.clusters.models import Cluster, Device
 from apps.ingest.models import IngestRun
 from apps.teams.access import ROLES
-from apps.teams.models import Namespace, NamespaceAssignment, Team
+from apps.teams.models import SINCE_EVER, Namespace, NamespaceAssignment, NamespaceLabel, Team
 
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-80GB"
@@ -60,7 +60,8 @@ def seed():
     Team.objects.create(name="nlp")
     cv = Namespace.objects.create(cluster=alpha, name="cv-train")
     NamespaceAssignment.objects.create(namespace=cv, team=vision, effective_from=day_d() - timedelta(days=30))
-    Namespace.objects.create(cluster=alpha, name="nlp-dev", label_team="nlp")
+    nlp_dev = Namespace.objects.create(cluster=alpha, name="nlp-dev", label_team="nlp")
+    NamespaceLabel.objects.create(namespace=nlp_dev, valid_from=SINCE_EVER, team_label="nlp")
 
     def device(uuid, host, idx, model, profile="", fraction=1.0, mig=""):
         return Device.objects.create(cluster=alpha, uuid=uuid, host=host, gpu_index=idx, model_name=model,
@@ -111,7 +112,9 @@ def seed_week(days=7):
 
     alpha = Cluster.objects.get(name="alpha")
     Team.objects.get_or_create(name="recsys")
-    Namespace.objects.get_or_create(cluster=alpha, name="rec-prod", defaults={"label_team": "recsys"})
+    rec_prod, created = Namespace.objects.get_or_create(cluster=alpha, name="rec-prod", defaults={"label_team": "recsys"})
+    if created:
+        NamespaceLabel.objects.create(namespace=rec_prod, valid_from=SINCE_EVER, team_label="recsys")
     plan = [("cv-train", 0.72), ("cv-train", 0.55), ("nlp-dev", 0.04), ("nlp-dev", 0.35),
             ("rec-prod", 0.85), ("rec-prod", 0.6), ("sim", 0.25), ("", 0.0)]
     today = timezone.now().astimezone(dt_timezone.utc).date()

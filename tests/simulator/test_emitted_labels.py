@@ -110,3 +110,16 @@ def test_kube_state_metrics():
     assert [v for _, v in used.samples] == [1.0] * 30 + [0.0] * 90
     allocatable = {s.labels["node"]: s.samples[0][1] for s in series_of(scenario, "kube_node_status_allocatable")}
     assert allocatable == {"node-a": 1.0, "node-b": 0.0}
+
+
+def test_a_relabel_starts_a_new_namespace_labels_series():
+    """kube-state-metrics exports one series per label set: a re-label ends one, starts another."""
+    scenario = tiny_scenario()
+    scenario.namespace_relabels = {"ml-research": [(at(45), "platform"), (at(90), None)]}
+    by_team = {s.labels.get("label_team"): [ts for ts, _ in s.samples]
+               for s in series_of(scenario, "kube_namespace_labels", namespace="ml-research")}
+    assert by_team == {"research": [at(k) for k in range(45)], "platform": [at(k) for k in range(45, 90)],
+                       None: [at(k) for k in range(90, 120)]}
+    assert scenario.team_at("ml-research", at(44)) == "research"
+    assert scenario.team_at("ml-research", at(45)) == "platform"
+    assert scenario.fingerprint() != tiny_scenario().fingerprint()

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
-from apps.teams.models import Namespace, NamespaceAssignment, Team
+from apps.teams.models import Namespace, NamespaceAssignment, NamespaceLabel, Team
 
 from .fixtures import A100, H, H100, T0, dt, small_cluster_fetcher
 
@@ -77,7 +77,7 @@ def test_group_by_cluster_and_model_carry_unallocated(ingested, admin_client):
 def test_group_by_team_uses_labels_dated_mappings_and_unassigned(ingested, admin_client):
     _, by_team = rows(admin_client, group_by="team")
     assert set(by_team) == {"research", "search"}
-    Namespace.objects.filter(name="serve").update(label_team="")
+    NamespaceLabel.objects.filter(namespace__name="serve").update(team_label="")     # the label removed
     _, by_team = rows(admin_client, group_by="team")
     assert by_team["unassigned"]["allocated_gpu_hours"] == pytest.approx(2 / 7, abs=1e-6)
     platform = Team.objects.create(name="platform")
@@ -129,7 +129,7 @@ def test_csv_has_the_same_rows(ingested, admin_client):
 
 
 def test_csv_escapes_formula_cells(ingested, admin_client):
-    Namespace.objects.filter(name="ml").update(label_team="=HYPERLINK(\"http://evil\")")
+    NamespaceLabel.objects.filter(namespace__name="ml").update(team_label="=HYPERLINK(\"http://evil\")")
     r = admin_client.get("/api/v1/usage/", {**WINDOW, "group_by": "team", "format": "csv"})
     assert "'=HYPERLINK" in r.content.decode()
 

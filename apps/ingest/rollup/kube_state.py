@@ -6,8 +6,8 @@ from collections import defaultdict
 from typing import Iterable
 
 from .labels import is_gpu_resource, resource_fraction, sanitize_label_key
-from .records import (DEFAULT_REPLICA_LABELS, ClusterQueueRecord, QueuedRecord, QuotaRecord, Series, Window, _finite,
-                      hour_of)
+from .records import (DEFAULT_REPLICA_LABELS, ClusterQueueRecord, NamespaceLabelRecord, QueuedRecord, QuotaRecord,
+                      Series, Window, _finite, hour_of)
 from .timeline import STALENESS_SECONDS, durations, merge_copies, priority as _priority
 
 
@@ -131,18 +131,29 @@ def rollup_quota(window: Window, interval_seconds: float, quota: Iterable[Series
     return list(out.values())
 
 
-def namespace_teams(series: Iterable[Series], team_label_key: str) -> dict[str, tuple[str, float]]:
-    """Latest team label per namespace: {namespace: (team or '', seen at)}."""
+def namespace_teams(series: Iterable[Series], team_label_key: str) -> dict[str, NamespaceLabelRecord]:
+    """Team label per namespace and hour, from every sample (a re-label starts a new series).
+
+    An hour carries the label of its last sample, so a change is kept at the hour of the
+    first sample with the new label (docs/teams-and-relabels.md).
+    """
     label = sanitize_label_key(team_label_key)
-    latest: dict[str, tuple[str, float]] = {}
+    points: dict[str, list[tuple[float, str]]] = defaultdict(list)
     for s in series:
         ns = s.labels.get("namespace", "")
-        if not ns or not s.samples:
+        if ns:
+            value = s.labels.get(label, "")
+            points[ns].extend((ts, value) for ts, _ in s.samples)
+    out: dict[str, NamespaceLabelRecord] = {}
+    for ns, samples in points.items():
+        if not samples:
             continue
-        ts = s.samples[-1][0]
-        if ns not in latest or ts >= latest[ns][1]:
-            latest[ns] = (s.labels.get(label, ""), ts)
-    return latest
+        samples.sort()
+        hours: dict[int, str] = {}
+        for ts, value in samples:
+            hours[hour_of(ts)] = value
+        out[ns] = NamespaceLabelRecord(ns, hours, samples[-1][0])
+    return out
 
 
 def cluster_queues(nominal: Iterable[Series], borrowing: Iterable[Series] = (), lending: Iterable[Series] = (),

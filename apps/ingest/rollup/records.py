@@ -160,6 +160,14 @@ class QuotaRecord:
 
 
 @dataclass
+class NamespaceLabelRecord:
+    """A namespace's team label per hour of a chunk: the label of the hour's last sample."""
+    namespace: str
+    hours: dict[int, str]       # hour start -> label ('' = the namespace had no team label)
+    last_seen: float            # the last sample's timestamp
+
+
+@dataclass
 class DeviceRollup:
     usage: list[UsageRecord]
     devices: dict[tuple[str, str], DeviceInfo]

@@ -86,7 +86,7 @@ def _hourly_cells(sel: Selection, opts: ExploreOptions):
     resolver, zone = TeamResolver(), billing_zone()
     for r in rows:
         day = r["hour_start"].astimezone(zone).date()
-        team = resolver.team(r["cluster_id"], r["namespace"], day)
+        team = resolver.team(r["cluster_id"], r["namespace"], day, r["hour_start"])
         yield (names.get(r["cluster_id"], "?"), r["namespace"], team, r["gpu_model"], r["hour_start"], day,
                r["gpu_s"] or 0.0, r["used_s"] or 0.0, r["idle_s"] or 0.0)
 

@@ -112,7 +112,7 @@ def idle_pods(sel: Selection, opts: IdleOptions) -> list[IdlePod]:
     for t in totals:
         if efficiency(t["used_s"], t["gpu_s"]) >= opts.max_utilization:
             continue
-        team = resolver.team(t["cluster_id"], t["namespace"], t["last"].astimezone(zone).date())
+        team = resolver.team(t["cluster_id"], t["namespace"], t["last"].astimezone(zone).date(), t["last"])
         if sel.teams is not None and team not in sel.teams:
             continue
         pods[(t["cluster_id"], t["namespace"], t["pod"])] = IdlePod(

@@ -1,4 +1,5 @@
-"""A team's dashboard: its namespaces over time, efficiency, MIG hours, cost this month vs last, quota."""
+"""A team's dashboard: its namespaces over time, efficiency, MIG hours, cost this month vs last,
+quota, and the namespaces that moved to or from it."""
 from __future__ import annotations
 
 from collections import defaultdict
@@ -13,6 +14,7 @@ from apps.accounting.figures import gpu_hours
 from apps.accounting.models import QuotaHour
 from apps.accounting.pricing import price_usage_rows_detail
 from apps.accounting.usage import UsageFilter, UsageRow, billing_zone, group_cells, usage_cells
+from apps.ingest.days import day_of, day_start
 from apps.teams.resolve import TeamResolver
 
 from ..selection import Selection
@@ -91,13 +93,13 @@ class QuotaUse:
     hours_at_hard: float
 
 
-def quota_use(sel: Selection, team: str) -> list[QuotaUse]:
+def quota_use(sel: Selection, team: str, resolver: TeamResolver | None = None) -> list[QuotaUse]:
     qs = QuotaHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end, resource=GPU_QUOTA_RESOURCE)
     if sel.cluster:
         qs = qs.filter(cluster__name=sel.cluster)
     rows = (qs.values("cluster_id", "namespace", day=TruncDate("hour_start", tzinfo=billing_zone()))
             .annotate(hard=Max("hard"), used=Max("used_max"), at_hard=Sum("seconds_at_hard")).order_by())
-    resolver = TeamResolver()
+    resolver = resolver or TeamResolver()
     out: dict[tuple[int, str], QuotaUse] = {}
     for r in rows:
         if resolver.team(r["cluster_id"], r["namespace"], r["day"]) != team:
@@ -112,3 +114,37 @@ def quota_use(sel: Selection, team: str) -> list[QuotaUse]:
 
 def _max(a, b):
     return b if a is None else a if b is None else max(a, b)
+
+
+@dataclass
+class NamespaceMove:
+    cluster: str
+    namespace: str
+    at: datetime            # the team changed from this instant on
+    from_team: str
+    to_team: str
+    source: str             # what decides the new team: a label or an admin mapping
+
+
+MOVES_SHOWN = 20
+
+
+def namespace_moves(sel: Selection, team: str, resolver: TeamResolver | None = None) -> list[NamespaceMove]:
+    """The latest moves of namespaces into or out of `team` up to the window's end, newest
+    first: the resolved team (docs/teams-and-relabels.md) at every label change and mapping."""
+    resolver, zone = resolver or TeamResolver(), billing_zone()
+    names = resolver.cluster_names
+    moves = []
+    for cluster_id, ns in resolver.namespaces():
+        if sel.cluster and names.get(cluster_id) != sel.cluster:
+            continue
+        instants = {t for t, _ in resolver.label_history(cluster_id, ns)}
+        instants |= {day_start(d, zone) for d in resolver.mapping_dates(cluster_id, ns)}
+        before = None
+        for at in sorted(t for t in instants if t < sel.end):
+            now, source = resolver.resolve(cluster_id, ns, day_of(at, zone), at)
+            if before is not None and now != before and team in (before, now):
+                moves.append(NamespaceMove(names.get(cluster_id, "?"), ns, at, before, now, source))
+            before = now
+    moves.sort(key=lambda m: (m.at, m.cluster, m.namespace), reverse=True)
+    return moves[:MOVES_SHOWN]

@@ -2,9 +2,10 @@ from django.http import Http404
 
 from apps.accounting.usage import group_cells
 from apps.teams.models import UNASSIGNED, Team
+from apps.teams.resolve import TeamResolver
 
 from .. import figures
-from ..data.team import mig_hours, month_costs, namespace_series, quota_use, team_cells
+from ..data.team import mig_hours, month_costs, namespace_moves, namespace_series, quota_use, team_cells
 from .common import page, report_view
 
 
@@ -19,10 +20,12 @@ def team_dashboard(request, sel, name):
     namespaces = group_cells(cells, "namespace")
     series = namespace_series(cells)
     mig = mig_hours(cells)
-    quotas = quota_use(sel, name)
+    resolver = TeamResolver()     # one read of mappings and label history for the quota and the moves
+    quotas = quota_use(sel, name, resolver)
     costs = month_costs(sel, name) if sel.money else None
     return page(request, sel, "reports/team.html", "team", {
         "team": name, "namespaces": namespaces, "mig": mig, "quotas": quotas, "costs": costs,
+        "moves": namespace_moves(sel, name, resolver),
         "fig_namespaces": figures.namespace_lines(series),
         "fig_mig": figures.mig_bar(mig),
         "fig_quota": figures.quota_bar(quotas),

@@ -1,0 +1,61 @@
+"""A namespace's team-label history as plain data: reading it, and merging what an ingest saw.
+
+A history is a time-ordered list of (valid_from, label): from each whole UTC hour on, the
+label says this ('' = no team label) until the next row. Before its first row a namespace
+carries its first label (nothing earlier was ever seen). docs/teams-and-relabels.md tells
+the rules in prose; no Django here.
+"""
+from __future__ import annotations
+
+from bisect import bisect_right
+from datetime import datetime, timedelta
+
+HOUR = timedelta(hours=1)
+
+History = list[tuple[datetime, str]]
+
+
+def label_at(history: History, at: datetime) -> str | None:
+    """The label in force at `at`; None for an empty history."""
+    if not history:
+        return None
+    i = bisect_right([t for t, _ in history], at) - 1
+    return history[max(i, 0)][1]
+
+
+def changes(history: History) -> list[datetime]:
+    """The instants at which the label takes a different value (a repeated value is none)."""
+    return [t for (t, label), (_, before) in zip(history[1:], history) if label != before]
+
+
+def merged(stored: History, observed: History, known_until: datetime | None = None) -> History:
+    """The history after an ingest that saw `observed` (label per hour seen, time-ordered).
+
+    The hours the ingest saw, from its first to its last, say what it saw: a change is kept
+    at the first hour carrying the new label. The hours after it keep what they said before
+    when anything later is known (a later row, or `known_until`: the last label sample seen
+    before this ingest), so a backfill of an earlier month never rewrites a later one; when
+    nothing later is known, the last label seen holds on. Merging the same observations
+    twice gives the same history.
+    """
+    if not observed:
+        return list(stored)
+    first, last = observed[0][0], observed[-1][0]
+    after = last + HOUR
+    later_known = any(t > last for t, _ in stored) or (known_until is not None and known_until >= after)
+    resume = label_at(stored, after) if later_known else None
+    out = [(t, label) for t, label in stored if t < first]
+    current = out[-1][1] if out else None
+    for t, label in observed:
+        if label != current:
+            out.append((t, label))
+            current = label
+    rest = [(t, label) for t, label in stored if t > last]
+    if resume is not None and resume != current and not (rest and rest[0][0] == after):
+        out.append((after, resume))
+        current = resume
+    for t, label in rest:
+        if label != current:              # a row repeating the label in force says nothing
+            out.append((t, label))
+            current = label
+    return out
