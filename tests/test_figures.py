@@ -93,8 +93,3 @@ def test_plain_tuples_read_like_idle_hours():
             (T0 + 2 * H, 150.0, 0.0, 150.0, False)]
     assert longest_idle_seconds(rows) == 3300 + 3600 + 150
     assert longest_idle_seconds([]) == 0.0
-
-
-def test_ingest_and_alerts_share_the_join():
-    from apps.ingest.rollup import merge_idle_runs
-    assert merge_idle_runs is longest_idle_seconds

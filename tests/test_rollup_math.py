@@ -3,6 +3,7 @@ import math
 
 import pytest
 
+from apps.accounting.figures import longest_idle_seconds
 from apps.ingest import rollup
 from apps.ingest.rollup import RollupConfig, Series, Window
 
@@ -171,12 +172,12 @@ def test_idle_runs_within_and_across_hours():
     assert (h2.idle_prefix_seconds, h2.idle_suffix_seconds) == (150.0, 0.0)
     hours = [(u.hour_start, u.idle_prefix_seconds, u.idle_suffix_seconds, u.idle_max_run_seconds, u.idle_whole_hour)
              for u in rows]
-    assert rollup.merge_idle_runs(hours) == pytest.approx(3300 + 3600 + 150)
+    assert longest_idle_seconds(hours) == pytest.approx(3300 + 3600 + 150)
 
 
 def test_idle_run_broken_by_a_gap_between_hours():
     hours = [(T0, 0.0, 600.0, 600.0, False), (T0 + 2 * H, 900.0, 0.0, 900.0, False)]
-    assert rollup.merge_idle_runs(hours) == 900.0
+    assert longest_idle_seconds(hours) == 900.0
 
 
 def test_queued_demand_from_pending_pods():

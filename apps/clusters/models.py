@@ -105,10 +105,6 @@ class Cluster(models.Model):
         return self.detected_label_spelling or None
 
     @property
-    def effective_interval_seconds(self):
-        return self.pinned_interval_seconds or self.detected_interval_seconds
-
-    @property
     def replica_label_names(self) -> tuple[str, ...]:
         return tuple(x.strip() for x in (self.replica_labels or "").split(",") if x.strip())
 

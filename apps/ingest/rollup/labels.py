@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import re
-import statistics
 from typing import Iterable, Mapping
 
 from .records import (A30_PROFILES, CANONICAL_LABELS, MIG_SLICES_BY_MODEL, PROFILE_SLICES, TIME_SLICE_LABELS,
                       WORKLOAD_LABELS, Series)
+from .timeline import typical_spacing
 
 
 def detect_spelling(label_names: Iterable[str]) -> str:
@@ -50,14 +50,7 @@ def names_the_exporter(labels: Mapping[str, str], spelling: str) -> bool:
 
 def detect_interval(series: Iterable[Series]) -> float | None:
     """Median spacing of consecutive samples, over the medians of each series."""
-    medians = []
-    for s in series:
-        ts = [t for t, _ in s.samples]
-        if len(ts) >= 2:
-            medians.append(statistics.median(b - a for a, b in zip(ts, ts[1:])))
-    if not medians:
-        return None
-    return round(statistics.median(medians), 3)
+    return typical_spacing([[t for t, _ in s.samples] for s in series])
 
 
 def profile_slices(profile: str) -> int | None:

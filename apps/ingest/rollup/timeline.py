@@ -22,7 +22,6 @@ on where chunks begin.
 """
 from __future__ import annotations
 
-import math
 from bisect import bisect_left
 from statistics import median
 from typing import Sequence
@@ -165,11 +164,3 @@ class Coverage:
                 merged_s.append(s)
                 merged_e.append(e)
         self.starts, self.ends = merged_s, merged_e
-
-    def covers(self, t: float) -> bool:
-        i = bisect_left(self.ends, t + 1e-9)
-        return i < len(self.starts) and self.starts[i] <= t
-
-
-def finite(value: float) -> bool:
-    return not (math.isnan(value) or math.isinf(value))
