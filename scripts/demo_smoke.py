@@ -40,6 +40,8 @@ LEAD_TEAM = "research"
 LEAD_NAMESPACES = ("ml-research", "notebooks")
 OTHER_TEAM = "search"
 IDLE_NAMESPACE = "notebooks"  # forgotten idle notebooks
+FORGOTTEN_NOTEBOOK = "jupyter-erin"   # idle on an H100 for the demo's last three days
+REORG_TEAM = "data"           # `batch` moves to it mid-month
 
 
 class Failure(Exception):
@@ -218,6 +220,7 @@ def check_role(url: str, user: str, password: str) -> str:
         get(s, url, f"/teams/{OTHER_TEAM}/", user, expect=404)
 
     if money:
+        check_month_end(s, url, user, scoped)
         html = get(s, url, "/chargeback/", user)
         lines = {r[0]: r for r in rows(html, "", user, "/chargeback/") if len(r) == 6}
         if LEAD_TEAM not in lines or number(lines[LEAD_TEAM][1]) <= 0:
@@ -244,6 +247,37 @@ def check_role(url: str, user: str, password: str) -> str:
         raise Failure(f"{user}: usage API shows no cost for ml-research")
     return (f"{user}: overview {teams[LEAD_TEAM][1]} GPU-h for {LEAD_TEAM}, {len(pods)} idle pods, "
             f"API {len(api)} namespaces")
+
+
+def check_month_end(s: requests.Session, url: str, user: str, scoped: bool) -> None:
+    """Last month closed with its statement, this month's statement carrying the late hours
+    as adjustments, the re-org's team real, and the alerts the beat would have raised."""
+    r = s.get(url + "api/v1/chargeback/", params={"group_by": "team"}, timeout=120)   # last month
+    if r.status_code != 200:
+        raise Failure(f"{user}: GET /api/v1/chargeback/ answered HTTP {r.status_code}")
+    closed = r.json()
+    previous = closed["period"]
+    if not closed.get("closed") or not any(row["key"] == LEAD_TEAM and float(row["cost"] or 0) > 0
+                                           for row in closed.get("results", [])):
+        raise Failure(f"{user}: {previous} is not closed with a priced statement for {LEAD_TEAM!r}")
+    year, month = int(previous[:4]), int(previous[5:7])
+    period = f"{year + month // 12:04d}-{month % 12 + 1:02d}"
+    r = s.get(url + "api/v1/chargeback/", params={"group_by": "team", "period": period}, timeout=120)
+    if r.status_code != 200:
+        raise Failure(f"{user}: GET /api/v1/chargeback/?period={period} answered HTTP {r.status_code}")
+    current = r.json()
+    adjustments = [line for row in current["results"] for line in row["lines"]
+                   if line["kind"] == "adjustment" and line["adjusts_period"] == previous]
+    if not adjustments:
+        raise Failure(f"{user}: {period}'s statement has no late-data adjustment for {previous}")
+    if not scoped and REORG_TEAM not in {row["key"] for row in current["results"]}:
+        raise Failure(f"{user}: {period}'s statement has no row for the re-org's team {REORG_TEAM!r}")
+    html = get(s, url, f"/chargeback/?period={previous}", user)
+    if "frozen" not in html:
+        raise Failure(f"{user}: the chargeback page for {previous} does not say it is closed")
+    html = get(s, url, "/advice/alerts/", user)
+    if FORGOTTEN_NOTEBOOK not in html or "budget" not in html:
+        raise Failure(f"{user}: the alerts page lacks the idle notebook {FORGOTTEN_NOTEBOOK!r} or a budget alert")
 
 
 def check_token(checkout: Path, url: str) -> None:

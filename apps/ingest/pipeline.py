@@ -83,7 +83,7 @@ def prometheus_fetcher(client: PrometheusClient, names: MetricNames, temperature
 
 def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "command",
            fetcher: Fetcher | None = None, progress: Callable[[int, int], None] | None = None,
-           now: datetime | None = None) -> IngestRun:
+           now: datetime | None = None, chunk_hours: int | None = None) -> IngestRun:
     """Ingest [start, end) widened to whole hours. Raises IngestError; always leaves an IngestRun."""
     now = now or djtz.now()
     if start.tzinfo is None or end.tzinfo is None:
@@ -94,7 +94,7 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
         raise IngestError(f"the window starts in the future ({start.isoformat()}; now is {now:%Y-%m-%dT%H:%M:%SZ})")
     window_start = floor_hour(start.astimezone(timezone.utc))
     window_end = ceil_hour(min(end, now).astimezone(timezone.utc))
-    chunk_hours = settings.INGEST_CHUNK_HOURS
+    chunk_hours = chunk_hours or settings.INGEST_CHUNK_HOURS
     chunks = []
     cursor = window_start
     while cursor < window_end:

@@ -202,10 +202,14 @@ def idle_episodes_since(since: datetime, min_seconds: float) -> list[IdleEpisode
     return sorted(episodes.values(), key=lambda e: (e.cluster_id, e.namespace, e.pod, e.start))
 
 
-def check_idle(now: datetime | None = None) -> list[Raised]:
+def check_idle(now: datetime | None = None, *, lookback_hours: int | None = None,
+               min_minutes: int | None = None) -> list[Raised]:
+    """Idle episodes of at least `min_minutes` (ALERT_IDLE_MINUTES) in the last `lookback_hours`
+    (ALERT_LOOKBACK_HOURS): one alert each, widened rather than repeated on later runs."""
     now = now or timezone.now()
-    since = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=settings.ALERT_LOOKBACK_HOURS)
-    min_seconds = settings.ALERT_IDLE_MINUTES * 60.0
+    since = now.replace(minute=0, second=0, microsecond=0) - timedelta(
+        hours=lookback_hours or settings.ALERT_LOOKBACK_HOURS)
+    min_seconds = (min_minutes or settings.ALERT_IDLE_MINUTES) * 60.0
     episodes = idle_episodes_since(since, min_seconds)
     if not episodes:
         return []

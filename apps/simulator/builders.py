@@ -149,7 +149,11 @@ class _Builder:
 
 def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spelling="plain",
                    hostname_label="Hostname", seed=1, nodes=3, gpus_per_node=4, mig_nodes=1,
-                   time_slicing=False, replicas=()) -> Scenario:
+                   time_slicing=False, replicas=(), idle_notebook_hours=0) -> Scenario:
+    """A small cluster with a hand-shaped story (see the comments below) plus random fill.
+
+    `idle_notebook_hours`: a notebook left idle on a whole GPU for the last so many hours,
+    still running at the end (the demo's "forgotten notebook" for a team lead to chase)."""
     b = _Builder(name, start, hours, interval_seconds, seed)
     rng = b.rng
     whole_nodes = max(1, nodes - mig_nodes)
@@ -173,6 +177,9 @@ def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spellin
     # A multi-GPU training job on the whole first node for most of the window.
     first = node_devices[0]
     b.add_pod("ml-research", "llm-pretrain-worker-0", "trainer", [d.key for d in first], b.k(0.05), b.k(0.6), "busy")
+    if idle_notebook_hours:
+        k0 = max(b.k(0.6), b.n_samples - int(idle_notebook_hours * 3600) // interval_seconds)
+        b.add_pod("notebooks", "jupyter-erin", "notebook", [first[0].key], k0, b.n_samples, "idle")
     if len(node_devices) > 1:
         second = node_devices[1]
         # The same notebook, re-created on another GPU: same name, new uid, new device.

@@ -1,4 +1,8 @@
-"""`make demo`: a week of a simulated cluster, ingested, with one login per role.
+"""`make demo`: a simulated cluster since the first of last month, with one login per role.
+
+The story (docs/demo.md): last month closed with its frozen statement and a late-data
+adjustment on this month's; a re-org mid-month; MIG and time-sliced GPUs; a spot pool;
+budget and idle alerts fired; the advice snapshot taken.
 
 With Debian's prometheus installed the history goes through a real Prometheus (backfilled
 once, cached under var/); without it the simulator's samples are handed to the same rollup
@@ -6,19 +10,29 @@ code, skipping only the HTTP fetch.
 """
 from __future__ import annotations
 
+import bisect
 import contextlib
-from datetime import datetime, timezone
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from decimal import Decimal
 from pathlib import Path
 
 from django.conf import settings
 from django.contrib.auth.models import Group, User
+from django.core.management import call_command
 from django.db import transaction
+from django.utils import timezone as djtz
 
+from apps.accounting.actions import do_close_period
+from apps.accounting.calc import period_of
+from apps.accounting.models import NodePool, Rate
+from apps.accounting.models.rates import PriceClass
+from apps.accounting.usage import billing_zone
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ChunkData, ingest
 from apps.ingest.rollup import Series
 from apps.teams.access import ROLES
-from apps.teams.models import Team
+from apps.teams.models import AuditEvent, Team
 
 DEMO_CLUSTER = "demo"
 LOGINS = {  # user -> (role, password)
@@ -28,6 +42,14 @@ LOGINS = {  # user -> (role, password)
     "viewer": ("viewer", "viewer-demo"),
 }
 LEAD_TEAM = "research"
+INTERVAL_SECONDS = 300          # five-minute samples keep seven weeks of history quick to load
+DEMO_CHUNK_HOURS = 24
+LATE_HOURS = 6                  # last month's last hours reach Prometheus after the close
+SPOT_HOSTS = "gpu-node-02"      # an H100 node bought as spot capacity
+BUDGET_SHARES = {"research": Decimal("0.9"), "search": Decimal("1.2")}   # budget = share × spend so far
+IDLE_ALERT_MINUTES = 180
+LOADED_ACTION = "demo.loaded"
+RATES = Path(__file__).resolve().parents[1] / "accounting" / "fixtures" / "rates.example.csv"
 
 DCGM_ROLES = {
     "DCGM_FI_DEV_GPU_UTIL": "whole_util",
@@ -53,6 +75,7 @@ class SimulatorFetcher:
 
         self.dcgm: dict[str, list[Series]] = {r: [] for r in DCGM_ROLES.values()}
         self.kube_state: dict[str, list[Series]] = {r: [] for r in KSM_ROLES.values()}
+        self._times: dict[int, list[int]] = {}
         for s in iter_series(scenario):
             role = DCGM_ROLES.get(s.metric)
             if role == "whole_util" and s.labels.get("GPU_I_PROFILE"):
@@ -66,27 +89,68 @@ class SimulatorFetcher:
                     continue
                 self.kube_state[KSM_ROLES[s.metric]].append(Series(dict(s.labels), list(s.samples)))
 
-    @staticmethod
-    def _cut(groups, window):
+    def _cut(self, groups, window):
         out = {}
         for role, series in groups.items():
-            out[role] = [Series(s.labels, cut) for s in series
-                         if (cut := [(t, v) for t, v in s.samples if window.start <= t < window.end])]
+            kept = []
+            for s in series:
+                times = self._times.get(id(s))
+                if times is None:
+                    times = self._times[id(s)] = [t for t, _ in s.samples]   # in time order, as emitted
+                lo, hi = bisect.bisect_left(times, window.start), bisect.bisect_left(times, window.end)
+                if hi > lo:
+                    kept.append(Series(s.labels, s.samples[lo:hi]))
+            out[role] = kept
         return out
 
     def __call__(self, window) -> ChunkData:
         return ChunkData(dcgm=self._cut(self.dcgm, window), kube_state=self._cut(self.kube_state, window))
 
 
-def demo_scenario(hours: int):
-    """A history that ends at the last closed hour, so all of it can be ingested now."""
-    import time
-
+def demo_scenario(start: int, end: int, relabel_at: int | None = None):
+    """The demo cluster's history over [start, end): MIG, time-sliced notebooks, a forgotten
+    notebook on an H100 for the last three days, and `batch` moving from team platform to data
+    at `relabel_at` (a mid-month re-org)."""
     from .builders import build_scenario
 
-    start = (int(time.time()) // 3600 - hours) * 3600
-    return build_scenario(name="demo", start=start, hours=hours, interval_seconds=60, spelling="exported",
-                          hostname_label="hostname", seed=2026, nodes=4, gpus_per_node=4, mig_nodes=1)
+    scenario = build_scenario(name="demo", start=start, hours=(end - start) // 3600, interval_seconds=INTERVAL_SECONDS,
+                              spelling="exported", hostname_label="hostname", seed=2026, nodes=4, gpus_per_node=4,
+                              mig_nodes=1, time_slicing=True, idle_notebook_hours=72)
+    if relabel_at is not None:
+        scenario.namespace_relabels = {"batch": [(relabel_at, "data")]}
+    return scenario
+
+
+@dataclass(frozen=True)
+class Story:
+    """The demo's calendar, in unix seconds: history from `start` to `end` (the last whole
+    hour), the closed month before `month_start`, late data from `late_from` that arrives after
+    the close, and the re-org at `relabel_at`."""
+    start: int
+    end: int
+    month_start: int
+    late_from: int | None
+    relabel_at: int
+    closed_period: str | None
+
+
+def plan_story(now: datetime, hours: int | None = None) -> Story:
+    """By default the history starts on the first of last month (billing zone), so last month
+    can be closed with data; `hours` shortens or lengthens it."""
+    zone = billing_zone()
+    end = int(now.timestamp()) // 3600 * 3600
+    local = now.astimezone(zone)
+    month_start = int(local.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp())
+    prev_local = (local.replace(day=1) - timedelta(days=1)).replace(day=1, hour=0, minute=0, second=0, microsecond=0)
+    start = int(prev_local.timestamp()) if hours is None else end - hours * 3600
+    # last month is closed when the history holds it (from before its last LATE_HOURS on)
+    closes = start <= month_start - LATE_HOURS * 3600 and month_start < end
+    # the re-org halfway through the open month (or through the history, early in a month)
+    since = month_start if end - month_start >= 2 * 3600 else start
+    relabel_at = since + (end - since) // 2 // 3600 * 3600
+    return Story(start=start, end=end, month_start=month_start,
+                 late_from=month_start - LATE_HOURS * 3600 if closes else None, relabel_at=relabel_at,
+                 closed_period=period_of(prev_local.date()) if closes else None)
 
 
 @contextlib.contextmanager
@@ -105,21 +169,86 @@ def _prometheus_for(scenario, workdir: Path, log):
         yield server
 
 
-def load_demo(hours: int = 168, log=print, progress=None) -> Cluster:
-    scenario = demo_scenario(hours)
-    start = datetime.fromtimestamp(scenario.start, tz=timezone.utc)
-    end = datetime.fromtimestamp(scenario.end, tz=timezone.utc)
+def load_demo(hours: int | None = None, log=print, progress=None, now: datetime | None = None) -> Cluster:
+    """The whole story: rate card and pools, the history ingested up to a few hours before last
+    month's end, last month closed, the late hours arriving (an adjustment on this month's
+    statement), then budgets, alerts and the advice snapshot, as beat would have made them."""
+    now = now or djtz.now()
+    story = plan_story(now, hours)
+    scenario = demo_scenario(story.start, story.end, story.relabel_at)
     workdir = Path(settings.BASE_DIR) / "var" / "demo-prometheus"
     workdir.mkdir(parents=True, exist_ok=True)
+    admin = User.objects.get(username="admin")
+    set_up_pricing(log)
     with _prometheus_for(scenario, workdir, log) as server:
         url = server.url if server else "http://127.0.0.1:9090"
         cluster, _ = Cluster.objects.update_or_create(name=DEMO_CLUSTER, defaults={"prometheus_url": url})
+        NodePool.objects.get_or_create(cluster=cluster, name="spot", defaults={
+            "host_pattern": SPOT_HOSTS, "price_class": PriceClass.SPOT})
         fetcher = None if server else SimulatorFetcher(scenario)
-        run = ingest(cluster, start, end, trigger="demo", fetcher=fetcher, progress=progress)
-    log(f"ingested {run.rows_written} rollup rows from {run.samples_read} samples "
-        f"({start:%Y-%m-%d %H:%M} → {end:%Y-%m-%d %H:%M} UTC)")
+        first_end = story.late_from or story.end
+        run = ingest(cluster, _dt(story.start), _dt(first_end), trigger="demo", fetcher=fetcher, progress=progress,
+                     chunk_hours=DEMO_CHUNK_HOURS)
+        log(f"ingested {run.rows_written} rollup rows from {run.samples_read} samples "
+            f"({_dt(story.start):%Y-%m-%d %H:%M} → {_dt(first_end):%Y-%m-%d %H:%M} UTC)")
+        if story.closed_period:
+            do_close_period(story.closed_period, actor=User.objects.get(username="finance"))
+            log(f"closed {story.closed_period}; then {LATE_HOURS} late hours of it arrive")
+            run = ingest(cluster, _dt(story.late_from), _dt(story.end), trigger="demo", fetcher=fetcher,
+                         progress=progress, chunk_hours=DEMO_CHUNK_HOURS)
+            log(f"ingested {run.rows_written} more rollup rows up to {_dt(story.end):%Y-%m-%d %H:%M} UTC")
+    _teams_for_every_label(scenario)
+    _budgets_and_alerts(admin, now, log)
+    from apps.recommendations.snapshots import do_snapshot_recommendations
+
+    log(f"advice snapshot: {do_snapshot_recommendations(now=now)} rows")
+    AuditEvent.objects.create(actor=admin, action=LOADED_ACTION, target=DEMO_CLUSTER,
+                              new_value={"start": story.start, "end": story.end, "closed": story.closed_period})
     # The demo's Prometheus stops with the command; keep the cluster pointing nowhere live.
     return cluster
+
+
+def is_loaded() -> bool:
+    return AuditEvent.objects.filter(action=LOADED_ACTION, target=DEMO_CLUSTER).exists()
+
+
+def _dt(ts: int) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
+
+
+def set_up_pricing(log) -> None:
+    if not Rate.objects.exists():
+        call_command("import_rates", str(RATES))
+        log(f"imported the example rate card {RATES.name}")
+
+
+def _teams_for_every_label(scenario) -> None:
+    """Every team a namespace label names gets its page and can be picked."""
+    names = {t for t in scenario.namespace_teams.values() if t}
+    names |= {t for changes in scenario.namespace_relabels.values() for _, t in changes if t}
+    for name in sorted(names):
+        Team.objects.get_or_create(name=name)
+
+
+def _budgets_and_alerts(admin, now: datetime, log) -> None:
+    """Budgets set so this month's spend has crossed them (research past 100 %, search past
+    80 %), then the beat's alert check once: budget alerts and the forgotten notebook."""
+    from apps.recommendations.alerts import check_budgets, check_idle, month_start, team_spend
+    from apps.recommendations.budgets import do_set_team_budget
+    from apps.recommendations.models import TeamBudget
+
+    for name, share in BUDGET_SHARES.items():
+        team = Team.objects.get(name=name)
+        probe = TeamBudget(team=team, unit=TeamBudget.Unit.MONEY, currency="USD", monthly_amount=Decimal(1))
+        spent, _ = team_spend(probe, month_start(now), now)
+        if not spent:
+            continue
+        amount = max(Decimal(1), (spent * share).quantize(Decimal(1)))
+        do_set_team_budget(admin, team, unit=TeamBudget.Unit.MONEY, currency="USD", monthly_amount=amount)
+    # Only the long stretches, over the last four days: the forgotten notebook stands out.
+    raised = check_budgets(now) + check_idle(now, lookback_hours=96, min_minutes=IDLE_ALERT_MINUTES)
+    log(f"alerts: {sum(r.created for r in raised)} raised "
+        f"({', '.join(sorted({r.alert.kind for r in raised})) or 'none'})")
 
 
 @transaction.atomic

@@ -7,24 +7,25 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from tqdm import tqdm
 
-from apps.simulator.demo import DEMO_CLUSTER, create_logins, load_demo
+from apps.simulator.demo import create_logins, is_loaded, load_demo
 
 
 class Command(BaseCommand):
-    help = "Migrate, load a week of a simulated GPU cluster, create one login per role, and serve."
+    help = ("Migrate, load a simulated GPU cluster since the first of last month (closed, alerts, advice), "
+            "create one login per role, and serve.")
 
     def add_arguments(self, parser):
-        parser.add_argument("--hours", type=int, default=int(os.environ.get("DEMO_HOURS", "168")),
-                            help="hours of simulated history (default a week)")
+        hours = os.environ.get("DEMO_HOURS")
+        parser.add_argument("--hours", type=int, default=int(hours) if hours else None,
+                            help="hours of simulated history (default: since the first of last month)")
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
         parser.add_argument("--no-serve", action="store_true", help="load the data and stop")
 
     def handle(self, *args, **opts):
         make_sqlite_dir(settings.DATABASES["default"])
         call_command("migrate", interactive=False, verbosity=0)
-        from apps.clusters.models import Cluster
-
-        if Cluster.objects.filter(name=DEMO_CLUSTER, ingested_until__isnull=False).exists():
+        logins = create_logins()
+        if is_loaded():
             self.stdout.write("demo data already loaded (delete var/demo.sqlite3 to start afresh)")
         else:
             bar = tqdm(total=None, unit="chunk", desc="ingest demo", file=sys.stderr)
@@ -35,8 +36,6 @@ class Command(BaseCommand):
 
             load_demo(opts["hours"], log=self.stdout.write, progress=progress)
             bar.close()
-        logins = create_logins()
-        self._after_load()
         url = f"http://127.0.0.1:{opts['port']}/"
         self.stdout.write("")
         self.stdout.write(self.style.SUCCESS(f"gpuportal demo: {url}"))
@@ -47,14 +46,6 @@ class Command(BaseCommand):
         if opts["no_serve"]:
             return
         call_command("runserver", f"127.0.0.1:{opts['port']}", use_reloader=False)
-
-    def _after_load(self):
-        """Demo extras from later features (a rate card, advice snapshots) when present."""
-        try:
-            from apps.simulator.demo_extras import load_extras
-        except ImportError:
-            return
-        load_extras(self.stdout.write)
 
 
 def make_sqlite_dir(db: dict) -> None:

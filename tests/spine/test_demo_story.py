@@ -1,0 +1,82 @@
+"""The demo's story (docs/demo.md): a closed month with a late-data adjustment, a re-org, alerts.
+
+Loaded as `make demo` loads it, through a real Prometheus, on a short history: 48 hours up to
+2026-11-02 06:00 UTC (billing zone UTC), so October's last 18 hours are in it.
+"""
+from datetime import datetime, timezone
+
+import pytest
+from django.db.models import Sum
+
+from apps.accounting.models import BillingPeriod, StatementLine
+from apps.accounting.statements import statement, statement_payload
+from apps.accounting.usage import UsageFilter, group_cells, usage_cells
+from apps.recommendations.models import Alert, RecommendationSnapshot
+from apps.simulator.demo import create_logins, is_loaded, load_demo, plan_story
+from apps.teams.models import Team
+
+pytestmark = [pytest.mark.django_db]
+
+NOW = datetime(2026, 11, 2, 6, 30, tzinfo=timezone.utc)
+
+
+def utc(*args):
+    return datetime(*args, tzinfo=timezone.utc)
+
+
+def ts(*args):
+    return int(utc(*args).timestamp())
+
+
+def test_the_story_calendar(settings):
+    settings.BILLING_TIMEZONE = "UTC"
+    story = plan_story(NOW, hours=48)
+    assert (story.start, story.end) == (ts(2026, 10, 31, 6), ts(2026, 11, 2, 6))
+    assert story.month_start == ts(2026, 11, 1)
+    assert story.late_from == ts(2026, 10, 31, 18)            # six hours before October ends
+    assert story.relabel_at == ts(2026, 11, 1, 15)           # halfway through November's 30 hours
+    assert story.closed_period == "2026-10"
+    # by default the history starts on the first of last month
+    assert plan_story(NOW).start == ts(2026, 10, 1)
+    # in a billing zone east of UTC, last month starts at its local midnight
+    settings.BILLING_TIMEZONE = "Asia/Tokyo"
+    assert plan_story(NOW).start == ts(2026, 9, 30, 15)
+    # a history too short to hold last month's end closes nothing
+    settings.BILLING_TIMEZONE = "UTC"
+    assert plan_story(NOW, hours=20).closed_period is None
+
+
+@pytest.mark.prometheus
+def test_the_demo_loads_the_whole_story(settings):
+    settings.BILLING_TIMEZONE = "UTC"
+    create_logins()
+    load_demo(48, log=lambda *_: None, now=NOW)
+    assert is_loaded()
+
+    # October closed; its last six hours arrived after the close and sit in November as
+    # adjustments: 16 GPUs (12 whole, 4 MIG boards fully cut) × 6 hours = 96 GPU-hours in all,
+    # allocated or not.
+    assert BillingPeriod.objects.get(period="2026-10").is_closed
+    lines = [line for line in statement("2026-11").lines if line.kind == "adjustment"]
+    assert lines and {line.adjusts_period for line in lines} == {"2026-10"}
+    assert float(sum(line.allocated_gpu_seconds for line in lines)) / 3600 == pytest.approx(96.0)
+    october = statement_payload(statement("2026-10"), "team", None)
+    assert october["closed"] and october["totals_by_currency"]["USD"] != "0.00"
+
+    # the re-org: batch is platform's until 15:00 on November 1st, data's after
+    for name in ("research", "search", "platform", "data"):
+        assert Team.objects.filter(name=name).exists()
+    before = group_cells(usage_cells(UsageFilter(start=utc(2026, 11, 1), end=utc(2026, 11, 1, 15))), "team")
+    after = group_cells(usage_cells(UsageFilter(start=utc(2026, 11, 1, 15), end=utc(2026, 11, 2, 6))), "team")
+    assert "data" not in {r.key for r in before} and "data" in {r.key for r in after}
+
+    # what beat would have raised by now: the forgotten notebook, and both budgets crossed
+    idle_alerts = Alert.objects.filter(kind=Alert.Kind.IDLE)
+    assert all(a.fields["idle_minutes"] >= 180 for a in idle_alerts)      # only the long stretches
+    [idle] = idle_alerts.filter(pod="jupyter-erin")
+    assert (idle.namespace, idle.fields["still_idle"]) == ("notebooks", True)
+    assert idle.fields["gpu_model"].startswith("NVIDIA H100")
+    assert sorted(Alert.objects.filter(kind=Alert.Kind.BUDGET).values_list("key", flat=True)) == [
+        "budget:research:2026-11:100", "budget:research:2026-11:80", "budget:search:2026-11:80"]
+    assert RecommendationSnapshot.objects.exists()
+    assert StatementLine.objects.filter(period__period="2026-10").aggregate(n=Sum("allocated_gpu_seconds"))["n"] > 0
