@@ -15,7 +15,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 # Debian packages the real-service tests use: prometheus/promtool and chromium.
-# Installed when missing and we may (root, or passwordless sudo); otherwise the README says how.
+# Installed when missing and we may (root, or passwordless sudo); otherwise docs/configuration.md says how.
 system-packages:
 	@missing=""; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \

@@ -5,7 +5,7 @@ Both are open (no login) and carry no secrets: cluster names, ages, counts.
 `/metrics` computes its ingest figures from the database at scrape time (IngestRun rows and
 watermarks), so every gunicorn worker answers the same whatever it served. Request latency is
 the one figure kept in process memory (RequestLatencyMiddleware): with several gunicorn
-workers a scrape sees only the worker that answered it (README "Performance" explains).
+workers a scrape sees only the worker that answered it (docs/performance.md explains).
 """
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Settings, read from the environment once (README "Configuration").
+"""Settings, read from the environment once (docs/configuration.md).
 
 Every variable has a safe development default; a malformed value stops start-up with
 ImproperlyConfigured instead of surfacing later as a confusing runtime error.
@@ -54,7 +54,7 @@ except (ZoneInfoNotFoundError, ValueError):
 # Accounting knobs (docs/accounting.md). Cluster records may override the idle threshold.
 IDLE_THRESHOLD = _env_float("IDLE_THRESHOLD", 0.05, 0.0, 1.0)
 INGEST_CHUNK_HOURS = _env_int("INGEST_CHUNK_HOURS", 2)
-# Scale knobs (README "Performance"): queries of a chunk in flight at once, and whether the
+# Scale knobs (docs/performance.md): queries of a chunk in flight at once, and whether the
 # next chunk is fetched while the current one is written.
 INGEST_QUERY_CONCURRENCY = _env_int("INGEST_QUERY_CONCURRENCY", 4)
 INGEST_PREFETCH = env.bool("INGEST_PREFETCH", default=True)
@@ -156,7 +156,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
 CELERY_TIMEZONE = "UTC"
 INGEST_BEAT_MINUTES = _env_int("INGEST_BEAT_MINUTES", 10)
 
-# Quota advice and alerts (README "Quota advice and alerts").
+# Quota advice and alerts (docs/advice-and-alerts.md).
 ADVICE_WINDOW_DAYS = _env_int("ADVICE_WINDOW_DAYS", 28)
 ADVICE_LOW_EFFICIENCY = _env_float("ADVICE_LOW_EFFICIENCY", 0.5, 0.0, 1.0)
 ADVICE_AT_HARD_SHARE = _env_float("ADVICE_AT_HARD_SHARE", 0.1, 0.0, 1.0)

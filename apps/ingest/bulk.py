@@ -1,7 +1,7 @@
 """Insert many rollup rows fast: COPY on Postgres (psycopg 3), bulk_create elsewhere (SQLite demo).
 
 COPY skips the ORM's per-field SQL compilation, which is most of the time of a bulk_create of
-tens of thousands of narrow rows (README "Performance").
+tens of thousands of narrow rows (docs/performance.md).
 """
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ ADMINS = (403, 403, 403, 200)
 
 # route -> (anonymous, statuses per role, GET urls checked with those statuses)
 EXPECT = {
-    # Probes for load balancers and Prometheus: no sign-in, nothing per team (README "Health").
+    # Probes for load balancers and Prometheus: no sign-in, nothing per team (docs/ingest.md, "The portal's own health").
     "healthz": (200, ALL, ["/healthz"]),
     "metrics": (200, ALL, ["/metrics"]),
     "": ("login", ALL, ["/", "/?cluster={cluster}"]),

@@ -1,4 +1,4 @@
-"""/api/v1/usage/ per SPEC §3, on figures ingested from hand-built series."""
+"""/api/v1/usage/ (docs/api.md), on figures ingested from hand-built series."""
 import csv
 import io
 from datetime import date

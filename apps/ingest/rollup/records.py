@@ -45,7 +45,7 @@ class HourlySeries:
     """A series summed by Prometheus per hour: (hour start, sum, count, max) of its raw samples.
 
     Stands in for a raw Series of memory or power, whose rollups need only these per hour
-    (README "Performance": Prometheus-side aggregation where it is exact).
+    (docs/performance.md: Prometheus-side aggregation where it is exact).
     """
     labels: Mapping[str, str]
     hours: Sequence[tuple[int, float, int, float]]
