@@ -15,7 +15,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Callable
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone as djtz
 
 from apps.clusters.models import Cluster
@@ -131,6 +131,13 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
         if isinstance(exc, IngestBusy):
             raise
         raise IngestError(str(exc)) from exc
+    except (OperationalError, InterfaceError) as exc:
+        # The database went away (restart, failover, network): the transaction is gone with
+        # it, so nothing of the run was kept. One line naming the database, not a traceback.
+        message = database_failure(exc)
+        log.warning("ingest of %s failed: %s", cluster, message)
+        _finish(run, started, IngestRun.Status.FAILED, error=message)
+        raise IngestError(message) from None
     except Exception as exc:  # any other failure is still recorded, then re-raised as is
         log.exception("ingest of %s failed", cluster)
         _finish(run, started, IngestRun.Status.FAILED, error=f"{type(exc).__name__}: {exc}")
@@ -138,6 +145,14 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
     _finish(run, started, IngestRun.Status.SUCCEEDED)
     _advance_watermark(cluster, now)
     return run
+
+
+def database_failure(exc: Exception) -> str:
+    """'the database NAME at HOST:PORT failed: <first line of the driver's message>'."""
+    db = connection.settings_dict
+    where = f"{db.get('HOST') or 'localhost'}:{db.get('PORT') or 5432}" if connection.vendor != "sqlite" else "sqlite"
+    first = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+    return f"the database {db.get('NAME')} at {where} failed during the ingest: {first}"
 
 
 def prefetched(fetcher: Fetcher, chunks: list[rollup.Window]):

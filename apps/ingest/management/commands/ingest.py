@@ -1,10 +1,11 @@
 import sys
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db import InterfaceError, OperationalError
 from tqdm import tqdm
 
 from apps.clusters.models import Cluster
-from apps.ingest.pipeline import IngestError, ingest
+from apps.ingest.pipeline import IngestError, database_failure, ingest
 from apps.ingest.timeparse import parse_window_options
 
 
@@ -12,19 +13,29 @@ class Command(BaseCommand):
     help = "Pull a window of DCGM + kube-state-metrics data from Prometheus into the hourly rollups."
 
     def add_arguments(self, parser):
-        parser.add_argument("--cluster", required=True, help="cluster name (created if new)")
+        parser.add_argument("--cluster", required=True,
+                            help="cluster name; a new one is created by the first successful ingest")
         parser.add_argument("--prometheus-url", help="Prometheus base URL (required for a new cluster)")
         parser.add_argument("--start", required=True, help="ISO 8601 instant or date (UTC if no zone)")
         parser.add_argument("--end", required=True, help="ISO 8601 instant or date, exclusive")
         parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
+        parser.add_argument("--create", action="store_true",
+                            help="keep a new cluster even when this first ingest fails (beat will retry it)")
 
     def handle(self, *args, **opts):
+        try:
+            self._handle(**opts)
+        except (OperationalError, InterfaceError) as exc:   # the database itself is down or went away
+            raise CommandError(database_failure(exc)) from None
+
+    def _handle(self, **opts):
         try:
             start, end = parse_window_options(opts["start"], opts["end"])
         except ValueError as exc:
             raise CommandError(str(exc))
         cluster = Cluster.objects.filter(name=opts["cluster"]).first()
         url = opts.get("prometheus_url")
+        created = cluster is None
         if cluster is None:
             if not url:
                 raise CommandError(f"cluster {opts['cluster']!r} is new: give --prometheus-url")
@@ -53,6 +64,11 @@ class Command(BaseCommand):
         except IngestError as exc:
             if bar is not None:
                 bar.close()
+            if created and not opts["create"]:
+                # A cluster exists from its first success on (or with --create): a typo'd URL
+                # or a dead Prometheus leaves nothing behind, its failed run included.
+                cluster.delete()
+                raise CommandError(f"{exc} (cluster {cluster.name!r} not created; --create keeps it)")
             raise CommandError(str(exc))
         if bar is not None:
             bar.close()
