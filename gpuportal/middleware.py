@@ -1,9 +1,12 @@
-"""Refuse NUL characters in the URL before any view sees them.
+"""Request and response guards.
+
+Refuse NUL characters in the URL before any view sees them.
 
 PostgreSQL text cannot hold NUL, so a `?cluster=%00` reaching a query raised a 500; DRF
 serializers and Django forms already refuse NUL in bodies, this covers the path and the query.
 """
 from django.http import JsonResponse
+from django.utils.cache import patch_cache_control
 
 
 class RejectNulMiddleware:
@@ -14,3 +17,19 @@ class RejectNulMiddleware:
         if "\x00" in request.path or any("\x00" in k or any("\x00" in v for v in values) for k, values in request.GET.lists()):
             return JsonResponse({"detail": "NUL characters are not allowed in the URL"}, status=400)
         return self.get_response(request)
+
+
+class PrivateNoStoreMiddleware:
+    """Every answer to a signed-in user (pages, API, CSV, XLSX) holds figures for that user's
+    role and teams, money included: no shared or browser cache may keep it. A response that
+    set its own Cache-Control (the health probes) keeps it."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        user = getattr(request, "user", None)
+        if user is not None and user.is_authenticated and not response.has_header("Cache-Control"):
+            patch_cache_control(response, no_store=True, private=True)
+        return response

@@ -217,7 +217,7 @@ def check_role(url: str, user: str, password: str) -> str:
             raise Failure(f"{user}: team page /teams/{LEAD_TEAM}/ shows no allocated GPU-hours for namespace {ns!r} "
                           f"(namespaces: {sorted(namespaces)})")
     if scoped:
-        get(s, url, f"/teams/{OTHER_TEAM}/", user, expect=404)
+        get(s, url, f"/teams/{OTHER_TEAM}/", user, expect=403)
 
     if money:
         check_month_end(s, url, user, scoped)

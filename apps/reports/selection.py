@@ -10,13 +10,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone as dt_timezone
 from urllib.parse import urlencode
 
-from django.core.exceptions import PermissionDenied
 from django.http import Http404
 
 from apps.accounting.usage import UsageFilter
 from apps.clusters.models import Cluster
 from apps.reports.api.params import parse_window
-from apps.teams.access import can_see_money, is_admin, sees_fleet, team_scope
+from apps.teams.access import can_see_money, is_admin, require_team, sees_fleet, team_scope
 
 PICKER_KEYS = ("cluster", "team", "start", "end")
 
@@ -58,8 +57,8 @@ def selection_from(request, params=None, *, default_days=7) -> Selection:
     if cluster and not Cluster.objects.filter(name=cluster).exists():
         raise Http404(f"no cluster named {cluster!r}")
     team = (params.get("team") or "").strip() or None
-    if team and scope is not None and team not in scope:
-        raise PermissionDenied(f"team {team!r} is not one of yours")
+    if team:
+        require_team(user, team)
     return Selection(
         start=start, end=end, cluster=cluster, team=team,
         scope=frozenset(scope) if scope is not None else None,

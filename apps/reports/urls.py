@@ -6,7 +6,7 @@ app_name = "reports"
 
 urlpatterns = [
     path("", overview.overview, name="overview"),
-    path("teams/<str:name>/", team.team_dashboard, name="team"),
+    path("teams/<path:name>/", team.team_dashboard, name="team"),
     path("explore/", explore.explorer, name="explore"),
     path("idle/", idle.idle, name="idle"),
     path("health/", health.health, name="health"),

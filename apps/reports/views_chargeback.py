@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods
 from apps.accounting.actions import ActionError, do_close_period
 from apps.accounting.calc import next_period, parse_period, present_rate, prev_period
 from apps.accounting.statements import SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, statement, statement_payload
-from apps.teams.access import can_close_periods, can_see_money, team_scope
+from apps.teams.access import can_close_periods, can_see_money, require_team, team_scope
 
 from .api.chargeback import default_period
 
@@ -31,6 +31,8 @@ def statement_view(request):
     period, error = _period(request)
     shared_idle = request.GET.get("shared_idle") if request.GET.get("shared_idle") in SHARED_IDLE else "apart"
     team = request.GET.get("team") or ""
+    if team:
+        require_team(request.user, team)
     payload = statement_payload(statement(period, shared_idle=shared_idle), "team", team_scope(request.user),
                                 shared_idle, lines_of={team})
     selected = next((row for row in payload["results"] if row["key"] == team), None) if team else None

@@ -37,8 +37,21 @@ def team_scope(user):
     if roles & {ROLE_ADMIN, ROLE_FINANCE, ROLE_VIEWER}:
         return None
     if ROLE_TEAM_LEAD in roles:
-        return set(user.teams.values_list("name", flat=True))
+        cached = getattr(user, "_gpuportal_teams", None)   # one query per request, like the roles
+        if cached is None:
+            cached = user._gpuportal_teams = frozenset(user.teams.values_list("name", flat=True))
+        return set(cached)
     return set()
+
+
+def require_team(user, team: str) -> None:
+    """A user asking for a team that is not theirs gets an explicit 403, never an empty answer;
+    the message is the same whether or not the team exists."""
+    scope = team_scope(user)
+    if scope is not None and team not in scope:
+        from django.core.exceptions import PermissionDenied
+
+        raise PermissionDenied(f"team {team!r} is not one of yours")
 
 
 def sees_fleet(user) -> bool:

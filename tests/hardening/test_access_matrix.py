@@ -21,7 +21,7 @@ EXPECT = {
     "healthz": (200, ALL, ["/healthz"]),
     "metrics": (200, ALL, ["/metrics"]),
     "": ("login", ALL, ["/", "/?cluster={cluster}"]),
-    "teams/<str:name>/": ("login", ALL, ["/teams/{team_a}/"]),
+    "teams/<path:name>/": ("login", ALL, ["/teams/{team_a}/"]),
     "explore/": ("login", ALL, ["/explore/", "/explore/?format=csv", "/explore/?grain=hour"]),
     "idle/": ("login", ALL, ["/idle/"]),
     "health/": ("login", ALL, ["/health/"]),

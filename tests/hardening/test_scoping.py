@@ -73,6 +73,10 @@ def test_seed_has_team_b_everywhere_for_finance(as_role, world):
 def without_echo(text, url, everywhere=False):
     """What the lead typed may be echoed back in a filter box or a link keeping the filters: no leak.
     Only those echoes are removed; the value anywhere else (a table cell) still counts."""
+    if everywhere:    # a name typed into the path (/teams/<name>/) is echoed the same way
+        for segment in filter(None, urlsplit(url).path.split("/")):
+            if segment not in ("teams", "api", "v1"):
+                text = text.replace(segment, "")
     for _, value in parse_qsl(urlsplit(url).query):
         if everywhere:
             text = text.replace(value, "")

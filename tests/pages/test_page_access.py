@@ -31,8 +31,8 @@ def test_every_role_opens_every_page_in_its_scope(login, role, url):
 @pytest.mark.parametrize("url", [
     "/teams/nlp/", "/teams/unassigned/",
 ])
-def test_team_lead_gets_404_for_another_teams_dashboard(login, url):
-    assert login("team_lead").get(url).status_code == 404
+def test_team_lead_gets_403_for_another_teams_dashboard(login, url):
+    assert login("team_lead").get(url).status_code == 403
 
 
 @pytest.mark.parametrize("url", [

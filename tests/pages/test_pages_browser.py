@@ -158,7 +158,7 @@ def test_roles_see_what_they_should(session):
 
 def test_team_lead_is_refused_other_teams_pages_api_and_csv(session):
     lead = session("team_lead")
-    assert lead.open("/teams/nlp/").status == 404
+    assert lead.open("/teams/nlp/").status == 403
     assert lead.open("/explore/?team=nlp").status == 403
     for url in ["/api/v1/idle/?team=nlp", "/api/v1/idle/?team=nlp&format=csv", "/explore/?team=nlp&format=csv"]:
         assert lead.context.request.get(lead.base + url).status in (403, 404), url

@@ -16,7 +16,7 @@ from apps.accounting.calc import parse_period, period_of
 from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clusters_behind, csv_rows, statement,
                                         statement_payload)
 from apps.accounting.usage import billing_zone
-from apps.teams.access import can_close_periods, can_see_money, team_scope
+from apps.teams.access import can_close_periods, can_see_money, require_team, team_scope
 from apps.reports.xlsx import XLSXRenderer
 
 from .params import parse_choice
@@ -54,8 +54,11 @@ def parse_period_param(params, name="period", default=None):
         raise ValidationError({name: str(exc)})
 
 
-def chargeback_payload(request, period, group_by, shared_idle):
+def chargeback_payload(request, period, group_by, shared_idle, team=None):
     stmt = statement(period, shared_idle=shared_idle)
+    if team:
+        require_team(request.user, team)
+        return statement_payload(stmt, group_by, {team}, shared_idle)
     return statement_payload(stmt, group_by, team_scope(request.user), shared_idle)
 
 
@@ -70,6 +73,8 @@ class ChargebackView(APIView):
             OpenApiParameter("group_by", OpenApiTypes.STR, enum=list(GROUP_BYS)),
             OpenApiParameter("shared_idle", OpenApiTypes.STR, enum=list(SHARED_IDLE),
                              description="unallocated cost shown apart (default) or spread over teams"),
+            OpenApiParameter("team", OpenApiTypes.STR, description="one team's lines only (team leads: one of "
+                             "theirs, else 403)"),
         ],
         responses=inline_serializer("ChargebackResponse", {
             "period": serializers.CharField(), "group_by": serializers.CharField(),
@@ -83,7 +88,7 @@ class ChargebackView(APIView):
         period = parse_period_param(params, default=default_period())
         group_by = parse_choice(params, "group_by", GROUP_BYS, default="team")
         shared_idle = parse_choice(params, "shared_idle", SHARED_IDLE, default="apart")
-        payload = chargeback_payload(request, period, group_by, shared_idle)
+        payload = chargeback_payload(request, period, group_by, shared_idle, params.get("team") or None)
         fmt = getattr(request.accepted_renderer, "format", "")
         response = Response(payload)
         if fmt == "csv":

@@ -9,7 +9,7 @@ from apps.accounting.pricing import price_usage_rows_detail
 from apps.accounting.figures import shown_hours, shown_ratio
 from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells, usage_cells
 from apps.clusters.models import Cluster
-from apps.teams.access import can_see_money, team_scope
+from apps.teams.access import can_see_money, require_team, team_scope
 
 from .params import iso, parse_choice, parse_window
 
@@ -33,9 +33,12 @@ USAGE_ROW_FIELDS = {
 }
 
 
-def usage_filter_for(request, start, end, cluster=None):
+def usage_filter_for(request, start, end, cluster=None, team=None):
     if cluster and not Cluster.objects.filter(name=cluster).exists():
         raise NotFound(f"no cluster named {cluster!r}")
+    if team:
+        require_team(request.user, team)
+        return UsageFilter(start=start, end=end, cluster=cluster, teams=frozenset({team}))
     scope = team_scope(request.user)
     return UsageFilter(start=start, end=end, cluster=cluster,
                        teams=frozenset(scope) if scope is not None else None)
@@ -70,6 +73,8 @@ class UsageView(APIView):
         parameters=WINDOW_PARAMS + [
             OpenApiParameter("group_by", OpenApiTypes.STR, enum=list(GROUP_BYS), required=True),
             OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name"),
+            OpenApiParameter("team", OpenApiTypes.STR, description="one team only (team leads: one of theirs, "
+                             "else 403)"),
         ],
         responses=inline_serializer("UsageResponse", {
             "start": serializers.CharField(), "end": serializers.CharField(),
@@ -81,7 +86,7 @@ class UsageView(APIView):
         params = request.query_params
         start, end = parse_window(params)
         group_by = parse_choice(params, "group_by", GROUP_BYS, default="namespace")
-        f = usage_filter_for(request, start, end, params.get("cluster") or None)
+        f = usage_filter_for(request, start, end, params.get("cluster") or None, params.get("team") or None)
         results = usage_payload(request, group_by, f)
         return Response({"start": iso(start), "end": iso(end), "group_by": group_by, "results": results})
 

@@ -1,6 +1,7 @@
 from django.http import Http404
 
 from apps.accounting.usage import group_cells
+from apps.teams.access import require_team
 from apps.teams.models import UNASSIGNED, Team
 from apps.teams.resolve import TeamResolver
 
@@ -11,9 +12,8 @@ from .common import page, report_view
 
 @report_view
 def team_dashboard(request, sel, name):
-    # A team lead asking for someone else's team learns nothing, not even that it exists.
-    if sel.scope is not None and name not in sel.scope:
-        raise Http404("no such team")
+    # A team lead asking for someone else's team gets a 403 whether or not it exists.
+    require_team(request.user, name)
     if name != UNASSIGNED and not Team.objects.filter(name=name).exists():
         raise Http404("no such team")
     cells = team_cells(sel, name)
