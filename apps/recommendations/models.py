@@ -126,6 +126,16 @@ class AlertDelivery(models.Model):
     def __str__(self):
         return f"{self.get_channel_display()} to {self.target} ({self.status})"
 
+    def public_error(self) -> str:
+        """What a non-admin may read of a failure: the HTTP status or the error's kind, never
+        the receiving server's reply (its error page may echo tokens or internal addresses)."""
+        if not self.last_error:
+            return ""
+        head = self.last_error.split(":", 1)[0].strip()
+        if head.startswith("HTTP ") and head[5:].isdigit():
+            return f"delivery failed ({head})"
+        return f"delivery failed ({head if head.isidentifier() else 'error'})"
+
 
 class DeliveryAttempt(models.Model):
     delivery = models.ForeignKey(AlertDelivery, on_delete=models.CASCADE, related_name="attempt_log")

@@ -8,7 +8,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 
 from apps.clusters.models import Cluster
 from apps.reports.views.common import bad_request
-from apps.teams.access import can_see_money, team_scope
+from apps.teams.access import can_see_money, is_admin, team_scope
 
 from .advice import advice_rows
 from .api import advice_query_for
@@ -43,5 +43,5 @@ def alerts(request):
     if not can_see_money(request.user):
         qs = qs.exclude(kind=Alert.Kind.BUDGET, fields__unit="money")
     return render(request, "recommendations/alerts.html", {
-        "alerts": qs[:500], "money": can_see_money(request.user),
+        "alerts": qs[:500], "money": can_see_money(request.user), "admin": is_admin(request.user),
     })

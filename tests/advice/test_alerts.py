@@ -247,3 +247,32 @@ def test_urls_typed_without_a_scheme_get_the_one_the_admin_says(rf, admin_user):
     assert cluster_field.clean("prometheus.example.com") == "http://prometheus.example.com"
     budget_field = site._registry[TeamBudget].get_form(request)().fields["webhook_url"]
     assert budget_field.clean("hooks.example.com/x") == "https://hooks.example.com/x"
+
+
+# An upstream error page that echoes what it was sent, a token included, and some markup.
+LEAKY_BODY = b"<html><script>alert(1)</script>upstream error; Authorization: Bearer sk-SECRET-0042</html>"
+
+
+def test_a_failed_webhook_reply_is_shown_to_admins_only(idle_pod, settings, monkeypatch, client):
+    monkeypatch.setattr(tasks.deliver_alert, "max_retries", 0)
+    with Receiver([500], error_body=LEAKY_BODY) as receiver:
+        settings.ALERT_WEBHOOK_URL = receiver.url
+        tasks.check_alerts()
+    assert AlertDelivery.objects.get().status == "failed"
+
+    client.force_login(f.user("fin", "finance"))
+    page = client.get("/advice/alerts/").content.decode()
+    assert "delivery failed (HTTP 500)" in page
+    assert "SECRET" not in page and "upstream error" not in page
+
+    client.force_login(f.user("root", "admin"))
+    page = client.get("/advice/alerts/").content.decode()
+    assert "sk-SECRET-0042" in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "<script>alert(1)" not in page
+
+
+def test_public_error_of_a_delivery_by_hand():
+    d = AlertDelivery(last_error="ConnectionError: HTTPConnectionPool(host='hooks.internal', port=80): token=abc")
+    assert d.public_error() == "delivery failed (ConnectionError)"
+    assert AlertDelivery(last_error="HTTP 502: <html>bad gateway</html>").public_error() == "delivery failed (HTTP 502)"
+    assert AlertDelivery(last_error="").public_error() == ""

@@ -7,7 +7,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
 class Receiver:
-    def __init__(self, codes=(200,)):
+    def __init__(self, codes=(200,), error_body=b"receiver says no"):
         self.codes = list(codes)
         self.received = []
         receiver = self
@@ -22,7 +22,7 @@ class Receiver:
                 self.send_response(code)
                 self.send_header("Content-Type", "text/plain")
                 self.end_headers()
-                self.wfile.write(b"ok" if code < 300 else b"receiver says no")
+                self.wfile.write(b"ok" if code < 300 else error_body)
 
             def log_message(self, *args):
                 pass
