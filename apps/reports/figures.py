@@ -5,6 +5,8 @@ air-gapped). Each builder returns None when there is nothing to draw, so a templ
 """
 from __future__ import annotations
 
+import html
+
 import plotly.graph_objects as go
 
 from apps.accounting.figures import efficiency, gpu_hours
@@ -14,7 +16,31 @@ COLORS = {"used": "#2e7d32", "allocated": "#f9a825", "unallocated": "#b0bec5", "
           "efficiency": "#1565c0", "hard": "#6a1b9a"}
 
 
+# Trace attributes that may carry names from the cluster (teams, namespaces, pods, models).
+_NAME_ATTRIBUTES = ("x", "y", "name", "text", "hovertext", "legendgroup", "customdata", "ids")
+
+
+def as_text(value):
+    """plotly reads labels, legends and hover text as a subset of HTML (`<a href>` included),
+    so a namespace called `<a href="javascript:…">` would become a live link. Escaped, it is
+    shown as the characters it is."""
+    if isinstance(value, str):
+        return html.escape(value, quote=False)
+    if isinstance(value, (list, tuple)):
+        return [as_text(v) for v in value]
+    return value
+
+
+def _names_as_text(fig: go.Figure) -> None:
+    for trace in fig.data:
+        for attribute in _NAME_ATTRIBUTES:
+            value = getattr(trace, attribute, None)
+            if value is not None:
+                trace[attribute] = as_text(list(value) if not isinstance(value, str) else value)
+
+
 def _html(fig: go.Figure, height: int = 320) -> str:
+    _names_as_text(fig)
     fig.update_layout(template="plotly_white", height=height, margin={"l": 55, "r": 20, "t": 30, "b": 45},
                       legend={"orientation": "h", "y": -0.2}, font={"size": 12})
     return fig.to_html(full_html=False, include_plotlyjs=False, config=CONFIG)

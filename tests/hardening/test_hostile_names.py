@@ -62,9 +62,27 @@ def test_the_names_do_reach_the_pages_escaped(as_role, world):
         assert escape(name) in bodies, f"{name!r} is not shown (escaped) anywhere"
 
 
-def test_figure_json_carries_the_names_without_a_closing_tag(as_role, world):
-    """The team page plots its namespaces: the figure JSON holds the hostile namespace name,
-    with '<' and '/' escaped so the </script> inside it cannot end the script."""
+def test_figure_json_carries_the_names_as_text(as_role, world):
+    """The team page plots its namespaces: the figure JSON holds the hostile namespace name as
+    text plotly shows literally (`&lt;`), never as markup plotly would render — its labels and
+    hover text understand `<a href>` — and its '/' escaped so no </script> can end the script."""
     body = as_role("admin").get(f"/teams/{world.names.team_a}/").content.decode()
     assert "Plotly.newPlot" in body
-    assert "\\u003c\\u002fscript\\u003e\\u003cscript\\u003ealert(2)" in body
+    assert "&lt;\\u002fscript&gt;&lt;script&gt;alert(2)" in body
+    assert not [raw for raw in RAW if as_json(raw) in body]
+
+
+@pytest.mark.parametrize("role", ["admin", "team_lead"])
+def test_no_figure_carries_markup(as_role, world, role):
+    c = as_role(role)
+    for url in pages(world):
+        response = c.get(url)
+        body = response.content.decode()
+        if response.status_code == 200 and "Plotly.newPlot" in body:
+            assert not [raw for raw in RAW if as_json(raw) in body], f"{role} {url}: markup in a figure"
+
+
+def as_json(raw: str) -> str:
+    """How plotly's JSON spells a string: '<' and '/' escaped (only the portal's own hover
+    markup, `<br>` and `<extra>`, may appear so)."""
+    return raw.replace("<", "\\u003c").replace("/", "\\u002f").replace(">", "\\u003e").replace('"', '\\"')
