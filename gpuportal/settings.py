@@ -3,6 +3,7 @@
 Every variable has a safe development default; a malformed value stops start-up with
 ImproperlyConfigured instead of surfacing later as a confusing runtime error.
 """
+from datetime import timedelta
 from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
@@ -92,6 +93,7 @@ INSTALLED_APPS = [
     "apps.recommendations",
     "apps.reports",
     "apps.simulator",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -106,6 +108,7 @@ MIDDLEWARE = [
     "gpuportal.middleware.PrivateNoStoreMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",          # last: turns a lockout into the locked-out page
 ]
 
 ROOT_URLCONF = "gpuportal.urls"
@@ -180,7 +183,33 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gpuportal@localhost"
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
-    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator",
+     "OPTIONS": {"min_length": _env_int("PASSWORD_MIN_LENGTH", 12, low=8)}},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+# Sign-in throttling (django-axes; docs/security.md): after SIGNIN_FAILURE_LIMIT failures for
+# one user name, or from one address, that user name or address is locked for
+# SIGNIN_LOCKOUT_MINUTES. Admins see and clear lockouts in the Django admin ("Axes").
+# The address is REMOTE_ADDR, or with TRUSTED_PROXY_COUNT > 0 the client's address as the
+# trusted proxies in front append it to X-Forwarded-For (never a header the client sets alone).
+AXES_ENABLED = env.bool("SIGNIN_THROTTLING", default=True)
+AXES_FAILURE_LIMIT = _env_int("SIGNIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=_env_int("SIGNIN_LOCKOUT_MINUTES", 30))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_VERBOSE = False
+TRUSTED_PROXY_COUNT = _env_int("TRUSTED_PROXY_COUNT", 0, low=0)
+if TRUSTED_PROXY_COUNT:
+    AXES_IPWARE_PROXY_COUNT = TRUSTED_PROXY_COUNT
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
+else:
+    AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",        # first: refuses a locked-out user or address
+    "django.contrib.auth.backends.ModelBackend",
 ]
 
 LANGUAGE_CODE = "en-us"
@@ -222,10 +251,9 @@ if OIDC_ENABLED:
     OIDC_RP_SCOPES = env.str("OIDC_RP_SCOPES", default="openid email profile")
     OIDC_ROLES_CLAIM = env.str("OIDC_ROLES_CLAIM", default="groups")
     OIDC_OP_LOGOUT_URL = env.str("OIDC_OP_LOGOUT_URL", default="")
-    AUTHENTICATION_BACKENDS = [
-        "apps.reports.oidc.RoleMappingOIDCBackend",
-        "django.contrib.auth.backends.ModelBackend",
-    ]
+    # Single sign-on comes first, so a locked-out address never blocks it (the identity
+    # provider throttles its own sign-in); the password form stays behind axes.
+    AUTHENTICATION_BACKENDS = ["apps.reports.oidc.RoleMappingOIDCBackend", *AUTHENTICATION_BACKENDS]
     LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 
 REST_FRAMEWORK = {

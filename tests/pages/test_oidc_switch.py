@@ -50,3 +50,28 @@ def test_half_configured_sso_stops_start_up(tmp_path):
     out = run(tmp_path, {"OIDC_RP_CLIENT_ID": "portal"})
     assert out.returncode != 0
     assert "OIDC is half configured" in out.stderr and "OIDC_OP_TOKEN_ENDPOINT" in out.stderr
+
+
+LOCKED_PROBE = """
+from django.core.management import call_command
+call_command("migrate", verbosity=0)
+from django.conf import settings
+from django.test import Client
+c = Client(HTTP_HOST="127.0.0.1")
+codes = [c.post("/accounts/login/", {"username": "mallory", "password": "guess"}).status_code for _ in range(6)]
+print("password", codes[-1])
+print("sso", c.get("/oidc/authenticate/").status_code)
+print("first", settings.AUTHENTICATION_BACKENDS[0])
+"""
+
+
+def test_sso_is_not_behind_the_password_lockout(tmp_path):
+    """An address locked out of the password form still reaches single sign-on, whose backend
+    is asked before the throttling one (the identity provider throttles its own sign-in)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OIDC_")}
+    env.update(OIDC_ENV, DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", DJANGO_SETTINGS_MODULE="gpuportal.settings")
+    out = subprocess.run([sys.executable, "manage.py", "shell", "-c", LOCKED_PROBE], cwd=ROOT, env=env,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "password 429" in out.stdout and "sso 302" in out.stdout
+    assert "first apps.reports.oidc.RoleMappingOIDCBackend" in out.stdout
