@@ -13,6 +13,9 @@ workers = int(os.environ.get("WEB_CONCURRENCY", "3"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT_SECONDS", "120"))
 # Workers' heartbeat files go to the temporary directory ($TMPDIR or /tmp): under Kubernetes an
 # emptyDir, the root file system being read-only.
+# No control socket (gunicornc): nothing uses it, it would be one more thing written under $HOME,
+# and every gunicorn of one user on a machine would share its path.
+control_socket_disable = True
 
 _multiproc_dir = os.environ.get("PROMETHEUS_MULTIPROC_DIR", "")
 
