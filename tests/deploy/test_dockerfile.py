@@ -1,29 +1,7 @@
-"""The image, read from the Dockerfile (no Docker engine runs here): it ends as a numeric,
-non-root user, so Kubernetes' runAsNonRoot can check it, and serves with the gunicorn config
+"""The image, read from the Dockerfile: it ends as a numeric, non-root user, so Kubernetes'
+runAsNonRoot can check it, collects static files at build, and serves with the gunicorn config
 that looks after the metrics directory (docs/deploy.md)."""
-import re
-from pathlib import Path
-
-import yaml
-
-ROOT = Path(__file__).resolve().parents[2]
-DOCKERFILE = (ROOT / "Dockerfile").read_text()
-
-
-def instructions(name: str) -> list[str]:
-    joined = DOCKERFILE.replace("\\\n", " ")
-    return re.findall(rf"^{name}\s+(.+?)\s*$", joined, flags=re.MULTILINE)
-
-
-def image_user() -> str:
-    """The last USER: the one the final stage runs as."""
-    users = instructions("USER")
-    assert users, "the Dockerfile sets no USER: the image would run as root"
-    return users[-1]
-
-
-def image_cmd() -> list[str]:
-    return yaml.safe_load(instructions("CMD")[-1])
+from tests.deploy.dockerfile import ROOT, image_cmd, image_user, instructions
 
 
 def test_the_image_runs_as_a_numeric_non_root_user_it_creates():

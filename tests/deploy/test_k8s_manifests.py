@@ -16,7 +16,7 @@ import yaml
 from django.urls import resolve
 
 from gpuportal import health, metrics
-from tests.deploy.test_dockerfile import image_cmd, image_user
+from tests.deploy.dockerfile import image_cmd, image_user
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "k8s"
