@@ -1,9 +1,28 @@
+# The portal's image: web (gunicorn), worker and beat (Celery) and the migrations Job all run it
+# (docs/deploy.md). It runs as uid 10001, never root; the code and collected static files belong
+# to root and are only readable, so the root file system can be mounted read-only.
 FROM python:3.11-slim
-ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1 \
+    PYTHONPATH=/app \
+    HOME=/tmp
+
+RUN groupadd --system --gid 10001 gpuportal \
+ && useradd --system --uid 10001 --gid 10001 --no-create-home --home-dir /nonexistent \
+            --shell /usr/sbin/nologin gpuportal
+
 WORKDIR /app
+# Dependencies first, in their own layer: they change less often than the code.
 COPY pyproject.toml ./
-RUN pip install --no-cache-dir -e . 2>/dev/null || pip install --no-cache-dir .
+RUN pip install .
 COPY . .
-RUN pip install --no-cache-dir -e . && DEBUG=false SECRET_KEY=build python manage.py collectstatic --noinput
+# The static files are collected now, not at start-up (DEBUG off: whitenoise's manifest).
+RUN DEBUG=false SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput -v 0 \
+ && chmod -R a+rX,go-w /app
+
+USER 10001
 EXPOSE 8000
-CMD ["gunicorn", "gpuportal.wsgi:application", "--bind", "0.0.0.0:8000", "--workers", "3"]
+CMD ["gunicorn", "-c", "gpuportal/gunicorn.conf.py", "gpuportal.wsgi:application"]

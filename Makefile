@@ -14,18 +14,20 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install --quiet -e '.[test]'
 	touch $@
 
-# Debian packages the real-service tests use: prometheus/promtool and chromium.
+# Debian packages the real-service tests use: prometheus/promtool, chromium, and kubectl
+# (package kubernetes-client) to render deploy/k8s.
 # Installed when missing and we may (root, or passwordless sudo); otherwise docs/configuration.md says how.
 system-packages:
 	@missing=""; \
 	command -v promtool >/dev/null 2>&1 || missing="$$missing prometheus"; \
 	command -v chromium >/dev/null 2>&1 || missing="$$missing chromium"; \
+	command -v kubectl >/dev/null 2>&1 || missing="$$missing kubernetes-client"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then SUDO=""; elif sudo -n true 2>/dev/null; then SUDO="sudo -n"; else SUDO=none; fi; \
 	  if [ "$$SUDO" != none ] && command -v apt-get >/dev/null 2>&1; then \
 	    echo "installing Debian packages:$$missing"; \
 	    $$SUDO apt-get update -qq >/dev/null && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq --no-install-recommends $$missing >/dev/null; \
-	  else echo "note: could not install$$missing (needs apt-get as root); the demo falls back to in-process data"; fi; \
+	  else echo "note: could not install$$missing (needs apt-get as root); the demo falls back to in-process data, the deploy/k8s tests skip"; fi; \
 	fi
 
 setup: $(VENV)/.installed system-packages

@@ -75,6 +75,14 @@ IDLE_LIST_UTILIZATION = _env_float("IDLE_LIST_UTILIZATION", 0.10, 0.0, 1.0)
 IDLE_LIST_MIN_MINUTES = _env_float("IDLE_LIST_MIN_MINUTES", 30.0, 0.0)
 MAX_REPORT_DAYS = _env_int("MAX_REPORT_DAYS", 400)
 
+# Where gunicorn's workers share their request metrics (docs/deploy.md "/metrics"); unset: one
+# process keeps them in memory. prometheus-client switches mode on the variable's mere presence,
+# so an empty or missing directory is refused here rather than at the first request.
+PROMETHEUS_MULTIPROC_DIR = env.str("PROMETHEUS_MULTIPROC_DIR", default="")
+if "PROMETHEUS_MULTIPROC_DIR" in env.ENVIRON and not (PROMETHEUS_MULTIPROC_DIR and Path(PROMETHEUS_MULTIPROC_DIR).is_dir()):
+    raise ImproperlyConfigured(
+        f"PROMETHEUS_MULTIPROC_DIR={PROMETHEUS_MULTIPROC_DIR!r} is not a directory; create it or unset the variable")
+
 INSTALLED_APPS = [
     "django.contrib.admin",
     "django.contrib.auth",
@@ -97,7 +105,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "gpuportal.health.RequestLatencyMiddleware",
+    "gpuportal.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "gpuportal.middleware.RejectNulMiddleware",
@@ -287,6 +295,9 @@ X_FRAME_OPTIONS = "DENY"
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = env.str("SECURE_REFERRER_POLICY", default="same-origin")
 SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+# Probes and scrapes come over plain HTTP from inside the cluster: a redirect to https would
+# read as success to a kubelet (any 3xx passes) and fail Prometheus (docs/deploy.md "Probes").
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^livez$", r"^metrics$"]
 SESSION_COOKIE_HTTPONLY = True
 SESSION_COOKIE_SAMESITE = "Lax"
 CSRF_COOKIE_SAMESITE = "Lax"

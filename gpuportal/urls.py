@@ -3,11 +3,12 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
-from gpuportal import health
+from gpuportal import health, metrics
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
-    path("metrics", health.metrics, name="metrics"),
+    path("livez", health.livez, name="livez"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("gpuportal.api")),
     path("accounts/login/", auth_views.LoginView.as_view(extra_context={"oidc_enabled": settings.OIDC_ENABLED}), name="login"),

@@ -6,6 +6,7 @@ from django.utils import timezone
 
 from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
+from tests.deploy.promtext import sample_values
 
 pytestmark = pytest.mark.django_db
 
@@ -44,13 +45,35 @@ def test_healthz_is_503_when_redis_is_down(client, settings, clusters):
 
 
 def test_metrics_in_prometheus_text(client, clusters):
+    before = sample_values(client.get("/metrics").content.decode())
+    client.get("/healthz")
     client.get("/healthz")
     r = client.get("/metrics")
-    assert r.status_code == 200 and r["Content-Type"].startswith("text/plain")
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/plain; version=0.0.4")
     text = r.content.decode()
-    assert "gpuportal_up 1" in text
-    assert 'gpuportal_ingest_rows_written_total{cluster="fresh"} 150' in text
-    assert 'gpuportal_ingest_task_failures_total{cluster="old\\"one"} 1' in text
-    assert 'gpuportal_ingest_lag_seconds{cluster="fresh"} 36' in text   # 3600.x seconds
-    assert 'gpuportal_request_duration_seconds_count{route="/healthz",method="GET"}' in text
+    values = sample_values(text)
+    assert values[("gpuportal_up", ())] == 1
+    assert values[("gpuportal_ingest_rows_written_total", (("cluster", "fresh"),))] == 150
+    assert values[("gpuportal_ingest_runs_succeeded_total", (("cluster", "fresh"),))] == 2
+    assert values[("gpuportal_ingest_task_failures_total", (("cluster", 'old"one'),))] == 1
+    assert 'gpuportal_ingest_task_failures_total{cluster="old\\"one"} 1.0' in text   # escaped, not broken
+    assert 3600 <= values[("gpuportal_ingest_lag_seconds", (("cluster", "fresh"),))] < 3700
+    # In one process (no PROMETHEUS_MULTIPROC_DIR) the request figures are this process's own.
+    healthz_ok = ("gpuportal_http_requests_total", (("method", "GET"), ("route", "/healthz"), ("status", "200")))
+    assert values[healthz_ok] - before.get(healthz_ok, 0) == 2
+    healthz_latency = ("gpuportal_request_duration_seconds_count", (("method", "GET"), ("route", "/healthz")))
+    assert values[healthz_latency] - before.get(healthz_latency, 0) == 2
     assert "s3cret" not in text
+
+
+def test_request_labels_stay_bounded(client):
+    """Paths and invented methods never become label values: only route patterns and known verbs."""
+    before = sample_values(client.get("/metrics").content.decode())
+    client.get("/no/such/page/4711")
+    client.generic("BREW", "/healthz")
+    values = sample_values(client.get("/metrics").content.decode())
+    unmatched = ("gpuportal_http_requests_total", (("method", "GET"), ("route", "unmatched"), ("status", "404")))
+    assert values[unmatched] - before.get(unmatched, 0) == 1
+    brew = ("gpuportal_http_requests_total", (("method", "other"), ("route", "/healthz"), ("status", "405")))
+    assert values[brew] - before.get(brew, 0) == 1
+    assert not any("4711" in v or "BREW" in v for _, labels in values for _, v in labels)

@@ -1,0 +1,151 @@
+"""/metrics under a real gunicorn with two workers: one scrape counts the requests every worker
+answered, exactly, and keeps counting a worker that was killed (docs/deploy.md "/metrics").
+
+The portal runs as deployed (gpuportal/gunicorn.conf.py, DEBUG off) against this test run's
+Postgres database, with PROMETHEUS_MULTIPROC_DIR in a temporary directory.
+"""
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import psutil
+import pytest
+import requests
+from django.db import connection
+from prometheus_client.mmap_dict import MmapedDict, mmap_key
+from prometheus_client.multiprocess import MultiProcessCollector
+
+from tests.deploy.promtext import sample_values
+
+ROOT = Path(__file__).resolve().parents[2]
+ROUND = 24            # requests sent at once, 8 at a time, each on its own connection
+MAX_ROUNDS = 10       # until both workers have answered some
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stale_counter_file(directory: Path):
+    """What a previous gunicorn run would leave behind: 1000 /healthz requests of pid 4242."""
+    directory.mkdir()
+    stale = MmapedDict(str(directory / "counter_4242.db"))
+    stale.write_value(mmap_key("gpuportal_http_requests", "gpuportal_http_requests_total",
+                               ["route", "method", "status"], ["/healthz", "GET", "200"], "old run"), 1000.0, 0.0)
+    stale.close()
+
+
+@pytest.fixture
+def gunicorn(tmp_path):
+    multiproc = tmp_path / "prometheus-multiproc"
+    stale_counter_file(multiproc)
+    (tmp_path / "static").mkdir()
+    port = free_port()
+    env = dict(os.environ, DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{connection.settings_dict['NAME']}",
+               PROMETHEUS_MULTIPROC_DIR=str(multiproc), DEBUG="false", SECRET_KEY=secrets.token_urlsafe(50),
+               ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="false", STATIC_ROOT=str(tmp_path / "static"),
+               REDIS_URL="", LOG_LEVEL="ERROR")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "gunicorn", "-c", "gpuportal/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
+         "--workers", "2", "--log-level", "warning", "gpuportal.wsgi:application"],
+        cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while len(workers(proc)) < 2 or not answers(base + "/livez"):
+            if proc.poll() is not None:
+                pytest.fail("gunicorn exited during start-up:\n" + proc.stdout.read())
+            if time.monotonic() > deadline:
+                pytest.fail("gunicorn did not answer /livez within 60 s")
+            time.sleep(0.3)
+        yield base, proc, multiproc
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+def answers(url) -> bool:
+    try:
+        return requests.get(url, timeout=2).status_code == 200
+    except requests.RequestException:
+        return False
+
+
+def workers(proc) -> list[int]:
+    return sorted(child.pid for child in psutil.Process(proc.pid).children())
+
+
+def healthz_round(base) -> None:
+    def one(_):
+        r = requests.get(base + "/healthz", headers={"Connection": "close"}, timeout=30)
+        assert r.status_code == 200, r.text
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(one, range(ROUND)))
+
+
+def healthz_counted_by_pid(multiproc: Path) -> dict[int, float]:
+    """Each worker's own file, read alone: what that worker answered."""
+    out = {}
+    for path in multiproc.glob("counter_*.db"):
+        for metric in MultiProcessCollector.merge([str(path)]):
+            for sample in metric.samples:
+                if sample.name == "gpuportal_http_requests_total" and sample.labels["route"] == "/healthz":
+                    pid = int(path.stem.split("_")[1])
+                    out[pid] = out.get(pid, 0) + sample.value
+    return out
+
+
+def scraped(base) -> tuple[float, float]:
+    """(/healthz requests, /healthz latency observations) in one scrape of /metrics."""
+    r = requests.get(base + "/metrics", timeout=30)
+    assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/plain")
+    values = sample_values(r.text)
+    requests_total = sum(v for (name, labels), v in values.items()
+                         if name == "gpuportal_http_requests_total" and ("route", "/healthz") in labels)
+    latency_count = sum(v for (name, labels), v in values.items()
+                        if name == "gpuportal_request_duration_seconds_count" and ("route", "/healthz") in labels)
+    return requests_total, latency_count
+
+
+def test_a_scrape_counts_every_workers_requests(gunicorn):
+    base, proc, multiproc = gunicorn
+    assert not (multiproc / "counter_4242.db").exists(), "a previous run's counts were not cleared at start"
+
+    sent = 0
+    for _ in range(MAX_ROUNDS):
+        healthz_round(base)
+        sent += ROUND
+        if len(healthz_counted_by_pid(multiproc)) == 2:
+            break
+    by_pid = healthz_counted_by_pid(multiproc)
+    assert set(by_pid) == set(workers(proc)), f"both workers should have answered: {by_pid}"
+    assert sum(by_pid.values()) == sent
+
+    # One scrape, answered by either worker, sees all of them: the histogram's count too.
+    for _ in range(4):
+        assert scraped(base) == (sent, sent)
+
+    # A worker killed outright (as by the OOM killer) is replaced; what it counted stays counted.
+    victim = workers(proc)[0]
+    os.kill(victim, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while victim in workers(proc) or len(workers(proc)) < 2:
+        assert time.monotonic() < deadline, "gunicorn did not replace the killed worker"
+        time.sleep(0.2)
+    assert scraped(base) == (sent, sent)
+    healthz_round(base)
+    assert scraped(base) == (sent + ROUND, sent + ROUND)
