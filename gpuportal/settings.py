@@ -46,6 +46,19 @@ if not SECRET_KEY:
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
+# Key(s) that encrypt cluster credentials kept in the database (docs/security.md): Fernet keys,
+# comma-separated, the first encrypts; unset, one is derived from SECRET_KEY.
+CREDENTIALS_KEY = env.str("CREDENTIALS_KEY", default="")
+for _key in filter(None, (k.strip() for k in CREDENTIALS_KEY.split(","))):
+    try:
+        import base64 as _b64
+        if len(_b64.urlsafe_b64decode(_key.encode())) != 32:
+            raise ValueError
+    except ValueError:
+        raise ImproperlyConfigured("CREDENTIALS_KEY holds a key that is not a Fernet key (32 url-safe base64 bytes; "
+                                   "make one with: python -c 'from cryptography.fernet import Fernet; "
+                                   "print(Fernet.generate_key().decode())')") from None
+
 BILLING_TIMEZONE = env.str("BILLING_TIMEZONE", default="UTC")
 try:
     ZoneInfo(BILLING_TIMEZONE)

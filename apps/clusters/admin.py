@@ -1,14 +1,44 @@
+from django import forms
 from django.contrib import admin
-from django.db import models
 
 from .models import Cluster, ClusterQueueQuota, Device
+
+SECRET_FIELDS = ("bearer_token", "basic_auth_password")
+
+
+class ClusterForm(forms.ModelForm):
+    """Credentials are write-only: the form never shows the stored value (not even sealed); an
+    empty box keeps it, the "clear" box removes it (docs/security.md)."""
+
+    clear_bearer_token = forms.BooleanField(required=False, label="Clear the stored bearer token")
+    clear_basic_auth_password = forms.BooleanField(required=False, label="Clear the stored password")
+
+    class Meta:
+        model = Cluster
+        fields = "__all__"
+        widgets = {name: forms.PasswordInput(render_value=False) for name in SECRET_FIELDS}
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for name in SECRET_FIELDS:
+            stored = bool(self.instance.pk and getattr(self.instance, name))
+            self.fields[name].help_text = ("a value is stored (encrypted); leave empty to keep it" if stored
+                                           else "stored encrypted, never shown; or use the source field above")
+            self.initial[name] = ""
+
+    def clean(self):
+        data = super().clean()
+        for name in SECRET_FIELDS:
+            if data.get(f"clear_{name}"):
+                data[name] = ""
+            elif not data.get(name) and self.instance.pk:
+                data[name] = Cluster.objects.filter(pk=self.instance.pk).values_list(name, flat=True).first() or ""
+        return data
 
 
 @admin.register(Cluster)
 class ClusterAdmin(admin.ModelAdmin):
-    # A Prometheus URL typed without a scheme is taken as http:// (in-cluster Prometheus rarely
-    # has TLS), said explicitly because Django 6 changes the default to https://.
-    formfield_overrides = {models.URLField: {"assume_scheme": "http"}}
+    form = ClusterForm
     list_display = ("name", "prometheus_url", "label_spelling", "detected_label_spelling",
                     "detected_interval_seconds", "ingested_until")
     search_fields = ("name",)

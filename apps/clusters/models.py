@@ -1,7 +1,12 @@
 """A cluster is one Prometheus-compatible endpoint holding DCGM + kube-state-metrics data."""
+import re
+from urllib.parse import urlsplit
+
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
+
+from .secrets import SealedField, resolve, validate_source
 
 # Canonical metric roles -> (default metric name, scale to the canonical unit).
 # Canonical units: utilization as a ratio 0-1, memory MiB, power W, energy J, temperature °C.
@@ -32,6 +37,25 @@ def validate_metric_overrides(value):
             raise ValidationError(f"scale for {role!r} must be a number")
 
 
+_HOST_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$", re.IGNORECASE)
+
+
+def validate_prometheus_url(value: str) -> None:
+    """http(s)://host[:port][/path]. Unlike Django's URLValidator, a host without a dot is fine:
+    in-cluster and compose service names (`http://prometheus:9090`) are how Prometheus is found."""
+    try:
+        parts = urlsplit(value)
+        port = parts.port
+    except ValueError:
+        raise ValidationError(f"{value!r} is not a URL (a bad port?)") from None
+    host = parts.hostname or ""
+    labels = host.split(".")
+    ip_like = host.replace(".", "").replace(":", "").isalnum() and (":" in host or host.replace(".", "").isdigit())
+    if parts.scheme not in ("http", "https") or not host or (
+            not ip_like and not all(_HOST_LABEL.match(label) for label in labels)) or (port is not None and port == 0):
+        raise ValidationError(f"{value!r} is not an http(s) URL of a Prometheus, e.g. http://prometheus:9090")
+
+
 class Cluster(models.Model):
     class Spelling(models.TextChoices):
         AUTO = SPELLING_AUTO, "detect from data"
@@ -40,10 +64,19 @@ class Cluster(models.Model):
         OLD = "old", "pod_namespace / pod_name / container_name"
 
     name = models.SlugField(max_length=100, unique=True)
-    prometheus_url = models.URLField(max_length=500)
-    bearer_token = models.CharField(max_length=2000, blank=True)
+    prometheus_url = models.CharField(max_length=500, validators=[validate_prometheus_url],
+                                      help_text="e.g. http://prometheus:9090 or https://thanos.example.com")
+    # Credentials (docs/security.md): a source (file:/path of a mounted Secret, or env:NAME) is
+    # read at each ingest; a value typed into the admin is kept encrypted and never shown back.
+    bearer_token_source = models.CharField(
+        max_length=500, blank=True, validators=[validate_source],
+        help_text="file:/var/run/secrets/prometheus/token or env:PROMETHEUS_TOKEN; wins over a stored token")
+    bearer_token = SealedField(blank=True, help_text="stored encrypted; leave empty to keep the current one")
     basic_auth_user = models.CharField(max_length=200, blank=True)
-    basic_auth_password = models.CharField(max_length=200, blank=True)
+    basic_auth_password_source = models.CharField(
+        max_length=500, blank=True, validators=[validate_source],
+        help_text="file:/path or env:NAME; wins over a stored password")
+    basic_auth_password = SealedField(blank=True, help_text="stored encrypted; leave empty to keep the current one")
     ca_bundle_path = models.CharField(max_length=500, blank=True, help_text="path to a PEM CA bundle")
     tls_verify = models.BooleanField(default=True)
     series_selector = models.CharField(
@@ -107,6 +140,14 @@ class Cluster(models.Model):
     @property
     def replica_label_names(self) -> tuple[str, ...]:
         return tuple(x.strip() for x in (self.replica_labels or "").split(",") if x.strip())
+
+    def credentials(self) -> tuple[str, tuple[str, str] | None]:
+        """(bearer token, basic auth) to talk to Prometheus, read now; CredentialError if unreadable."""
+        token = resolve(self.bearer_token_source, self.bearer_token, "bearer token")
+        if not self.basic_auth_user:
+            return token, None
+        return token, (self.basic_auth_user, resolve(self.basic_auth_password_source, self.basic_auth_password,
+                                                      "basic auth password"))
 
 
 class Device(models.Model):

@@ -61,8 +61,13 @@ class PrometheusClient:
 
     @classmethod
     def for_cluster(cls, cluster, timeout_seconds: float):
-        auth = (cluster.basic_auth_user, cluster.basic_auth_password) if cluster.basic_auth_user else None
-        return cls(cluster.prometheus_url, bearer_token=cluster.bearer_token, basic_auth=auth,
+        from apps.clusters.secrets import CredentialError
+
+        try:
+            token, auth = cluster.credentials()
+        except CredentialError as exc:
+            raise PrometheusError(f"cluster {cluster.name}: {exc}") from None
+        return cls(cluster.prometheus_url, bearer_token=token, basic_auth=auth,
                    ca_bundle_path=cluster.ca_bundle_path, tls_verify=cluster.tls_verify,
                    timeout_seconds=timeout_seconds, series_selector=cluster.series_selector)
 

@@ -1,0 +1,163 @@
+"""Cluster credentials are never kept in plain text and never shown back: read from a mounted
+file or an environment variable, or stored encrypted (docs/security.md)."""
+import importlib
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from django.apps import apps as django_apps
+from django.contrib.auth.models import User
+from django.db import connection
+
+from apps.clusters.models import Cluster
+from apps.clusters.secrets import PREFIX, seal, unseal
+from apps.ingest.prometheus import PrometheusClient, PrometheusError
+
+pytestmark = pytest.mark.django_db
+VECTOR_1 = {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [0, "1"]}]}}
+
+
+class GuardedPrometheus:
+    """Answers `vector(1)` only to `Authorization: <expected>`; 401 otherwise."""
+
+    def __init__(self, expected):
+        seen = self.seen = []
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self):
+                seen.append(self.headers.get("Authorization"))
+                ok = self.headers.get("Authorization") == expected
+                self.send_response(200 if ok else 401)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                self.wfile.write(json.dumps(VECTOR_1 if ok else {"status": "error"}).encode())
+
+            do_GET = do_POST = _answer
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def guarded():
+    server = GuardedPrometheus("Bearer tok-123")
+    yield server
+    server.close()
+
+
+def raw_column(cluster, name):
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {name} FROM clusters_cluster WHERE id = %s", [cluster.pk])
+        return cursor.fetchone()[0]
+
+
+def test_a_stored_token_is_encrypted_and_still_works(guarded):
+    cluster = Cluster.objects.create(name="lab", prometheus_url=guarded.url, bearer_token="tok-123")
+    stored = raw_column(cluster, "bearer_token")
+    assert stored.startswith(PREFIX) and "tok-123" not in stored
+    PrometheusClient.for_cluster(Cluster.objects.get(pk=cluster.pk), 5).check()
+    assert guarded.seen[-1] == "Bearer tok-123"
+
+
+def test_a_token_file_is_read_at_each_use(guarded, tmp_path):
+    token = tmp_path / "token"
+    token.write_text("tok-123\n")
+    cluster = Cluster.objects.create(name="lab", prometheus_url=guarded.url, bearer_token="stale",
+                                     bearer_token_source=f"file:{token}")
+    PrometheusClient.for_cluster(cluster, 5).check()                 # the file wins over the stored value
+    token.write_text("rotated")                                      # a rotated Secret is picked up
+    with pytest.raises(PrometheusError):
+        PrometheusClient.for_cluster(cluster, 5).check()
+    assert guarded.seen[-1] == "Bearer rotated"
+
+
+def test_an_environment_variable_and_basic_auth(monkeypatch):
+    monkeypatch.setenv("PROM_PASSWORD", "s3cret")
+    cluster = Cluster(name="lab", prometheus_url="http://x", basic_auth_user="portal",
+                      basic_auth_password_source="env:PROM_PASSWORD")
+    assert cluster.credentials() == ("", ("portal", "s3cret"))
+
+
+@pytest.mark.parametrize("source, message", [
+    ("file:/nonexistent/token", "cluster lab: the bearer token file /nonexistent/token cannot be read"),
+    ("env:NO_SUCH_VARIABLE_X", "cluster lab: the bearer token variable NO_SUCH_VARIABLE_X is not set"),
+])
+def test_an_unreadable_source_is_one_line(source, message):
+    cluster = Cluster(name="lab", prometheus_url="http://x", bearer_token_source=source)
+    with pytest.raises(PrometheusError, match=message):
+        PrometheusClient.for_cluster(cluster, 5)
+
+
+def test_a_changed_key_is_said_plainly(settings):
+    sealed = seal("tok-123")
+    settings.CREDENTIALS_KEY = "Jm8mUGVGBSKzr6sJv3n0tHqF3o4VvL5pQpQ1bQ0rW8I="
+    cluster = Cluster(name="lab", prometheus_url="http://x", bearer_token=sealed)
+    with pytest.raises(PrometheusError, match="cannot be decrypted with CREDENTIALS_KEY"):
+        PrometheusClient.for_cluster(cluster, 5)
+
+
+def test_keys_rotate_old_values_still_read(settings):
+    old = "Jm8mUGVGBSKzr6sJv3n0tHqF3o4VvL5pQpQ1bQ0rW8I="
+    settings.CREDENTIALS_KEY = old
+    sealed = seal("tok-123")
+    settings.CREDENTIALS_KEY = "c2lBCZUAw5Wgaqz8yDZfOqTGbDBqKVzEDG2nRMvB0uI=," + old
+    assert unseal(sealed) == "tok-123"
+
+
+def test_the_admin_never_shows_a_credential_back(client):
+    cluster = Cluster.objects.create(name="lab", prometheus_url="http://prometheus:9090", bearer_token="tok-123",
+                                     basic_auth_user="portal", basic_auth_password="pw-456")
+    client.force_login(User.objects.create_superuser("root", password="root-correct-horse"))
+    url = f"/admin/clusters/cluster/{cluster.pk}/change/"
+    page = client.get(url).content.decode()
+    sealed = raw_column(cluster, "bearer_token")
+    assert "tok-123" not in page and "pw-456" not in page and sealed[len(PREFIX):len(PREFIX) + 20] not in page
+    assert "a value is stored (encrypted)" in page
+
+    form = {"name": "lab", "prometheus_url": "http://prometheus:9090", "bearer_token": "", "basic_auth_user": "portal",
+            "basic_auth_password": "", "label_spelling": "auto", "team_label_key": "team", "tls_verify": "on",
+            "metric_overrides": "{}", "mig_slices_overrides": "{}", "replica_labels": cluster.replica_labels,
+            "time_slicing": cluster.time_slicing, "verify_workloads": "on"}
+    response = client.post(url, form)
+    assert response.status_code == 302, [e for e in response.context["adminform"].form.errors.items()]
+    cluster.refresh_from_db()
+    assert unseal(cluster.bearer_token) == "tok-123" and unseal(cluster.basic_auth_password) == "pw-456"
+
+    client.post(url, {**form, "bearer_token": "tok-789", "clear_basic_auth_password": "on"})
+    cluster.refresh_from_db()
+    assert unseal(cluster.bearer_token) == "tok-789" and cluster.basic_auth_password == ""
+
+
+def test_the_migration_seals_plain_values_in_place():
+    migration = importlib.import_module("apps.clusters.migrations.0004_sealed_credentials")
+    cluster = Cluster.objects.create(name="old", prometheus_url="http://x")
+    Cluster.objects.filter(pk=cluster.pk).update(bearer_token="tok-plain", basic_auth_password="pw-plain")
+    migration.seal_existing(django_apps, None)
+    migration.seal_existing(django_apps, None)        # twice: sealed once
+    assert raw_column(cluster, "bearer_token").startswith(PREFIX)
+    cluster.refresh_from_db()
+    assert (unseal(cluster.bearer_token), unseal(cluster.basic_auth_password)) == ("tok-plain", "pw-plain")
+
+
+@pytest.mark.parametrize("url", ["http://prometheus:9090", "http://prometheus-k8s.monitoring.svc:9090",
+                                 "https://thanos.example.com/query", "http://10.0.0.5:9090", "http://[::1]:9090",
+                                 "http://localhost:9090"])
+def test_service_names_are_valid_prometheus_urls(url):
+    Cluster(name="ok", prometheus_url=url).full_clean()
+
+
+@pytest.mark.parametrize("url", ["prometheus:9090", "ftp://prometheus", "http://", "http://bad_host:9090",
+                                 "http://prometheus:99999"])
+def test_other_urls_are_refused(url):
+    from django.core.exceptions import ValidationError
+    with pytest.raises(ValidationError, match="Prometheus|not a URL"):
+        Cluster(name="bad", prometheus_url=url).full_clean()
