@@ -273,7 +273,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": [
         "gpuportal.json.FastJSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
-        "gpuportal.csv.SafeCSVRenderer",
+        "apps.web.csv.SafeCSVRenderer",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
