@@ -261,7 +261,7 @@ if OIDC_ENABLED:
     OIDC_OP_LOGOUT_URL = env.str("OIDC_OP_LOGOUT_URL", default="")
     # Single sign-on comes first, so a locked-out address never blocks it (the identity
     # provider throttles its own sign-in); the password form stays behind axes.
-    AUTHENTICATION_BACKENDS = ["apps.reports.oidc.RoleMappingOIDCBackend", *AUTHENTICATION_BACKENDS]
+    AUTHENTICATION_BACKENDS = ["gpuportal.oidc.RoleMappingOIDCBackend", *AUTHENTICATION_BACKENDS]
     LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 
 REST_FRAMEWORK = {
