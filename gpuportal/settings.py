@@ -94,6 +94,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "apps.clusters",
     "apps.teams",
     "apps.ingest",
@@ -282,11 +283,24 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "gpuportal API",
-    "DESCRIPTION": "GPU usage, chargeback, idle-GPU and quota advice (see docs/accounting.md and docs/figures.md).",
+    "DESCRIPTION": (
+        "GPU usage, chargeback, idle-GPU and quota advice (see docs/api.md, docs/accounting.md and "
+        "docs/figures.md).\n\nAuthenticate with a token: `Authorization: Token <key>` (an admin makes one "
+        "with `manage.py drf_create_token <user>`), or with the portal's sign-in session in a browser. "
+        "What a role may see is the same as on the pages: team leads their own teams, money for "
+        "finance and admins."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    # Like every other /api/v1/ endpoint: signed-in users and tokens only.
+    # Like every other /api/v1/ endpoint: signed-in users and tokens only (the docs pages too).
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Swagger UI and ReDoc from the drf-spectacular-sidecar package, served as our own static
+    # files: the docs pages load nothing from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # No badge from the public Swagger validator (it would send our schema's URL out).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "gpuportal.openapi.document_errors"],
 }
 

@@ -51,8 +51,9 @@ class ChargebackView(APIView):
         parameters=[
             OpenApiParameter("period", OpenApiTypes.STR, description="YYYY-MM in the billing time zone; "
                              "default the last complete month"),
-            OpenApiParameter("group_by", OpenApiTypes.STR, enum=list(GROUP_BYS)),
-            OpenApiParameter("shared_idle", OpenApiTypes.STR, enum=list(SHARED_IDLE),
+            OpenApiParameter("group_by", OpenApiTypes.STR, enum=list(GROUP_BYS), default="team",
+                             description="a group per team, or per namespace"),
+            OpenApiParameter("shared_idle", OpenApiTypes.STR, enum=list(SHARED_IDLE), default="apart",
                              description="unallocated cost shown apart (default) or spread over teams"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team's lines only (team leads: one of "
                              "theirs, else 403)"),
