@@ -1,5 +1,6 @@
 """The layer order holds (docs/architecture.md): `lint-imports` keeps every contract in
 pyproject.toml, and the contracts bite: an import that runs back up breaks them."""
+import os
 import shutil
 import subprocess
 import sys
@@ -12,7 +13,9 @@ LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
 
 
 def lint_imports(cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=cwd, capture_output=True, text=True, timeout=120)
+    """`lint-imports` on the packages under cwd (and only those: PYTHONPATH is cwd)."""
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=cwd, env={**os.environ, "PYTHONPATH": str(cwd)},
+                          capture_output=True, text=True, timeout=120)
 
 
 def test_every_import_contract_is_kept():
