@@ -45,7 +45,10 @@ smoke:
 test: setup
 	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m pytest -q
 
-lint:
+# Cheap checks first: the import layers (docs/architecture.md, contracts in pyproject.toml),
+# then Django's system checks and migrations in step with the models.
+lint: $(VENV)/.installed
+	$(VENV)/bin/lint-imports
 	$(PY) manage.py check
 	$(PY) manage.py makemigrations --check --dry-run
 
@@ -57,4 +60,4 @@ load: setup
 	DATABASE_URL=$${LOAD_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gpuportal_load} $(PY) scripts/load.py
 
 clean:
-	rm -rf $(VENV) var staticfiles .pytest_cache
+	rm -rf $(VENV) var staticfiles .pytest_cache .grimp_cache .import_linter_cache

@@ -1,7 +1,13 @@
-"""The one DRF router: every /api/v1/ endpoint is registered here."""
+"""Every /api/v1/ endpoint is listed here; /api/v1/ itself answers with their absolute URLs.
+
+The OpenAPI document, Swagger UI and ReDoc are served here too (docs/api.md), from the
+drf-spectacular-sidecar static files: no CDN.
+"""
+from django.contrib.auth.views import redirect_to_login
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView
-from rest_framework.routers import DefaultRouter
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from rest_framework.exceptions import NotAuthenticated
+from rest_framework.routers import APIRootView
 
 from apps.recommendations.api import QuotaRecommendationsView
 from apps.reports.api.chargeback import ChargebackView, ChargebackXLSXView, ClosePeriodView, ReopenPeriodView
@@ -9,17 +15,48 @@ from apps.reports.api.idle import IdleView
 from apps.reports.api.rates import RateDetailView, RateListView
 from apps.reports.api.usage import UsageView
 
-router = DefaultRouter()
 
-urlpatterns = [
+class SignInFirst:
+    """The docs are pages: a browser with no session is sent to sign in, as on every page
+    (a wrong token is still a 401)."""
+
+    def handle_exception(self, exc):
+        if isinstance(exc, NotAuthenticated):
+            return redirect_to_login(self.request.get_full_path())
+        return super().handle_exception(exc)
+
+
+class SwaggerUI(SignInFirst, SpectacularSwaggerView):
+    pass
+
+
+class ReDoc(SignInFirst, SpectacularRedocView):
+    template_name = "api/redoc.html"
+
+
+ENDPOINTS = [
     path("usage/", UsageView.as_view(), name="api-usage"),
-    path("quota-recommendations/", QuotaRecommendationsView.as_view(), name="api-quota-recommendations"),
+    path("idle/", IdleView.as_view(), name="api-idle"),
     path("chargeback/", ChargebackView.as_view(), name="api-chargeback"),
     path("chargeback/xlsx/", ChargebackXLSXView.as_view(), name="api-chargeback-xlsx"),
     path("chargeback/close/", ClosePeriodView.as_view(), name="api-chargeback-close"),
     path("chargeback/reopen/", ReopenPeriodView.as_view(), name="api-chargeback-reopen"),
     path("rates/", RateListView.as_view(), name="api-rates"),
     path("rates/<int:pk>/", RateDetailView.as_view(), name="api-rate"),
-    path("idle/", IdleView.as_view(), name="api-idle"),
+    path("quota-recommendations/", QuotaRecommendationsView.as_view(), name="api-quota-recommendations"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
-] + router.urls
+    path("docs/", SwaggerUI.as_view(url_name="api-schema"), name="api-docs"),
+    path("redoc/", ReDoc.as_view(url_name="api-schema"), name="api-redoc"),
+]
+
+
+class APIRoot(APIRootView):
+    """The endpoints of this API, each with its absolute URL (a rate's own URL is rates/<id>/).
+    The full description of each is the OpenAPI document at schema/, read in docs/ or redoc/."""
+
+
+# name in the listing -> URL name. A route with a path parameter (rates/<id>/) has no URL of
+# its own to list: its collection (rates/) stands for it.
+ROOT = {p.name.removeprefix("api-"): p.name for p in ENDPOINTS if "<" not in str(p.pattern)}
+
+urlpatterns = [path("", APIRoot.as_view(api_root_dict=ROOT), name="api-root"), *ENDPOINTS]

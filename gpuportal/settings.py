@@ -107,6 +107,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "django_filters",
     "drf_spectacular",
+    "drf_spectacular_sidecar",
     "apps.clusters",
     "apps.teams",
     "apps.ingest",
@@ -274,7 +275,7 @@ if OIDC_ENABLED:
     OIDC_OP_LOGOUT_URL = env.str("OIDC_OP_LOGOUT_URL", default="")
     # Single sign-on comes first, so a locked-out address never blocks it (the identity
     # provider throttles its own sign-in); the password form stays behind axes.
-    AUTHENTICATION_BACKENDS = ["apps.reports.oidc.RoleMappingOIDCBackend", *AUTHENTICATION_BACKENDS]
+    AUTHENTICATION_BACKENDS = ["gpuportal.oidc.RoleMappingOIDCBackend", *AUTHENTICATION_BACKENDS]
     LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 
 REST_FRAMEWORK = {
@@ -286,7 +287,7 @@ REST_FRAMEWORK = {
     "DEFAULT_RENDERER_CLASSES": [
         "gpuportal.json.FastJSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
-        "gpuportal.csv.SafeCSVRenderer",
+        "apps.web.csv.SafeCSVRenderer",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
@@ -295,11 +296,24 @@ REST_FRAMEWORK = {
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "gpuportal API",
-    "DESCRIPTION": "GPU usage, chargeback, idle-GPU and quota advice (see docs/accounting.md and docs/figures.md).",
+    "DESCRIPTION": (
+        "GPU usage, chargeback, idle-GPU and quota advice (see docs/api.md, docs/accounting.md and "
+        "docs/figures.md).\n\nAuthenticate with a token: `Authorization: Token <key>` (an admin makes one "
+        "with `manage.py drf_create_token <user>`), or with the portal's sign-in session in a browser. "
+        "What a role may see is the same as on the pages: team leads their own teams, money for "
+        "finance and admins."
+    ),
     "VERSION": "1.0.0",
     "SERVE_INCLUDE_SCHEMA": False,
-    # Like every other /api/v1/ endpoint: signed-in users and tokens only.
+    # Like every other /api/v1/ endpoint: signed-in users and tokens only (the docs pages too).
     "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # Swagger UI and ReDoc from the drf-spectacular-sidecar package, served as our own static
+    # files: the docs pages load nothing from a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    # No badge from the public Swagger validator (it would send our schema's URL out).
+    "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "gpuportal.openapi.document_errors"],
 }
 

@@ -3,6 +3,7 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from apps.reports.urls import chargeback_urls
 from gpuportal import health, metrics
 
 urlpatterns = [
@@ -14,7 +15,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(extra_context={"oidc_enabled": settings.OIDC_ENABLED}), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("advice/", include("apps.recommendations.urls")),
-    path("chargeback/", include("apps.reports.urls_chargeback")),
+    path("chargeback/", include(chargeback_urls)),
     path("", include("apps.reports.urls")),
 ]
 

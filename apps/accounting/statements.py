@@ -7,20 +7,33 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from datetime import timedelta
 from decimal import Decimal
 
 from django.utils import timezone
 
 from .calc import (BASIS_PROFILE, Line, RateCard, UsageCell, build_lines, cost_by_currency, delta_cells,
-                   period_bounds, prev_period, present, round_to_total, spread_shared_idle, to_decimal)
+                   period_bounds, period_of, prev_period, present, round_to_total, spread_shared_idle, to_decimal)
 from .figures import shown_efficiency, shown_hours, shown_ratio
-from .models import BillingPeriod, FrozenCell, StatementLine
+from .models import BillingPeriod, FrozenCell, StatementLine, UsageHour
 from .pricing import load_rate_card
 from .usage import UsageFilter, billing_zone, usage_cells
 
 GROUP_BYS = ("team", "namespace")
 SHARED_IDLE = ("apart", "spread")
 UNALLOCATED_KEY = "unallocated"
+
+
+def default_period():
+    """The last complete month in the billing zone, the one finance reviews and closes; the
+    month to date instead while the last one holds no usage (a portal in its first month)."""
+    zone = billing_zone()
+    first = timezone.now().astimezone(zone).date().replace(day=1)
+    last_month = period_of(first - timedelta(days=1))
+    start, end = period_bounds(last_month, zone)
+    if UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end).exists():
+        return last_month
+    return period_of(first)
 
 
 @dataclass

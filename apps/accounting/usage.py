@@ -24,10 +24,10 @@ from django.db.models import Case, CharField, DateField, DateTimeField, Q, Sum, 
 from django.db.models.functions import TruncDate
 
 from apps.clusters.models import Cluster
-from apps.ingest.days import day_start
 from apps.teams.models import UNASSIGNED
 from apps.teams.resolve import TeamResolver
 
+from .days import day_start
 from .figures import efficiency
 from .models import ON_DEMAND, NodePool, UsageDay, UsageDayBuilt, UsageHour
 

@@ -6,6 +6,14 @@ from .models import Cluster, ClusterQueueQuota, Device
 SECRET_FIELDS = ("bearer_token", "basic_auth_password")
 
 
+class PrometheusURLFormField(forms.CharField):
+    """Typed without a scheme, a Prometheus URL is http:// (in-cluster Prometheus rarely has TLS)."""
+
+    def to_python(self, value):
+        value = super().to_python(value)
+        return value if not value or "://" in value else f"http://{value}"
+
+
 class ClusterForm(forms.ModelForm):
     """Credentials are write-only: the form never shows the stored value (not even sealed); an
     empty box keeps it, the "clear" box removes it (docs/security.md)."""
@@ -17,6 +25,7 @@ class ClusterForm(forms.ModelForm):
         model = Cluster
         fields = "__all__"
         widgets = {name: forms.PasswordInput(render_value=False) for name in SECRET_FIELDS}
+        field_classes = {"prometheus_url": PrometheusURLFormField}
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

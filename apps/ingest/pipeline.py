@@ -18,10 +18,10 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone as djtz
 
+from apps.accounting.days import days_touched, rebuild_days
 from apps.clusters.models import Cluster
 
 from . import rollup
-from .days import days_touched, rebuild_days
 from .errors import IngestBusy, IngestError
 from .locks import cluster_lock
 from .models import IngestRun

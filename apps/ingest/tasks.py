@@ -7,9 +7,9 @@ from django.core.cache import cache
 from django.db import DatabaseError
 from django.utils import timezone
 
+from apps.accounting.days import day_windows
 from apps.clusters.models import Cluster
 
-from .days import day_windows
 from .pipeline import IngestBusy, IngestError, floor_hour, ingest
 from .prometheus import PrometheusError
 from .timeparse import parse_instant

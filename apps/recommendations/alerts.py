@@ -3,7 +3,7 @@
 Each alert has a unique key, so repeated beat runs raise it once: `budget:<team>:<YYYY-MM>:<pct>`
 per threshold per team per billing month, `idle:<cluster id>:<namespace>/<pod>:<start>` per pod
 idle episode. Deliveries (e-mail, webhook) are separate Celery tasks queued after the alert is
-committed; a failing channel never fails the beat run that raised the alert.
+committed (`tasks.dispatch`); a failing channel never fails the beat run that raised the alert.
 """
 from __future__ import annotations
 
@@ -103,38 +103,6 @@ def do_raise_alert(*, key: str, kind: str, text: str, fields: dict, channels, te
                for channel, target in channels]
         AuditEvent.objects.create(action=f"alert.{kind}", target=key, new_value={"text": text, **fields})
     return Raised(alert, True, ids)
-
-
-def dispatch(delivery_ids) -> None:
-    """Queue one task per delivery. With eager Celery (no broker) the task runs here, retries
-    included, so its failure is caught: an alert channel never breaks the beat run."""
-    from celery.exceptions import Retry
-
-    from .tasks import deliver_alert
-
-    for delivery_id in delivery_ids:
-        try:
-            deliver_alert.delay(delivery_id)
-        except Retry as retry:
-            # Eager Celery with task_eager_propagates stops at the first Retry: follow the
-            # retry chain inline (without the backoff waits) until it succeeds or gives up.
-            _follow_eager_retries(retry.sig, delivery_id)
-        except Exception:  # noqa: BLE001 — recorded on the delivery by the task itself
-            log.warning("alert delivery %s failed", delivery_id, exc_info=True)
-
-
-def _follow_eager_retries(sig, delivery_id) -> None:
-    from celery.exceptions import Retry
-
-    while sig is not None:
-        try:
-            sig.apply()
-            sig = None
-        except Retry as again:
-            sig = again.sig
-        except Exception:  # noqa: BLE001 — the last attempt failed; the delivery says so
-            log.warning("alert delivery %s failed", delivery_id, exc_info=True)
-            sig = None
 
 
 def check_budgets(now: datetime | None = None) -> list[Raised]:

@@ -1,11 +1,17 @@
 """Celery tasks: a daily advice snapshot, budget and idle checks, one task per alert delivery."""
+import logging
+
 from celery import shared_task
+from celery.exceptions import Retry
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from .alerts import check_budgets, check_idle
 from .models import AlertDelivery, DeliveryAttempt
 from .notify import post_webhook, send_email, webhook_payload
+
+log = logging.getLogger(__name__)
 
 
 class DeliveryFailed(Exception):
@@ -22,8 +28,6 @@ def snapshot_recommendations():
 @shared_task(soft_time_limit=600, time_limit=660)
 def check_alerts():
     """Budget thresholds and idle episodes; deliveries are queued as their own tasks."""
-    from .alerts import check_budgets, check_idle, dispatch
-
     raised = check_budgets() + check_idle()
     new = [r for r in raised if r.created]
     dispatch([i for r in new for i in r.delivery_ids])
@@ -73,3 +77,29 @@ def deliver_alert(self, delivery_id: int):
     if not ok:
         raise DeliveryFailed(error)
     return "sent"
+
+
+def dispatch(delivery_ids) -> None:
+    """Queue one task per delivery. With eager Celery (no broker) the task runs here, retries
+    included, so its failure is caught: an alert channel never breaks the beat run."""
+    for delivery_id in delivery_ids:
+        try:
+            deliver_alert.delay(delivery_id)
+        except Retry as retry:
+            # Eager Celery with task_eager_propagates stops at the first Retry: follow the
+            # retry chain inline (without the backoff waits) until it succeeds or gives up.
+            _follow_eager_retries(retry.sig, delivery_id)
+        except Exception:  # noqa: BLE001 — recorded on the delivery by the task itself
+            log.warning("alert delivery %s failed", delivery_id, exc_info=True)
+
+
+def _follow_eager_retries(sig, delivery_id) -> None:
+    while sig is not None:
+        try:
+            sig.apply()
+            sig = None
+        except Retry as again:
+            sig = again.sig
+        except Exception:  # noqa: BLE001 — the last attempt failed; the delivery says so
+            log.warning("alert delivery %s failed", delivery_id, exc_info=True)
+            sig = None

@@ -7,8 +7,8 @@ from django.shortcuts import render
 from rest_framework.exceptions import NotFound, ValidationError
 
 from apps.clusters.models import Cluster
-from apps.reports.views.common import bad_request
 from apps.teams.access import can_see_money, is_admin, team_scope
+from apps.web.pages import bad_request
 
 from .advice import advice_rows
 from .api import advice_query_for

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import admin_tools, explore, health, idle, overview, team
+from .views import admin_tools, chargeback, explore, health, idle, overview, team
 
 app_name = "reports"
 
@@ -12,3 +12,9 @@ urlpatterns = [
     path("health/", health.health, name="health"),
     path("admin-tools/ingest/", admin_tools.ingest_log, name="ingest-log"),
 ]
+
+# The chargeback page, mounted at /chargeback/ under its own namespace (chargeback:statement).
+chargeback_urls = ([
+    path("", chargeback.statement_view, name="statement"),
+    path("close/", chargeback.close_view, name="close"),
+], "chargeback")

@@ -11,7 +11,7 @@ from openpyxl import Workbook
 from openpyxl.cell.cell import TYPE_STRING
 from rest_framework.renderers import BaseRenderer
 
-from gpuportal.csv import safe_cell
+from apps.web.csv import safe_cell
 
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 MONEY_COLUMNS = {"cost", "hourly_rate"}

@@ -42,7 +42,7 @@ def test_budget_alert_at_80_percent_once(budget, mailoutbox):
     assert [(r.alert.key, r.created) for r in raised] == [("budget:vision:2026-11:80", True)]
     assert raised[0].alert.text == ("GPU budget: team vision has used 80% of its 2026-11 budget "
                                    "(192.00 of 200.00 GPU-hours).")
-    alerts.dispatch(raised[0].delivery_ids)
+    tasks.dispatch(raised[0].delivery_ids)
     assert len(mailoutbox) == 1
     mail = mailoutbox[0]
     assert mail.to == ["lead@example.com"]

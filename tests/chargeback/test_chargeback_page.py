@@ -71,7 +71,7 @@ def test_default_month_is_the_last_one_with_usage_or_this_one(client, django_use
 
     from apps.accounting.models import UsageHour
     from apps.clusters.models import Cluster, Device
-    from apps.reports.api.chargeback import default_period
+    from apps.accounting.statements import default_period
 
     now = datetime.now(timezone.utc)
     this_month = f"{now:%Y-%m}"

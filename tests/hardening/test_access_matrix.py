@@ -49,8 +49,9 @@ EXPECT = {
     "api/v1/rates/<int:pk>/": ("api", ADMINS, ["/api/v1/rates/{rate_pk}/"]),
     "api/v1/idle/": ("api", ALL, ["/api/v1/idle/", "/api/v1/idle/?format=csv"]),
     "api/v1/schema/": ("api", ALL, ["/api/v1/schema/"]),
+    "api/v1/docs/": ("login", ALL, ["/api/v1/docs/"]),      # Swagger UI: a page, so sign in first
+    "api/v1/redoc/": ("login", ALL, ["/api/v1/redoc/"]),
     "api/v1/": ("api", ALL, ["/api/v1/"]),
-    "api/v1/<drf_format_suffix:format>": ("api", ALL, ["/api/v1/.json"]),
 }
 
 ROUTES = routes()

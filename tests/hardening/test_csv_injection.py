@@ -68,5 +68,5 @@ def test_no_cell_of_any_download_starts_a_formula(as_role, world):
 
 
 def test_negative_numbers_stay_numbers():
-    from gpuportal.csv import safe_cell
+    from apps.web.csv import safe_cell
     assert safe_cell(-12.5) == -12.5 and safe_cell("-12.50") == "'-12.50" and safe_cell("=1") == "'=1"

@@ -74,4 +74,4 @@ def test_sso_is_not_behind_the_password_lockout(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert "password 429" in out.stdout and "sso 302" in out.stdout
-    assert "first apps.reports.oidc.RoleMappingOIDCBackend" in out.stdout
+    assert "first gpuportal.oidc.RoleMappingOIDCBackend" in out.stdout

@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from apps.reports.oidc import roles_from_claims
+from gpuportal.oidc import roles_from_claims
 
 from .seed import A100, H100, day_d, usage
 

@@ -1,7 +1,4 @@
 """GET /api/v1/chargeback/, its CSV and XLSX, and closing / reopening periods."""
-from datetime import timedelta
-
-from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
@@ -12,10 +9,9 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from apps.accounting.actions import ActionError, NotAllowed, do_close_period, do_reopen_period
-from apps.accounting.calc import parse_period, period_of
-from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clusters_behind, csv_rows, statement,
-                                        statement_payload)
-from apps.accounting.usage import billing_zone
+from apps.accounting.calc import parse_period
+from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clusters_behind, csv_rows,
+                                        default_period, statement, statement_payload)
 from apps.teams.access import can_close_periods, can_see_money, require_team, team_scope
 from apps.reports.xlsx import XLSXRenderer
 
@@ -27,21 +23,6 @@ class SeesMoney(BasePermission):
 
     def has_permission(self, request, view):
         return can_see_money(request.user)
-
-
-def default_period():
-    """The last complete month in the billing zone, the one finance reviews and closes; the
-    month to date instead while the last one holds no usage (a portal in its first month)."""
-    from apps.accounting.calc import period_bounds
-    from apps.accounting.models import UsageHour
-
-    zone = billing_zone()
-    first = timezone.now().astimezone(zone).date().replace(day=1)
-    last_month = period_of(first - timedelta(days=1))
-    start, end = period_bounds(last_month, zone)
-    if UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end).exists():
-        return last_month
-    return period_of(first)
 
 
 def parse_period_param(params, name="period", default=None):
@@ -70,8 +51,9 @@ class ChargebackView(APIView):
         parameters=[
             OpenApiParameter("period", OpenApiTypes.STR, description="YYYY-MM in the billing time zone; "
                              "default the last complete month"),
-            OpenApiParameter("group_by", OpenApiTypes.STR, enum=list(GROUP_BYS)),
-            OpenApiParameter("shared_idle", OpenApiTypes.STR, enum=list(SHARED_IDLE),
+            OpenApiParameter("group_by", OpenApiTypes.STR, enum=list(GROUP_BYS), default="team",
+                             description="a group per team, or per namespace"),
+            OpenApiParameter("shared_idle", OpenApiTypes.STR, enum=list(SHARED_IDLE), default="apart",
                              description="unallocated cost shown apart (default) or spread over teams"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team's lines only (team leads: one of "
                              "theirs, else 403)"),

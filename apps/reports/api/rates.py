@@ -1,7 +1,8 @@
 """/api/v1/rates/: the rate card, for admins; every change goes through an audited action."""
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.shortcuts import get_object_or_404
-from drf_spectacular.utils import extend_schema, inline_serializer
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import BasePermission, IsAuthenticated
@@ -10,7 +11,7 @@ from rest_framework.views import APIView
 
 from apps.accounting.actions import do_delete_rate, do_save_rate
 from apps.accounting.currencies import is_currency
-from apps.accounting.models import NodePool, Rate
+from apps.accounting.models import PRICE_CLASSES, NodePool, Rate
 from apps.teams.access import is_admin
 
 
@@ -64,6 +65,9 @@ class RateListView(APIView):
 
     @extend_schema(operation_id="rates_list", responses=inline_serializer("RateList", {
         "results": RateSerializer(many=True), "node_pools": NodePoolSerializer(many=True)}),
+        parameters=[OpenApiParameter("gpu_model", OpenApiTypes.STR, description="exact GPU model name"),
+                    OpenApiParameter("price_class", OpenApiTypes.STR, enum=list(PRICE_CLASSES)),
+                    OpenApiParameter("currency", OpenApiTypes.STR, description="ISO 4217 code, e.g. USD")],
         description="The rate card (admins only), filterable by gpu_model, price_class, currency.")
     def get(self, request):
         rates = Rate.objects.all()

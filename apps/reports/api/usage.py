@@ -71,7 +71,8 @@ def usage_payload(request, group_by, usage_filter):
 class UsageView(APIView):
     @extend_schema(
         parameters=WINDOW_PARAMS + [
-            OpenApiParameter("group_by", OpenApiTypes.STR, enum=list(GROUP_BYS), required=True),
+            OpenApiParameter("group_by", OpenApiTypes.STR, enum=list(GROUP_BYS), default="namespace",
+                             description="what a row is; cluster and gpu_model rows add unallocated_gpu_hours"),
             OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team only (team leads: one of theirs, "
                              "else 403)"),

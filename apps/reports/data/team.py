@@ -14,7 +14,7 @@ from apps.accounting.figures import gpu_hours
 from apps.accounting.models import QuotaHour
 from apps.accounting.pricing import price_usage_rows_detail
 from apps.accounting.usage import UsageFilter, UsageRow, billing_zone, group_cells, usage_cells
-from apps.ingest.days import day_of, day_start
+from apps.accounting.days import day_of, day_start
 from apps.teams.resolve import TeamResolver
 
 from ..selection import Selection

@@ -50,6 +50,8 @@ def portal_nav(context):
     links.append(("Quota advice", "/advice/", _active(path, "/advice/")))
     if admin:
         links.append(("Ingest log", "/admin-tools/ingest/" + suffix, _active(path, "/admin-tools/")))
+    # Every signed-in role may use the API (docs/api.md); the docs page says what each answers.
+    links.append(("API docs", "/api/v1/docs/", False))
     if getattr(user, "is_staff", False):
         links.append(("Admin", "/admin/", False))
     return {"links": links}

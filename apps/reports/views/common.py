@@ -10,6 +10,7 @@ from rest_framework.exceptions import ValidationError
 
 from apps.clusters.models import Cluster
 from apps.teams.models import UNASSIGNED, Team
+from apps.web.pages import bad_request
 
 from ..selection import selection_from
 
@@ -28,17 +29,6 @@ def report_view(view=None, *, admin_only=False):
             return fn(request, sel, *args, **kwargs)
         return inner
     return wrap(view) if view else wrap
-
-
-def bad_request(request, detail):
-    messages = []
-    if isinstance(detail, dict):
-        for field, errs in detail.items():
-            for e in errs if isinstance(errs, list) else [errs]:
-                messages.append(f"{field}: {e}")
-    else:
-        messages = [str(d) for d in (detail if isinstance(detail, list) else [detail])]
-    return render(request, "reports/bad_request.html", {"messages_": messages}, status=400)
 
 
 def page(request, sel, template, active, context):

@@ -1,11 +1,12 @@
 from rest_framework.exceptions import ValidationError
 
 from apps.clusters.models import Device
-from gpuportal.csv import rows_to_csv
+from apps.web.csv import rows_to_csv
+from apps.web.pages import bad_request
 
 from .. import figures
 from ..data.explore import CSV_COLUMNS, GRAINS, explore, parse_options
-from .common import bad_request, csv_response, page, report_view
+from .common import csv_response, page, report_view
 
 
 @report_view

@@ -1,8 +1,10 @@
 from rest_framework.exceptions import ValidationError
 
+from apps.web.pages import bad_request
+
 from .. import figures
 from ..data.idle import idle_pods, parse_idle_options, unallocated_capacity
-from .common import bad_request, page, report_view
+from .common import page, report_view
 
 
 @report_view

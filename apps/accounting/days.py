@@ -14,7 +14,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Sum
 
-from apps.accounting.models import UsageDay, UsageDayBuilt, UsageHour
+from .models import UsageDay, UsageDayBuilt, UsageHour
 
 BULK = 5000
 

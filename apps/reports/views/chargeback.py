@@ -10,10 +10,9 @@ from django.views.decorators.http import require_http_methods
 
 from apps.accounting.actions import ActionError, do_close_period
 from apps.accounting.calc import next_period, parse_period, present_rate, prev_period
-from apps.accounting.statements import SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, statement, statement_payload
+from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period, statement,
+                                        statement_payload)
 from apps.teams.access import can_close_periods, can_see_money, require_team, team_scope
-
-from .api.chargeback import default_period
 
 
 def _period(request):

@@ -1,0 +1,68 @@
+"""The layer order holds (docs/architecture.md): `lint-imports` keeps every contract in
+pyproject.toml, and the contracts bite: an import that runs back up breaks them."""
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LINT_IMPORTS = Path(sys.executable).parent / "lint-imports"
+
+
+def lint_imports(cwd: Path) -> subprocess.CompletedProcess:
+    """`lint-imports` on the packages under cwd (and only those: PYTHONPATH is cwd)."""
+    return subprocess.run([str(LINT_IMPORTS), "--no-cache"], cwd=cwd, env={**os.environ, "PYTHONPATH": str(cwd)},
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_every_import_contract_is_kept():
+    result = lint_imports(ROOT)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 broken" in result.stdout
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """A copy of the code and the contracts, to break on purpose."""
+    for name in ("apps", "gpuportal"):
+        shutil.copytree(ROOT / name, tmp_path / name, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path)
+    return tmp_path
+
+
+def add_import(tree: Path, module: str, line: str):
+    path = tree / (module.replace(".", "/") + ".py")
+    path.write_text(path.read_text() + f"\n{line}\n")
+
+
+@pytest.mark.parametrize("module, line, broken", [
+    # accounting sits below ingest: the billing-day helpers moved down for this reason
+    ("apps.accounting.usage", "from apps.ingest.pipeline import floor_hour",
+     "apps.accounting is not allowed to import apps.ingest"),
+    # reports and advice are independent siblings
+    ("apps.recommendations.views", "from apps.reports.views.common import page",
+     "apps.recommendations is not allowed to import apps.reports"),
+    ("apps.reports.views.overview", "from apps.recommendations.advice import advice_rows",
+     "apps.reports is not allowed to import apps.recommendations"),
+    # nothing below the project imports it
+    ("apps.reports.xlsx", "from gpuportal.json import FastJSONRenderer",
+     "apps.reports is not allowed to import gpuportal"),
+    # clusters (inventory) is below teams (tenancy)
+    ("apps.clusters.models", "from apps.teams.access import ROLES",
+     "apps.clusters is not allowed to import apps.teams"),
+    ("apps.ingest.writer", "from apps.simulator.scenario import Scenario",
+     "apps.ingest is not allowed to import apps.simulator"),
+    ("apps.reports.views.chargeback", "from apps.reports.api.chargeback import SeesMoney",
+     "apps.reports.views.chargeback is not allowed to import apps.reports.api"),
+    # the cycle alerts <-> tasks that dispatching deliveries from alerts.py used to make
+    ("apps.recommendations.alerts", "from apps.recommendations.tasks import deliver_alert",
+     "No cycles are allowed in apps.recommendations"),
+])
+def test_an_import_against_the_flow_breaks_a_contract(tree, module, line, broken):
+    add_import(tree, module, line)
+    result = lint_imports(tree)
+    assert result.returncode == 1, result.stdout
+    assert broken in " ".join(result.stdout.split()), result.stdout
