@@ -5,7 +5,7 @@ drf-spectacular-sidecar static files: no CDN.
 """
 from django.contrib.auth.views import redirect_to_login
 from django.urls import path
-from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularRedocView, SpectacularSwaggerSplitView
 from rest_framework.exceptions import NotAuthenticated
 from rest_framework.routers import APIRootView
 
@@ -26,8 +26,8 @@ class SignInFirst:
         return super().handle_exception(exc)
 
 
-class SwaggerUI(SignInFirst, SpectacularSwaggerView):
-    pass
+class SwaggerUI(SignInFirst, SpectacularSwaggerSplitView):
+    """Its start-up script is served from this URL (?script), not inline: the CSP forbids inline scripts."""
 
 
 class ReDoc(SignInFirst, SpectacularRedocView):

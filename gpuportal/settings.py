@@ -130,8 +130,28 @@ MIDDLEWARE = [
     "gpuportal.middleware.PrivateNoStoreMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
     "axes.middleware.AxesMiddleware",          # last: turns a lockout into the locked-out page
 ]
+
+# Content-Security-Policy (django-csp; docs/security.md): scripts only from the portal's own
+# static files — no inline script anywhere (charts are JSON drawn by static/js/portal.js), no
+# eval — and no framing. Inline styles stay allowed: plotly sets them as it draws.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'", "'unsafe-inline'"],
+        "img-src": ["'self'", "data:"],
+        "font-src": ["'self'", "data:"],
+        "connect-src": ["'self'"],
+        "worker-src": ["'self'", "blob:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'self'"],
+        "form-action": ["'self'"],
+        "frame-ancestors": ["'none'"],
+    },
+}
 
 ROOT_URLCONF = "gpuportal.urls"
 WSGI_APPLICATION = "gpuportal.wsgi.application"

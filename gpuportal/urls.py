@@ -1,14 +1,23 @@
 from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path
+from django.http import HttpResponsePermanentRedirect
 
 from apps.reports.urls import chargeback_urls
 from gpuportal import health, metrics
 
+def favicon(request):
+    # resolved per request: the static file's hashed name exists only after collectstatic
+    return HttpResponsePermanentRedirect(static("favicon.svg"))
+
+
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
     path("livez", health.livez, name="livez"),
+    # Browsers ask for /favicon.ico on pages that name no icon (the API docs): the portal's icon.
+    path("favicon.ico", favicon),
     path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("gpuportal.api")),

@@ -6,8 +6,11 @@ air-gapped). Each builder returns None when there is nothing to draw, so a templ
 from __future__ import annotations
 
 import html
+import json
+import uuid
 
 import plotly.graph_objects as go
+from plotly.utils import PlotlyJSONEncoder
 
 from apps.accounting.figures import efficiency, gpu_hours
 
@@ -39,11 +42,22 @@ def _names_as_text(fig: go.Figure) -> None:
                 trace[attribute] = as_text(list(value) if not isinstance(value, str) else value)
 
 
+# What json_script escapes: the figure's JSON sits in a <script type="application/json">.
+_JSON_ESCAPES = {ord(">"): "\\u003E", ord("<"): "\\u003C", ord("&"): "\\u0026"}
+
+
 def _html(fig: go.Figure, height: int = 320) -> str:
+    """The figure as data, not code: a <div> and its JSON in a non-executable
+    <script type="application/json">, drawn by static/js/portal.js. No inline script, so the
+    Content-Security-Policy can forbid them all (docs/security.md)."""
     _names_as_text(fig)
     fig.update_layout(template="plotly_white", height=height, margin={"l": 55, "r": 20, "t": 30, "b": 45},
                       legend={"orientation": "h", "y": -0.2}, font={"size": 12})
-    return fig.to_html(full_html=False, include_plotlyjs=False, config=CONFIG)
+    spec = json.dumps({"data": fig.to_plotly_json()["data"], "layout": fig.to_plotly_json()["layout"],
+                       "config": CONFIG}, cls=PlotlyJSONEncoder, separators=(",", ":"))
+    element = f"plot-{uuid.uuid4().hex[:12]}"
+    return (f'<div id="{element}" class="plotly-graph-div" style="height:{height}px; width:100%;"></div>'
+            f'<script type="application/json" data-plotly-for="{element}">{spec.translate(_JSON_ESCAPES)}</script>')
 
 
 def _day_axis(fig: go.Figure, n_days: int) -> None:

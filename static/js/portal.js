@@ -1,6 +1,31 @@
-// Charts are drawn while the page is still being parsed, before the grid has its final
-// column widths; once everything is laid out, fit each chart to its container.
+// Charts: each is a <div> plus its figure as JSON in a <script type="application/json"
+// data-plotly-for="div id"> (apps/reports/figures.py). Drawing them here, from a static file,
+// keeps every page free of inline scripts, which the Content-Security-Policy forbids.
+function drawCharts() {
+  if (!window.Plotly) { return; }
+  document.querySelectorAll("script[data-plotly-for]").forEach(function (spec) {
+    var target = document.getElementById(spec.getAttribute("data-plotly-for"));
+    if (!target || target.getAttribute("data-drawn")) { return; }
+    var figure = JSON.parse(spec.textContent);
+    window.Plotly.newPlot(target, figure.data, figure.layout, figure.config);
+    target.setAttribute("data-drawn", "1");
+  });
+}
+
+// A <select data-autosubmit> submits its form when changed (instead of an inline onchange,
+// which the Content-Security-Policy blocks).
+function autosubmit() {
+  document.querySelectorAll("select[data-autosubmit]").forEach(function (select) {
+    select.addEventListener("change", function () { select.form.submit(); });
+  });
+}
+
+document.addEventListener("DOMContentLoaded", function () { drawCharts(); autosubmit(); });
+
+// Charts are drawn while the page is still being laid out; once everything has its final
+// column widths, fit each chart to its container.
 window.addEventListener("load", function () {
   if (!window.Plotly) { return; }
+  drawCharts();
   document.querySelectorAll(".js-plotly-plot").forEach(function (el) { window.Plotly.Plots.resize(el); });
 });

@@ -20,6 +20,7 @@ EXPECT = {
     # Probes for load balancers and Prometheus: no sign-in, nothing per team (docs/ingest.md, "The portal's own health").
     "healthz": (200, ALL, ["/healthz"]),
     "livez": (200, ALL, ["/livez"]),
+    "favicon.ico": (301, (301, 301, 301, 301), ["/favicon.ico"]),
     "metrics": (200, ALL, ["/metrics"]),
     "": ("login", ALL, ["/", "/?cluster={cluster}"]),
     "teams/<path:name>/": ("login", ALL, ["/teams/{team_a}/"]),

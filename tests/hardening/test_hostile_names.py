@@ -67,8 +67,8 @@ def test_figure_json_carries_the_names_as_text(as_role, world):
     text plotly shows literally (`&lt;`), never as markup plotly would render — its labels and
     hover text understand `<a href>` — and its '/' escaped so no </script> can end the script."""
     body = as_role("admin").get(f"/teams/{world.names.team_a}/").content.decode()
-    assert "Plotly.newPlot" in body
-    assert "&lt;\\u002fscript&gt;&lt;script&gt;alert(2)" in body
+    assert "data-plotly-for" in body
+    assert "\\u0026lt;/script\\u0026gt;\\u0026lt;script\\u0026gt;alert(2)" in body
     assert not [raw for raw in RAW if as_json(raw) in body]
 
 
@@ -78,11 +78,11 @@ def test_no_figure_carries_markup(as_role, world, role):
     for url in pages(world):
         response = c.get(url)
         body = response.content.decode()
-        if response.status_code == 200 and "Plotly.newPlot" in body:
+        if response.status_code == 200 and "data-plotly-for" in body:
             assert not [raw for raw in RAW if as_json(raw) in body], f"{role} {url}: markup in a figure"
 
 
 def as_json(raw: str) -> str:
-    """How plotly's JSON spells a string: '<' and '/' escaped (only the portal's own hover
-    markup, `<br>` and `<extra>`, may appear so)."""
-    return raw.replace("<", "\\u003c").replace("/", "\\u002f").replace(">", "\\u003e").replace('"', '\\"')
+    """How a figure's JSON would spell the raw markup (`<` as \\u003C; only the portal's own
+    hover markup, `<br>` and `<extra>`, may appear so)."""
+    return raw.replace("<", "\\u003C").replace(">", "\\u003E").replace("&", "\\u0026").replace('"', '\\"')
