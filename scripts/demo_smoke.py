@@ -231,6 +231,11 @@ def check_role(url: str, user: str, password: str) -> str:
     else:
         get(s, url, "/chargeback/", user, expect=403)
 
+    if user == "admin":
+        html = get(s, url, "/admin-tools/claims/", user)
+        if "sandbox" not in html:
+            raise Failure(f"{user}: the Team claims page does not show the sandbox's pending claim")
+
     html = get(s, url, "/idle/", user)
     pods = [r for r in rows(html, "idle-pods", user, "/idle/") if len(r) >= 7]
     if not any(p[1] == IDLE_NAMESPACE and number(p[6]) > 0 for p in pods):

@@ -107,6 +107,15 @@ class Cluster(models.Model):
         OWN = "own", "per-pod series hold each pod's own utilization (dcgm-exporter 4.5.3+)"
 
     time_slicing = models.CharField(max_length=10, choices=TimeSlicing.choices, default="auto")
+
+    class LabelTrust(models.TextChoices):
+        TRUSTED = "trusted", "trusted: every team label counts (a fresh install works from labels alone)"
+        KNOWN_TEAMS = "known_teams", "known teams: a label counts only if it names a team an admin created"
+        APPROVE = "approve", "approve: a new or changed claim counts from the hour an admin approves it"
+
+    # Who pays is decided by admins (docs/teams-and-relabels.md): anyone who can label a
+    # namespace could otherwise move its cost onto any team.
+    label_trust = models.CharField(max_length=12, choices=LabelTrust.choices, default=LabelTrust.TRUSTED)
     verify_workloads = models.BooleanField(
         default=True,
         help_text="count a GPU as allocated to a pod only when kube-state-metrics shows that pod requesting a GPU "

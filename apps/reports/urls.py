@@ -11,6 +11,7 @@ urlpatterns = [
     path("idle/", idle.idle, name="idle"),
     path("health/", health.health, name="health"),
     path("admin-tools/ingest/", admin_tools.ingest_log, name="ingest-log"),
+    path("admin-tools/claims/", admin_tools.label_claims, name="label-claims"),
 ]
 
 # The chargeback page, mounted at /chargeback/ under its own namespace (chargeback:statement).

@@ -49,6 +49,8 @@ SPOT_HOSTS = "gpu-node-02"      # an H100 node bought as spot capacity
 BUDGET_SHARES = {"research": Decimal("0.9"), "search": Decimal("1.2")}   # budget = share × spend so far
 IDLE_ALERT_MINUTES = 180
 LOADED_ACTION = "demo.loaded"
+CLAIM_HOURS_AGO = 24
+PENDING_CLAIM = ("sandbox", "research")   # the one claim the demo leaves for the admin
 RATES = Path(__file__).resolve().parents[1] / "accounting" / "fixtures" / "rates.example.csv"
 
 DCGM_ROLES = {
@@ -118,6 +120,11 @@ def demo_scenario(start: int, end: int, relabel_at: int | None = None):
                               mig_nodes=1, time_slicing=True, idle_notebook_hours=72)
     if relabel_at is not None:
         scenario.namespace_relabels = {"batch": [(relabel_at, "data")]}
+    # the unlabelled sandbox starts claiming team research a day before the end: on a cluster
+    # whose claims need approval, it waits in the admin's queue
+    claim_at = end - CLAIM_HOURS_AGO * 3600
+    if claim_at > start:
+        scenario.namespace_relabels["sandbox"] = [(claim_at, PENDING_CLAIM[1])]
     return scenario
 
 
@@ -198,6 +205,7 @@ def load_demo(hours: int | None = None, log=print, progress=None, now: datetime 
                          progress=progress, chunk_hours=DEMO_CHUNK_HOURS)
             log(f"ingested {run.rows_written} more rollup rows up to {_dt(story.end):%Y-%m-%d %H:%M} UTC")
     _teams_for_every_label(scenario)
+    _claims_need_approval(cluster, admin, log)
     _budgets_and_alerts(admin, now, log)
     from apps.recommendations.snapshots import do_snapshot_recommendations
 
@@ -228,6 +236,21 @@ def _teams_for_every_label(scenario) -> None:
     names |= {t for changes in scenario.namespace_relabels.values() for _, t in changes if t}
     for name in sorted(names):
         Team.objects.get_or_create(name=name)
+
+
+def _claims_need_approval(cluster, admin, log) -> None:
+    """The cluster's team labels count only once approved (label trust `approve`): every claim
+    its history holds is approved from its first hour, except the sandbox's fresh claim."""
+    from apps.teams.claims import do_decide_claim, pending_claims
+    from apps.teams.models import LabelClaim, Namespace
+
+    cluster.label_trust = Cluster.LabelTrust.APPROVE
+    cluster.save(update_fields=["label_trust"])
+    for claim in pending_claims():
+        if (claim.namespace, claim.team_label) != PENDING_CLAIM:
+            do_decide_claim(Namespace.objects.get(pk=claim.namespace_id), claim.team_label,
+                            LabelClaim.Decision.APPROVED, claim.since, actor=admin)
+    log(f"team claims: {len(pending_claims())} waiting for approval (Team claims page)")
 
 
 def _budgets_and_alerts(admin, now: datetime, log) -> None:

@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from .models import AuditEvent, Namespace, NamespaceLabel, Team
+from .models import AuditEvent, LabelClaim, Namespace, NamespaceLabel, Team
 
 
 @admin.register(Team)
@@ -43,4 +43,15 @@ class AuditEventAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(LabelClaim)
+class LabelClaimAdmin(admin.ModelAdmin):
+    """Decisions on namespace → team claims; made from the Team claims page (audited there)."""
+    list_display = ("namespace", "team_label", "decision", "effective_from", "decided_by", "decided_at")
+    list_filter = ("decision", "namespace__cluster")
+    readonly_fields = ("namespace", "team_label", "decision", "effective_from", "decided_by", "decided_at")
+
+    def has_add_permission(self, request):
         return False

@@ -59,3 +59,28 @@ def merged(stored: History, observed: History, known_until: datetime | None = No
             out.append((t, label))
             current = label
     return out
+
+
+def accepted(history: History, approvals: dict[str, datetime]) -> History:
+    """The team labels that count, on a cluster whose claims need an admin's approval.
+
+    `approvals`: label -> the instant its approval counts from. Walking the label changes and
+    the approvals in time order, the team in force becomes the label in force whenever that
+    label is approved by then; otherwise it stays what it was (the previous team, or '' at the
+    start): a new claim counts from the hour it is approved, never before, and a claim that is
+    no longer made is never adopted later. Removing the label ('') needs no approval.
+    """
+    if not history:
+        return []
+    times = [t for t, _ in history]
+    events = sorted(set(times) | {t for t in approvals.values() if t > times[0]})
+    out: History = []
+    team = ""
+    for at in events:
+        label = label_at(history, at)
+        since = approvals.get(label)
+        if label == "" or (since is not None and since <= at):
+            team = label
+        if not out or out[-1][1] != team:
+            out.append((at, team))
+    return out

@@ -59,6 +59,30 @@ class NamespaceLabel(models.Model):
         return f"{self.namespace} from {self.valid_from:%Y-%m-%d %H:%M}: {self.team_label or '(none)'}"
 
 
+class LabelClaim(models.Model):
+    """An admin's decision on a namespace's claim to a team through its `team` label, for a
+    cluster whose labels need approval (Cluster.label_trust = approve). An approved claim counts
+    from `effective_from`; an ignored one never counts (docs/teams-and-relabels.md)."""
+
+    class Decision(models.TextChoices):
+        APPROVED = "approved", "approved"
+        IGNORED = "ignored", "ignored"
+
+    namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="claims")
+    team_label = models.CharField(max_length=100)
+    decision = models.CharField(max_length=10, choices=Decision.choices)
+    effective_from = models.DateTimeField(help_text="an approved claim counts from this hour on")
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["namespace", "team_label"], name="one_decision_per_claim")]
+        ordering = ["namespace", "team_label"]
+
+    def __str__(self):
+        return f"{self.namespace} → {self.team_label}: {self.decision} from {self.effective_from:%Y-%m-%d %H:%M}"
+
+
 class NamespaceAssignment(models.Model):
     """The admin's mapping; in force from `effective_from` (a date in the billing zone) on."""
 

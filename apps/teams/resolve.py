@@ -13,7 +13,7 @@ from zoneinfo import ZoneInfo
 from django.conf import settings
 
 from . import history
-from .models import UNASSIGNED, NamespaceAssignment, NamespaceLabel
+from .models import UNASSIGNED, LabelClaim, NamespaceAssignment, NamespaceLabel, Team
 
 SOURCE_MAPPING = "admin mapping"
 SOURCE_LABEL = "label"
@@ -35,6 +35,7 @@ class TeamResolver:
                 "namespace__cluster_id", "namespace__cluster__name", "namespace__name", "valid_from", "team_label")):
             self._history[(c, name)].append((valid_from, label))
             self.cluster_names[c] = cluster
+        self._apply_label_trust(cluster_ids)
         self._times = {k: [t for t, _ in v] for k, v in self._history.items()}
         # A day's label is the one in force at its first instant: a row counts from the first
         # billing day it covers whole (its own day when it starts at local midnight).
@@ -45,6 +46,31 @@ class TeamResolver:
             self.cluster_names[a.namespace.cluster_id] = a.namespace.cluster.name
         self._dates = {k: [d for d, _ in v] for k, v in dated.items()}
         self._teams = {k: [t for _, t in v] for k, v in dated.items()}
+
+    def _apply_label_trust(self, cluster_ids) -> None:
+        """Per cluster's label trust (docs/teams-and-relabels.md, "Who may claim a team"): every
+        label counts (trusted), only labels naming an admin's team (known_teams), or only approved
+        claims from their approval on (approve)."""
+        from apps.clusters.models import Cluster
+
+        clusters = Cluster.objects.exclude(label_trust=Cluster.LabelTrust.TRUSTED)
+        if cluster_ids is not None:
+            clusters = clusters.filter(id__in=cluster_ids)
+        trust = dict(clusters.values_list("id", "label_trust"))
+        if not trust:
+            return
+        known = set(Team.objects.values_list("name", flat=True))
+        approvals: dict[Key, dict[str, datetime]] = defaultdict(dict)
+        for c, name, label, since in LabelClaim.objects.filter(
+                namespace__cluster_id__in=list(trust), decision=LabelClaim.Decision.APPROVED).values_list(
+                "namespace__cluster_id", "namespace__name", "team_label", "effective_from"):
+            approvals[(c, name)][label] = since
+        for key, rows in self._history.items():
+            mode = trust.get(key[0])
+            if mode == Cluster.LabelTrust.KNOWN_TEAMS:
+                self._history[key] = [(t, label if label in known else "") for t, label in rows]
+            elif mode == Cluster.LabelTrust.APPROVE:
+                self._history[key] = history.accepted(rows, approvals.get(key, {}))
 
     def resolve(self, cluster_id: int, namespace: str, day: date, at: datetime | None = None) -> tuple[str, str]:
         """(team, source) on billing day `day`; the label is the one in force at `at`, an

@@ -28,6 +28,7 @@ EXPECT = {
     "idle/": ("login", ALL, ["/idle/"]),
     "health/": ("login", ALL, ["/health/"]),
     "admin-tools/ingest/": ("login", ADMINS, ["/admin-tools/ingest/"]),
+    "admin-tools/claims/": ("login", ADMINS, ["/admin-tools/claims/"]),
     "advice/": ("login", ALL, ["/advice/", "/advice/?cluster={cluster}"]),
     "advice/alerts/": ("login", ALL, ["/advice/alerts/"]),
     "chargeback/": ("login", MONEY, ["/chargeback/", "/chargeback/?period={open_period}&team={team_a}",

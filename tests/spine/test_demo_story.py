@@ -79,4 +79,12 @@ def test_the_demo_loads_the_whole_story(settings):
     assert sorted(Alert.objects.filter(kind=Alert.Kind.BUDGET).values_list("key", flat=True)) == [
         "budget:research:2026-11:100", "budget:research:2026-11:80", "budget:search:2026-11:80"]
     assert RecommendationSnapshot.objects.exists()
+
+    # the cluster's team labels need approval: all approved but the sandbox's fresh claim
+    from apps.teams.claims import pending_claims
+    [claim] = pending_claims()
+    assert (claim.namespace, claim.team_label, claim.since) == ("sandbox", "research", utc(2026, 11, 1, 6))
+    last_day = group_cells(usage_cells(UsageFilter(start=utc(2026, 11, 1, 6), end=utc(2026, 11, 2, 6),
+                                                   namespaces=frozenset({"sandbox"}))), "team")
+    assert {r.key for r in last_day} <= {"unassigned"}       # the claim does not count until approved
     assert StatementLine.objects.filter(period__period="2026-10").aggregate(n=Sum("allocated_gpu_seconds"))["n"] > 0

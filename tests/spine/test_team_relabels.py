@@ -181,3 +181,60 @@ def test_the_team_page_lists_the_move(cluster, finance, client):
     section = html[html.index('id="namespace-history"'):]
     section = section[:section.index("</table>")]
     assert "ml" in section and "alpha" in section and "2026-03-15 00:00" in section and "label" in section
+
+
+# ---------------------------------------------------------------- who may claim a team
+
+def test_known_teams_only_count_labels_naming_an_admins_team(cluster, finance):
+    cluster.label_trust = "known_teams"
+    cluster.save()
+    for name in ("alpha", "gamma"):       # beta and delta are label values only
+        Team.objects.create(name=name)
+    run_ingest(cluster, START, utc(2026, 4, 1))
+    # ml: alpha 336 h, then beta (unknown) 408 h unassigned; cv: gamma 346 h, delta 398 h unassigned
+    assert usage_by_team(START, utc(2026, 4, 1), finance) == {"alpha": 336.0, "gamma": 346.0, "unassigned": 806.0}
+
+
+def test_approve_counts_a_claim_from_its_approval_and_queues_the_rest(cluster, finance, client):
+    cluster.label_trust = "approve"
+    cluster.save()
+    run_ingest(cluster, START, utc(2026, 4, 1))
+    # nothing approved: every hour is unassigned, and the four claims wait in the queue
+    assert usage_by_team(START, utc(2026, 4, 1), finance) == {"unassigned": 1488.0}
+    client.force_login(finance)
+    page = client.get("/admin-tools/claims/").content.decode()
+    for team in ("alpha", "beta", "gamma", "delta"):
+        assert f"<td>{team}</td>" in page
+
+    def decide(namespace, label, action, **extra):
+        ns = Namespace.objects.get(cluster=cluster, name=namespace)
+        r = client.post("/admin-tools/claims/", {"namespace": ns.pk, "team_label": label, "action": action, **extra})
+        assert r.status_code == 302, r.content.decode()[:500]
+
+    decide("ml", "alpha", "approve_since_claim")
+    decide("cv", "gamma", "approve_since_claim")
+    # beta (ml from the 15th) and delta (cv from the 15th, 10:00) wait: the hours stay with the old team
+    assert usage_by_team(START, utc(2026, 4, 1), finance) == {"alpha": 744.0, "gamma": 744.0}
+    # beta approved from the 20th: ml is alpha's for 19 days (456 h), beta's for 12 (288 h)
+    from apps.teams.claims import do_decide_claim
+    do_decide_claim(Namespace.objects.get(cluster=cluster, name="ml"), "beta", "approved", utc(2026, 3, 20, 0, 30),
+                    actor=finance)
+    decide("cv", "delta", "ignore")
+    assert usage_by_team(START, utc(2026, 4, 1), finance) == {"alpha": 456.0, "beta": 288.0, "gamma": 744.0}
+    page = client.get("/admin-tools/claims/").content.decode()
+    assert "No claim is waiting." in page
+    from apps.teams.models import AuditEvent
+    assert AuditEvent.objects.filter(action__startswith="claim.").count() == 4
+
+
+def test_a_map_from_the_queue_is_a_dated_admin_mapping(cluster, finance, client):
+    cluster.label_trust = "approve"
+    cluster.save()
+    run_ingest(cluster, START, utc(2026, 4, 1))
+    Team.objects.create(name="omega")
+    client.force_login(finance)
+    ns = Namespace.objects.get(cluster=cluster, name="ml")
+    r = client.post("/admin-tools/claims/", {"namespace": ns.pk, "team_label": "alpha", "action": "map", "team": "omega"})
+    assert r.status_code == 302
+    # mapped from the claim's first day (March 1st): all of ml's 744 hours are omega's
+    assert usage_by_team(START, utc(2026, 4, 1), finance) == {"omega": 744.0, "unassigned": 744.0}

@@ -49,7 +49,8 @@ def portal_nav(context):
         links.append(("Chargeback", "/chargeback/", _active(path, "/chargeback/")))
     links.append(("Quota advice", "/advice/", _active(path, "/advice/")))
     if admin:
-        links.append(("Ingest log", "/admin-tools/ingest/" + suffix, _active(path, "/admin-tools/")))
+        links.append(("Ingest log", "/admin-tools/ingest/" + suffix, _active(path, "/admin-tools/ingest/")))
+        links.append(("Team claims", "/admin-tools/claims/", _active(path, "/admin-tools/claims/")))
     # Every signed-in role may use the API (docs/api.md); the docs page says what each answers.
     links.append(("API docs", "/api/v1/docs/", False))
     if getattr(user, "is_staff", False):

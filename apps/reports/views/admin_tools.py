@@ -1,4 +1,12 @@
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.utils import timezone as djtz
+
+from apps.accounting.actions import ActionError, do_assign_namespace
+from apps.accounting.usage import billing_zone
 from apps.ingest.models import IngestRun
+from apps.teams.claims import ClaimError, do_decide_claim, pending_claims
+from apps.teams.models import LabelClaim, Namespace, NamespaceLabel, Team
 
 from ..data.overview import ingest_freshness
 from .common import page, report_view
@@ -18,3 +26,52 @@ def ingest_log(request, sel):
         "runs": list(runs[:RUN_LIMIT]), "limit": RUN_LIMIT, "status": status,
         "statuses": IngestRun.Status.values, "freshness": [f for f in ingest_freshness() if not sel.cluster or f.cluster == sel.cluster],
     })
+
+
+@report_view(admin_only=True)
+def label_claims(request, sel):
+    """The queue of namespace → team claims waiting for an admin (clusters with label trust
+    `approve`): approve from the claim's first hour or from now, map the namespace to a team,
+    or ignore (docs/teams-and-relabels.md, "Who may claim a team")."""
+    message = ""
+    if request.method == "POST":
+        message = _decide(request)
+        if not message.startswith("!"):
+            return redirect(f"{reverse('reports:label-claims')}?done={message}")
+    return page(request, sel, "reports/label_claims.html", "claims", {
+        "claims": pending_claims(), "teams": sorted(Team.objects.values_list("name", flat=True)),
+        "error": message[1:] if message.startswith("!") else "", "done": request.GET.get("done", "")[:200],
+        "decided": LabelClaim.objects.select_related("namespace__cluster", "decided_by").order_by("-decided_at")[:50],
+    })
+
+
+def _decide(request) -> str:
+    """One claim's decision from the posted form; '!reason' when it cannot be made."""
+    try:
+        namespace = Namespace.objects.select_related("cluster").get(pk=int(request.POST.get("namespace", "")))
+    except (ValueError, Namespace.DoesNotExist):
+        return "!no such namespace"
+    label, action = request.POST.get("team_label", ""), request.POST.get("action", "")
+    first = (NamespaceLabel.objects.filter(namespace=namespace, team_label=label)
+             .order_by("valid_from").values_list("valid_from", flat=True).first())
+    if first is None:
+        return f"!{namespace} never claimed team {label!r}"
+    try:
+        if action in ("approve_since_claim", "approve_now"):
+            since = first if action == "approve_since_claim" else djtz.now()
+            do_decide_claim(namespace, label, LabelClaim.Decision.APPROVED, since, actor=request.user)
+            return f"{namespace} counts for {label} from {since:%Y-%m-%d %H:00} UTC"
+        if action == "ignore":
+            do_decide_claim(namespace, label, LabelClaim.Decision.IGNORED, first, actor=request.user)
+            return f"{namespace}'s claim to {label} is ignored"
+        if action == "map":
+            team = Team.objects.filter(name=request.POST.get("team", "")).first()
+            if team is None:
+                return "!pick a team to map the namespace to"
+            day = first.astimezone(billing_zone()).date()
+            do_assign_namespace(namespace, team, day, actor=request.user)
+            do_decide_claim(namespace, label, LabelClaim.Decision.IGNORED, first, actor=request.user)
+            return f"{namespace} is mapped to {team.name} from {day}"
+    except (ClaimError, ActionError) as exc:
+        return f"!{exc}"
+    return "!unknown action"
