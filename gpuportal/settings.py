@@ -116,6 +116,7 @@ INSTALLED_APPS = [
     "apps.reports",
     "apps.simulator",
     "axes",
+    "simple_history",
 ]
 
 MIDDLEWARE = [
@@ -131,6 +132,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    "simple_history.middleware.HistoryRequestMiddleware",   # who made a change through the admin
     "axes.middleware.AxesMiddleware",          # last: turns a lockout into the locked-out page
 ]
 

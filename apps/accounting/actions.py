@@ -148,6 +148,8 @@ def _close(period: str, actor) -> BillingPeriod:
     bp.closed_at = timezone.now()
     bp.closed_by = actor if actor and actor.is_authenticated else None
     bp.billing_timezone = billing_zone().key
+    last = Rate.history.order_by("-history_id").values_list("history_id", "history_date").first()
+    bp.rate_card_version, bp.rate_card_changed_at = last if last else (None, None)
     bp.save()
     totals = {c: present(a) for c, a in cost_by_currency(computed.lines).items()}
     _audit(actor, "period.close", period, {"closed": False},

@@ -1,4 +1,5 @@
 from django.contrib import admin, messages
+from simple_history.admin import SimpleHistoryAdmin
 
 from django import forms
 
@@ -10,7 +11,7 @@ from .models import BillingPeriod, NodePool, Rate, StatementLine
 
 
 @admin.register(Rate)
-class RateAdmin(admin.ModelAdmin):
+class RateAdmin(SimpleHistoryAdmin):
     list_display = ("gpu_model", "mig_profile", "price_class", "hourly_rate", "currency", "effective_from",
                     "updated_at")
     list_filter = ("price_class", "currency", "gpu_model")
@@ -30,7 +31,7 @@ class RateAdmin(admin.ModelAdmin):
 
 
 @admin.register(NodePool)
-class NodePoolAdmin(admin.ModelAdmin):
+class NodePoolAdmin(SimpleHistoryAdmin):
     list_display = ("cluster", "name", "host_pattern", "price_class", "priority")
     list_filter = ("cluster", "price_class")
 
@@ -91,7 +92,7 @@ class NamespaceAssignmentForm(forms.ModelForm):
 
 
 @admin.register(NamespaceAssignment)
-class NamespaceAssignmentAdmin(admin.ModelAdmin):
+class NamespaceAssignmentAdmin(SimpleHistoryAdmin):
     """Dated namespace -> team moves; saved through do_assign_namespace (audited, closed months refused)."""
 
     form = NamespaceAssignmentForm

@@ -15,7 +15,7 @@ from django.utils import timezone
 from .calc import (BASIS_PROFILE, Line, RateCard, UsageCell, build_lines, cost_by_currency, delta_cells,
                    period_bounds, period_of, prev_period, present, round_to_total, spread_shared_idle, to_decimal)
 from .figures import shown_efficiency, shown_hours, shown_ratio
-from .models import BillingPeriod, FrozenCell, StatementLine, UsageHour
+from .models import BillingPeriod, FrozenCell, Rate, StatementLine, UsageHour
 from .pricing import load_rate_card
 from .usage import UsageFilter, billing_zone, usage_cells
 
@@ -42,6 +42,7 @@ class Statement:
     closed: bool
     lines: list[Line]
     closed_at: object = None
+    rate_card: dict | None = None     # {"version", "changed_at"}: the card's last change it used
 
 
 @dataclass
@@ -109,14 +110,24 @@ def line_from_row(r: StatementLine) -> Line:
                 adjusts_period=r.adjusts_period, fixed_cost=r.cost)
 
 
+def _rate_card(version, changed_at) -> dict | None:
+    """Which rate card a statement used: the version (id of its last change in the rate
+    history, Django admin → Rates → History) and when that change was made."""
+    if version is None:
+        return None
+    return {"version": version, "changed_at": changed_at.isoformat() if changed_at else None}
+
+
 def statement(period: str, *, shared_idle: str = "apart") -> Statement:
     bp = BillingPeriod.objects.filter(period=period).first()
     if bp is not None and bp.is_closed:
         lines = [line_from_row(r) for r in bp.lines.all()]
         result = Statement(period=period, closed=True, lines=sorted(lines, key=Line.sort_key),
-                           closed_at=bp.closed_at)
+                           closed_at=bp.closed_at, rate_card=_rate_card(bp.rate_card_version, bp.rate_card_changed_at))
     else:
-        result = Statement(period=period, closed=False, lines=compute_open(period).lines)
+        last = Rate.history.order_by("-history_id").values_list("history_id", "history_date").first()
+        result = Statement(period=period, closed=False, lines=compute_open(period).lines,
+                           rate_card=_rate_card(*last) if last else None)
     if shared_idle == "spread":
         result.lines = spread_shared_idle(result.lines)
     return result
@@ -222,6 +233,7 @@ def statement_payload(stmt: Statement, group_by: str, scope, shared_idle: str = 
         "group_by": group_by,
         "closed": stmt.closed,
         "closed_at": stmt.closed_at.isoformat() if stmt.closed_at else None,
+        "rate_card": stmt.rate_card,
         "shared_idle": shared_idle,
         "totals_by_currency": {c: present(a) for c, a in sorted(totals.items())},
         "results": results,

@@ -1,5 +1,6 @@
 from django import forms
 from django.contrib import admin
+from simple_history.admin import SimpleHistoryAdmin
 
 from .models import Cluster, ClusterQueueQuota, Device
 
@@ -46,7 +47,7 @@ class ClusterForm(forms.ModelForm):
 
 
 @admin.register(Cluster)
-class ClusterAdmin(admin.ModelAdmin):
+class ClusterAdmin(SimpleHistoryAdmin):
     form = ClusterForm
     list_display = ("name", "prometheus_url", "label_spelling", "detected_label_spelling",
                     "detected_interval_seconds", "ingested_until")

@@ -6,7 +6,13 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from simple_history.models import HistoricalRecords
+
 from .secrets import SealedField, resolve, validate_source
+
+# Fields ingest maintains by itself: saving only these is not a configuration change and
+# leaves no history row (docs/security.md, "Who changed what").
+INGEST_MAINTAINED = frozenset({"detected_label_spelling", "detected_interval_seconds", "ingested_until"})
 
 # Canonical metric roles -> (default metric name, scale to the canonical unit).
 # Canonical units: utilization as a ratio 0-1, memory MiB, power W, energy J, temperature °C.
@@ -149,6 +155,18 @@ class Cluster(models.Model):
     @property
     def replica_label_names(self) -> tuple[str, ...]:
         return tuple(x.strip() for x in (self.replica_labels or "").split(",") if x.strip())
+
+    # Credentials are left out of the history: it would keep every sealed value ever stored.
+    history = HistoricalRecords(excluded_fields=["bearer_token", "basic_auth_password"])
+
+    def save(self, *args, **kwargs):
+        update_fields = kwargs.get("update_fields")
+        if update_fields is not None and set(update_fields) <= INGEST_MAINTAINED:
+            self.skip_history_when_saving = True
+        try:
+            super().save(*args, **kwargs)
+        finally:
+            self.__dict__.pop("skip_history_when_saving", None)
 
     def credentials(self) -> tuple[str, tuple[str, str] | None]:
         """(bearer token, basic auth) to talk to Prometheus, read now; CredentialError if unreadable."""

@@ -1,10 +1,11 @@
 from django.contrib import admin
+from simple_history.admin import SimpleHistoryAdmin
 
 from .models import AuditEvent, LabelClaim, Namespace, NamespaceLabel, Team
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(SimpleHistoryAdmin):
     list_display = ("name", "cost_centre")
     filter_horizontal = ("members",)
     search_fields = ("name",)
@@ -47,7 +48,7 @@ class AuditEventAdmin(admin.ModelAdmin):
 
 
 @admin.register(LabelClaim)
-class LabelClaimAdmin(admin.ModelAdmin):
+class LabelClaimAdmin(SimpleHistoryAdmin):
     """Decisions on namespace → team claims; made from the Team claims page (audited there)."""
     list_display = ("namespace", "team_label", "decision", "effective_from", "decided_by", "decided_at")
     list_filter = ("decision", "namespace__cluster")

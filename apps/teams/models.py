@@ -3,6 +3,7 @@ from datetime import datetime, timezone
 
 from django.conf import settings
 from django.db import models
+from simple_history.models import HistoricalRecords
 
 from apps.clusters.models import Cluster
 
@@ -17,6 +18,8 @@ class Team(models.Model):
     cost_centre = models.CharField(max_length=100, blank=True)
     members = models.ManyToManyField(settings.AUTH_USER_MODEL, blank=True, related_name="teams",
                                      help_text="team leads who may see this team's namespaces")
+
+    history = HistoricalRecords()
 
     class Meta:
         ordering = ["name"]
@@ -75,6 +78,8 @@ class LabelClaim(models.Model):
     decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     decided_at = models.DateTimeField(auto_now_add=True)
 
+    history = HistoricalRecords()
+
     class Meta:
         constraints = [models.UniqueConstraint(fields=["namespace", "team_label"], name="one_decision_per_claim")]
         ordering = ["namespace", "team_label"]
@@ -91,6 +96,8 @@ class NamespaceAssignment(models.Model):
     effective_from = models.DateField()
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
     created_at = models.DateTimeField(auto_now_add=True)
+
+    history = HistoricalRecords()
 
     class Meta:
         constraints = [

@@ -28,7 +28,7 @@ def client_for(user, csrf=False):
 
 def test_finance_sees_teams_drills_down_and_closes(month, finance, django_assert_max_num_queries):
     c = client_for(finance, csrf=True)
-    with django_assert_max_num_queries(15):
+    with django_assert_max_num_queries(16):
         page = c.get("/chargeback/", {"period": "2026-03", "team": "A"})
     html = page.content.decode()
     assert page.status_code == 200 and "badge open" in html

@@ -126,7 +126,7 @@ def test_the_admin_never_shows_a_credential_back(client):
     form = {"name": "lab", "prometheus_url": "http://prometheus:9090", "bearer_token": "", "basic_auth_user": "portal",
             "basic_auth_password": "", "label_spelling": "auto", "team_label_key": "team", "tls_verify": "on",
             "metric_overrides": "{}", "mig_slices_overrides": "{}", "replica_labels": cluster.replica_labels,
-            "time_slicing": cluster.time_slicing, "verify_workloads": "on"}
+            "time_slicing": cluster.time_slicing, "verify_workloads": "on", "label_trust": "trusted"}
     response = client.post(url, form)
     assert response.status_code == 302, [e for e in response.context["adminform"].form.errors.items()]
     cluster.refresh_from_db()

@@ -18,6 +18,9 @@ class BillingPeriod(models.Model):
     closed_at = models.DateTimeField(null=True, blank=True)
     closed_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
                                   related_name="+")
+    # The rate card the frozen statement used: its last change (a HistoricalRate id) at closing.
+    rate_card_version = models.PositiveIntegerField(null=True, blank=True)
+    rate_card_changed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-period"]

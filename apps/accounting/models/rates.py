@@ -6,6 +6,7 @@ rate for the same key. Node pools decide which price class a node's GPUs are bil
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
+from simple_history.models import HistoricalRecords
 
 from apps.clusters.models import Cluster
 
@@ -36,6 +37,7 @@ class Rate(models.Model):
     currency = models.CharField(max_length=3, validators=[validate_currency])
     effective_from = models.DateField(help_text="in force from midnight of this day, billing time zone")
     updated_at = models.DateTimeField(auto_now=True)
+    history = HistoricalRecords()   # every change, with who and when (docs/chargeback.md)
 
     class Meta:
         constraints = [
@@ -67,6 +69,7 @@ class NodePool(models.Model):
     host_pattern = models.CharField(max_length=255, help_text="glob matched against the node name, e.g. spot-*")
     price_class = models.CharField(max_length=20, choices=PriceClass.choices, default=ON_DEMAND)
     priority = models.PositiveSmallIntegerField(default=100, help_text="lower is tried first")
+    history = HistoricalRecords()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "name"], name="node_pool_unique")]
