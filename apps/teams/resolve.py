@@ -31,11 +31,14 @@ class TeamResolver:
             assignments = assignments.filter(namespace__cluster_id__in=cluster_ids)
         self._history: dict[Key, history.History] = defaultdict(list)
         self.cluster_names: dict[int, str] = {}    # of the namespaces it knows
-        for c, cluster, name, valid_from, label in (labels.order_by("valid_from").values_list(
-                "namespace__cluster_id", "namespace__cluster__name", "namespace__name", "valid_from", "team_label")):
+        trust: dict[int, str] = {}
+        for c, cluster, name, valid_from, label, label_trust in (labels.order_by("valid_from").values_list(
+                "namespace__cluster_id", "namespace__cluster__name", "namespace__name", "valid_from", "team_label",
+                "namespace__cluster__label_trust")):
             self._history[(c, name)].append((valid_from, label))
             self.cluster_names[c] = cluster
-        self._apply_label_trust(cluster_ids)
+            trust[c] = label_trust
+        self._apply_label_trust(trust)
         self._times = {k: [t for t, _ in v] for k, v in self._history.items()}
         # A day's label is the one in force at its first instant: a row counts from the first
         # billing day it covers whole (its own day when it starts at local midnight).
@@ -47,16 +50,13 @@ class TeamResolver:
         self._dates = {k: [d for d, _ in v] for k, v in dated.items()}
         self._teams = {k: [t for _, t in v] for k, v in dated.items()}
 
-    def _apply_label_trust(self, cluster_ids) -> None:
+    def _apply_label_trust(self, trust: dict[int, str]) -> None:
         """Per cluster's label trust (docs/teams-and-relabels.md, "Who may claim a team"): every
         label counts (trusted), only labels naming an admin's team (known_teams), or only approved
-        claims from their approval on (approve)."""
+        claims from their approval on (approve). No query at all when every cluster is trusted."""
         from apps.clusters.models import Cluster
 
-        clusters = Cluster.objects.exclude(label_trust=Cluster.LabelTrust.TRUSTED)
-        if cluster_ids is not None:
-            clusters = clusters.filter(id__in=cluster_ids)
-        trust = dict(clusters.values_list("id", "label_trust"))
+        trust = {c: t for c, t in trust.items() if t != Cluster.LabelTrust.TRUSTED}
         if not trust:
             return
         known = set(Team.objects.values_list("name", flat=True))
