@@ -7,12 +7,12 @@ from django.core.cache import cache
 from django.db import DatabaseError
 from django.utils import timezone
 
+from apps.accounting.timeparse import parse_instant
 from apps.clusters.models import Cluster
 
 from .days import day_windows
 from .pipeline import IngestBusy, IngestError, floor_hour, ingest
 from .prometheus import PrometheusError
-from .timeparse import parse_instant
 
 # A cluster that has never been ingested starts this far back.
 FIRST_BACKFILL = timedelta(days=1)
