@@ -149,7 +149,7 @@ def _close(period: str, actor) -> BillingPeriod:
     bp.closed_by = actor if actor and actor.is_authenticated else None
     bp.billing_timezone = billing_zone().key
     bp.save()
-    totals = {c: present(a) for c, a in cost_by_currency(computed.lines).items()}
+    totals = {c: present(a, c) for c, a in cost_by_currency(computed.lines).items()}
     _audit(actor, "period.close", period, {"closed": False},
            {"closed": True, "lines": len(computed.lines), "cost_by_currency": totals,
             "adjusted_periods": sorted(computed.deltas)})

@@ -1,7 +1,8 @@
 """Pure money math for chargeback: a line's cost (docs/figures.md), shared idle cost, billing periods.
 
 Plain dataclasses in and out, no Django: every figure here is pinned by hand-computed tests.
-Money is `Decimal` throughout and rounded to cents only by `present` / `round_to_total`.
+Money is `Decimal` throughout and rounded, to the currency's own minor unit (JPY 1, USD 0.01,
+KWD 0.001; docs/dates-and-money.md), only by `present` / `round_to_total`.
 
 Cost of a usage cell = billed hours × the rate in force on the cell's billing-zone day for
 its (GPU model, MIG profile, price class):
@@ -19,13 +20,12 @@ from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from math import fsum
 from zoneinfo import ZoneInfo
 
+from .currencies import minor_unit
 from .figures import efficiency
-
-CENT = Decimal("0.01")
 SECONDS_PER_HOUR = Decimal(3600)
 BASIS_PROFILE = "mig_profile"
 BASIS_MODEL = "gpu_model"
@@ -290,38 +290,32 @@ def _nonzero(c: UsageCell) -> bool:
 
 # ---------------------------------------------------------------- presentation
 
-def present(amount: Decimal | None) -> str | None:
-    """Money as shown: a decimal string rounded half-up to cents."""
+def present(amount: Decimal | None, currency: str) -> str | None:
+    """Money as shown: a decimal string rounded half-up to the currency's minor unit
+    ("1234" yen, "12.35" dollars, "1.235" dinars)."""
     if amount is None:
         return None
-    return str(amount.quantize(CENT, rounding=ROUND_HALF_UP))
+    return str(amount.quantize(minor_unit(currency), rounding=ROUND_HALF_UP))
 
 
-def present_rate(rate: Decimal | None) -> str | None:
-    """A rate as people read it: at least cents, more only when the rate has them (2.345)."""
-    if rate is None:
-        return None
-    text = format(rate.normalize(), "f")
-    whole, _, frac = text.partition(".")
-    return f"{whole}.{frac.ljust(2, '0')}"
+def round_to_total(amounts: list[Decimal], currency: str) -> list[Decimal]:
+    """Round each amount to the currency's minor unit so that the rounded amounts add up to the
+    rounded total.
 
-
-def round_to_total(amounts: list[Decimal]) -> list[Decimal]:
-    """Round each amount to cents so that the rounded amounts add up to the rounded total.
-
-    Largest remainder: every amount is floored to the cent, then the cents still missing go to
-    the amounts that lost most. Each shown amount is within a cent of its exact value and the
-    shown lines sum to the shown total.
+    Largest remainder: every amount is floored to the unit, then the units still missing go to
+    the amounts that lost most. Each shown amount is within one unit (a cent, a yen, a fils) of
+    its exact value and the shown lines sum to the shown total.
     """
     if not amounts:
         return []
-    target = sum(amounts, Decimal(0)).quantize(CENT, rounding=ROUND_HALF_UP)
-    floors = [a.quantize(CENT, rounding="ROUND_FLOOR") for a in amounts]
-    missing = int((target - sum(floors, Decimal(0))) / CENT)
+    unit = minor_unit(currency)
+    target = sum(amounts, Decimal(0)).quantize(unit, rounding=ROUND_HALF_UP)
+    floors = [a.quantize(unit, rounding=ROUND_FLOOR) for a in amounts]
+    missing = int((target - sum(floors, Decimal(0))) / unit)
     order = sorted(range(len(amounts)), key=lambda i: (-(amounts[i] - floors[i]), i))
     out = list(floors)
     for i in order[:missing]:  # floors never exceed the amounts, so nothing is ever taken away
-        out[i] += CENT
+        out[i] += unit
     return out
 
 

@@ -1,6 +1,4 @@
 """The chargeback page: a month's statement per team, drill-down to lines, close with confirmation."""
-from decimal import Decimal
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -9,7 +7,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from apps.accounting.actions import ActionError, do_close_period
-from apps.accounting.calc import next_period, parse_period, present_rate, prev_period
+from apps.accounting.calc import next_period, parse_period, prev_period
 from apps.accounting.statements import SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, statement, statement_payload
 from apps.teams.access import can_close_periods, can_see_money, team_scope
 
@@ -34,8 +32,6 @@ def statement_view(request):
     payload = statement_payload(statement(period, shared_idle=shared_idle), "team", team_scope(request.user),
                                 shared_idle, lines_of={team})
     selected = next((row for row in payload["results"] if row["key"] == team), None) if team else None
-    for line in selected["lines"] if selected else ():
-        line["rate_display"] = present_rate(Decimal(line["hourly_rate"])) if line["hourly_rate"] else None
     api = reverse("api-chargeback")
     query = f"period={period}&shared_idle={shared_idle}"
     return render(request, "chargeback/statement.html", {
