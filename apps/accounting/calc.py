@@ -26,6 +26,7 @@ from zoneinfo import ZoneInfo
 
 from .currencies import minor_unit
 from .figures import efficiency
+from .timeparse import MAX_YEAR, MIN_YEAR, YEARS_TEXT
 SECONDS_PER_HOUR = Decimal(3600)
 BASIS_PROFILE = "mig_profile"
 BASIS_MODEL = "gpu_model"
@@ -321,19 +322,29 @@ def round_to_total(amounts: list[Decimal], currency: str) -> list[Decimal]:
 
 # ---------------------------------------------------------------- billing periods
 
-PERIOD_RE = re.compile(r"^(\d{4})-(\d{2})$")
+PERIOD_RE = re.compile(r"(\d{4})-(\d{2})", re.ASCII)
+
+
+def _year_month(period: str) -> tuple[int, int]:
+    """(year, month) of 'YYYY-MM' with a year in 2000-2100; ValueError naming the period else."""
+    m = PERIOD_RE.fullmatch(period or "") if isinstance(period, str) else None
+    if not m or not 1 <= int(m.group(2)) <= 12:
+        shown = period if not isinstance(period, str) or len(period) <= 20 else period[:20] + "…"
+        raise ValueError(f"period={shown!r} is not a month like 2026-03 (YYYY-MM)")
+    year = int(m.group(1))
+    if not MIN_YEAR <= year <= MAX_YEAR:
+        raise ValueError(f"period={period!r} is out of range: the portal accepts {YEARS_TEXT}")
+    return year, int(m.group(2))
 
 
 def parse_period(text: str) -> str:
-    m = PERIOD_RE.match(text or "")
-    if not m or not 1 <= int(m.group(2)) <= 12 or int(m.group(1)) < 1970:
-        raise ValueError(f"period={text!r} is not a month like 2026-03 (YYYY-MM)")
-    return text
+    year, month = _year_month(text)
+    return f"{year:04d}-{month:02d}"
 
 
 def period_bounds(period: str, zone: ZoneInfo) -> tuple[datetime, datetime]:
     """[start, end) of a calendar month in the billing zone, as aware datetimes."""
-    year, month = int(period[:4]), int(period[5:7])
+    year, month = _year_month(period)
     start = datetime.combine(date(year, month, 1), time(0), tzinfo=zone)
     end_day = date(year + month // 12, month % 12 + 1, 1)
     return start, datetime.combine(end_day, time(0), tzinfo=zone)

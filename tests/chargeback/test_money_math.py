@@ -113,3 +113,11 @@ def test_round_to_total_property(amounts, currency_unit):
     assert sum(shown) == D(present(sum(amounts), currency))
     assert all(abs(s - a) < unit and s == s.quantize(unit) for s, a in zip(shown, amounts))
 
+
+def test_periods_outside_2000_to_2100_are_refused():
+    assert parse_period("2000-01") == "2000-01" and parse_period("2100-12") == "2100-12"
+    for bad in ("1999-12", "2101-01", "9999-12", "0000-01"):
+        with pytest.raises(ValueError, match=f"period='{bad}' is out of range: the portal accepts years 2000-2100"):
+            parse_period(bad)
+        with pytest.raises(ValueError, match="out of range"):
+            period_bounds(bad, ZoneInfo("UTC"))
