@@ -73,6 +73,7 @@ def test_a_month_of_usage_is_the_chargeback_month(berlin, october, finance, api)
     client = api(finance)
     stmt = client.get("/api/v1/chargeback/", {"period": "2026-10", "group_by": "team"}).json()
     usage = client.get(USAGE, {"start": "2026-10-01", "end": "2026-11-01", "group_by": "team"}).json()
+    assert (stmt["start"], stmt["end"]) == ("2026-09-30T22:00:00Z", "2026-10-31T23:00:00Z")   # echoed, UTC
     [stmt_row] = stmt["results"]
     [usage_row] = usage["results"]
     assert (stmt_row["allocated_gpu_hours"], stmt_row["cost"], stmt_row["currency"]) == (5.0, "10.00", "USD")
