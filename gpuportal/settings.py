@@ -8,6 +8,7 @@ from pathlib import Path
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import environ
+from babel import Locale, UnknownLocaleError
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -64,6 +65,14 @@ try:
     ZoneInfo(BILLING_TIMEZONE)
 except (ZoneInfoNotFoundError, ValueError):
     raise ImproperlyConfigured(f"BILLING_TIMEZONE={BILLING_TIMEZONE!r} is not an IANA time zone")
+
+# The locale money is written in on the pages, e.g. en_US "¥1,234", de_DE "1.234,57 €"
+# (docs/dates-and-money.md). CSV, XLSX and the API stay locale-free plain numbers.
+MONEY_LOCALE = env.str("MONEY_LOCALE", default="en_US")
+try:
+    MONEY_LOCALE = str(Locale.parse(MONEY_LOCALE))
+except (ValueError, TypeError, UnknownLocaleError):
+    raise ImproperlyConfigured(f"MONEY_LOCALE={MONEY_LOCALE!r} is not a locale babel knows (e.g. en_US, de_DE, ja_JP)")
 
 # Accounting knobs (docs/accounting.md). Cluster records may override the idle threshold.
 IDLE_THRESHOLD = _env_float("IDLE_THRESHOLD", 0.05, 0.0, 1.0)

@@ -84,9 +84,9 @@ class Tables(HTMLParser):
 
 
 def number(text: str) -> float:
-    """'1,234.50' / '12.5 %' / '3.10 EUR' -> float; anything else -> 0."""
-    m = re.match(r"-?[\d,]*\.?\d+", text.strip())
-    return float(m.group(0).replace(",", "")) if m else 0.0
+    """'1,234.50' / '12.5 %' / '3.10 EUR' / '$3.10' / '-€3.10' (money on the pages) -> float; anything else -> 0."""
+    m = re.match(r"(-?)[^\d\s-]*([\d,]*\.?\d+)", text.strip())
+    return float(m.group(1) + m.group(2).replace(",", "")) if m else 0.0
 
 
 def free_port() -> int:

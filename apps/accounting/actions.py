@@ -151,7 +151,7 @@ def _close(period: str, actor) -> BillingPeriod:
     last = Rate.history.order_by("-history_id").values_list("history_id", "history_date").first()
     bp.rate_card_version, bp.rate_card_changed_at = last if last else (None, None)
     bp.save()
-    totals = {c: present(a) for c, a in cost_by_currency(computed.lines).items()}
+    totals = {c: present(a, c) for c, a in cost_by_currency(computed.lines).items()}
     _audit(actor, "period.close", period, {"closed": False},
            {"closed": True, "lines": len(computed.lines), "cost_by_currency": totals,
             "adjusted_periods": sorted(computed.deltas)})

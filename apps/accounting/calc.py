@@ -1,7 +1,8 @@
 """Pure money math for chargeback: a line's cost (docs/figures.md), shared idle cost, billing periods.
 
 Plain dataclasses in and out, no Django: every figure here is pinned by hand-computed tests.
-Money is `Decimal` throughout and rounded to cents only by `present` / `round_to_total`.
+Money is `Decimal` throughout and rounded, to the currency's own minor unit (JPY 1, USD 0.01,
+KWD 0.001; docs/dates-and-money.md), only by `present` / `round_to_total`.
 
 Cost of a usage cell = billed hours × the rate in force on the cell's billing-zone day for
 its (GPU model, MIG profile, price class):
@@ -19,13 +20,13 @@ from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from datetime import date, datetime, time
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from math import fsum
 from zoneinfo import ZoneInfo
 
+from .currencies import minor_unit
 from .figures import efficiency
-
-CENT = Decimal("0.01")
+from .timeparse import MAX_YEAR, MIN_YEAR, YEARS_TEXT
 SECONDS_PER_HOUR = Decimal(3600)
 BASIS_PROFILE = "mig_profile"
 BASIS_MODEL = "gpu_model"
@@ -290,56 +291,60 @@ def _nonzero(c: UsageCell) -> bool:
 
 # ---------------------------------------------------------------- presentation
 
-def present(amount: Decimal | None) -> str | None:
-    """Money as shown: a decimal string rounded half-up to cents."""
+def present(amount: Decimal | None, currency: str) -> str | None:
+    """Money as shown: a decimal string rounded half-up to the currency's minor unit
+    ("1234" yen, "12.35" dollars, "1.235" dinars)."""
     if amount is None:
         return None
-    return str(amount.quantize(CENT, rounding=ROUND_HALF_UP))
+    return str(amount.quantize(minor_unit(currency), rounding=ROUND_HALF_UP))
 
 
-def present_rate(rate: Decimal | None) -> str | None:
-    """A rate as people read it: at least cents, more only when the rate has them (2.345)."""
-    if rate is None:
-        return None
-    text = format(rate.normalize(), "f")
-    whole, _, frac = text.partition(".")
-    return f"{whole}.{frac.ljust(2, '0')}"
+def round_to_total(amounts: list[Decimal], currency: str) -> list[Decimal]:
+    """Round each amount to the currency's minor unit so that the rounded amounts add up to the
+    rounded total.
 
-
-def round_to_total(amounts: list[Decimal]) -> list[Decimal]:
-    """Round each amount to cents so that the rounded amounts add up to the rounded total.
-
-    Largest remainder: every amount is floored to the cent, then the cents still missing go to
-    the amounts that lost most. Each shown amount is within a cent of its exact value and the
-    shown lines sum to the shown total.
+    Largest remainder: every amount is floored to the unit, then the units still missing go to
+    the amounts that lost most. Each shown amount is within one unit (a cent, a yen, a fils) of
+    its exact value and the shown lines sum to the shown total.
     """
     if not amounts:
         return []
-    target = sum(amounts, Decimal(0)).quantize(CENT, rounding=ROUND_HALF_UP)
-    floors = [a.quantize(CENT, rounding="ROUND_FLOOR") for a in amounts]
-    missing = int((target - sum(floors, Decimal(0))) / CENT)
+    unit = minor_unit(currency)
+    target = sum(amounts, Decimal(0)).quantize(unit, rounding=ROUND_HALF_UP)
+    floors = [a.quantize(unit, rounding=ROUND_FLOOR) for a in amounts]
+    missing = int((target - sum(floors, Decimal(0))) / unit)
     order = sorted(range(len(amounts)), key=lambda i: (-(amounts[i] - floors[i]), i))
     out = list(floors)
     for i in order[:missing]:  # floors never exceed the amounts, so nothing is ever taken away
-        out[i] += CENT
+        out[i] += unit
     return out
 
 
 # ---------------------------------------------------------------- billing periods
 
-PERIOD_RE = re.compile(r"^(\d{4})-(\d{2})$")
+PERIOD_RE = re.compile(r"(\d{4})-(\d{2})", re.ASCII)
+
+
+def _year_month(period: str) -> tuple[int, int]:
+    """(year, month) of 'YYYY-MM' with a year in 2000-2100; ValueError naming the period else."""
+    m = PERIOD_RE.fullmatch(period or "") if isinstance(period, str) else None
+    if not m or not 1 <= int(m.group(2)) <= 12:
+        shown = period if not isinstance(period, str) or len(period) <= 20 else period[:20] + "…"
+        raise ValueError(f"period={shown!r} is not a month like 2026-03 (YYYY-MM)")
+    year = int(m.group(1))
+    if not MIN_YEAR <= year <= MAX_YEAR:
+        raise ValueError(f"period={period!r} is out of range: the portal accepts {YEARS_TEXT}")
+    return year, int(m.group(2))
 
 
 def parse_period(text: str) -> str:
-    m = PERIOD_RE.match(text or "")
-    if not m or not 1 <= int(m.group(2)) <= 12 or int(m.group(1)) < 1970:
-        raise ValueError(f"period={text!r} is not a month like 2026-03 (YYYY-MM)")
-    return text
+    year, month = _year_month(text)
+    return f"{year:04d}-{month:02d}"
 
 
 def period_bounds(period: str, zone: ZoneInfo) -> tuple[datetime, datetime]:
     """[start, end) of a calendar month in the billing zone, as aware datetimes."""
-    year, month = int(period[:4]), int(period[5:7])
+    year, month = _year_month(period)
     start = datetime.combine(date(year, month, 1), time(0), tzinfo=zone)
     end_day = date(year + month // 12, month % 12 + 1, 1)
     return start, datetime.combine(end_day, time(0), tzinfo=zone)

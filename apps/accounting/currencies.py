@@ -1,4 +1,10 @@
-"""ISO 4217 alphabetic codes of the currencies in circulation (funds and metals left out)."""
+"""ISO 4217 alphabetic codes of the currencies in circulation (funds and metals left out), and
+each currency's minor unit: money is rounded and shown in it (docs/dates-and-money.md)."""
+from decimal import Decimal
+from functools import lru_cache
+
+from babel.numbers import get_currency_precision
+
 ISO_4217 = frozenset("""
 AED AFN ALL AMD ANG AOA ARS AUD AWG AZN BAM BBD BDT BGN BHD BIF BMD BND BOB BRL BSD BTN BWP
 BYN BZD CAD CDF CHF CLP CNY COP CRC CUP CVE CZK DJF DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP
@@ -12,3 +18,17 @@ UAH UGX USD UYU UZS VES VND VUV WST XAF XCD XCG XOF XPF YER ZAR ZMW ZWG
 
 def is_currency(code: str) -> bool:
     return code in ISO_4217
+
+
+# ---------------------------------------------------------------- minor units (docs/dates-and-money.md)
+
+@lru_cache(maxsize=None)
+def minor_digits(currency: str) -> int:
+    """Decimal places of the currency's minor unit (ISO 4217, from babel's CLDR data):
+    JPY 0, USD and EUR 2, KWD 3. A code babel does not know gets 2."""
+    return get_currency_precision(currency) if currency else 2
+
+
+def minor_unit(currency: str) -> Decimal:
+    """The smallest amount of the currency as a Decimal quantum: JPY 1, USD 0.01, KWD 0.001."""
+    return Decimal(1).scaleb(-minor_digits(currency))

@@ -7,7 +7,7 @@ the transaction that rewrote the hours, so readers never see the two tables disa
 """
 from __future__ import annotations
 
-from datetime import date, datetime, time, timedelta, timezone
+from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
@@ -15,6 +15,7 @@ from django.db import connection
 from django.db.models import Count, Sum
 
 from .models import UsageDay, UsageDayBuilt, UsageHour
+from .timeparse import local_midnight
 
 BULK = 5000
 
@@ -24,7 +25,8 @@ def zone() -> ZoneInfo:
 
 
 def day_start(day: date, tz: ZoneInfo | None = None) -> datetime:
-    return datetime.combine(day, time.min, tzinfo=tz or zone()).astimezone(timezone.utc)
+    """The day's first instant in UTC: the same midnight a typed date means (docs/dates-and-money.md)."""
+    return local_midnight(day, tz or zone())
 
 
 def day_of(instant: datetime, tz: ZoneInfo | None = None) -> date:

@@ -78,16 +78,16 @@ def price_cells(cells, card: RateCard | None = None) -> tuple[Decimal | None, st
 
 def price_usage_row(row) -> tuple[str | None, str | None]:
     cost, currency = price_cells(row.cells)
-    return present(cost), currency
+    return present(cost, currency), currency
 
 
 def price_usage_rows_detail(rows) -> list[tuple[str | None, str | None, float]]:
-    """(cost to the cent, currency, unpriced GPU-hours) per row, with one rate-card query."""
+    """(cost in the currency's minor unit, currency, unpriced GPU-hours) per row, with one rate-card query."""
     card = load_rate_card()
     out = []
     for row in rows:
         cost, currency, unpriced_seconds = price_cells_detail(row.cells, card)
-        out.append((present(cost), currency, shown_hours(unpriced_seconds)))
+        out.append((present(cost, currency), currency, shown_hours(unpriced_seconds)))
     return out
 
 

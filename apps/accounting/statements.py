@@ -170,19 +170,19 @@ def line_row(line: Line, shown_cost: Decimal | None) -> dict:
         "hourly_rate": str(line.hourly_rate) if line.hourly_rate is not None else None,
         "currency": line.currency or None,
         "unpriced": not line.priced,
-        "cost": present(shown_cost) if shown_cost is not None else None,
+        "cost": present(shown_cost, line.currency) if shown_cost is not None else None,
     }
 
 
 def shown_costs(lines: list[Line]) -> list[Decimal | None]:
-    """Per currency, line costs rounded so they add up to the rounded exact total."""
+    """Per currency, line costs rounded to its minor unit so they add up to the rounded exact total."""
     shown: list[Decimal | None] = [None] * len(lines)
     by_currency = defaultdict(list)
     for i, line in enumerate(lines):
         if line.cost is not None:
             by_currency[line.currency].append(i)
-    for idx in by_currency.values():
-        for i, amount in zip(idx, round_to_total([lines[i].cost for i in idx])):
+    for currency, idx in by_currency.items():
+        for i, amount in zip(idx, round_to_total([lines[i].cost for i in idx], currency)):
             shown[i] = amount
     return shown
 
@@ -197,7 +197,7 @@ def group_row(key: tuple, lines: list[Line], with_lines: bool = True) -> dict:
     allocated = sum((line.allocated_gpu_seconds for line in usage), Decimal(0))
     used = sum((line.used_gpu_seconds for line in usage), Decimal(0))
     unpriced = sum((line.allocated_gpu_seconds for line in lines if not line.priced), Decimal(0))
-    single = len(totals) == 1
+    single = next(iter(totals)) if len(totals) == 1 else None   # the one currency, if only one
     return {
         "key": key[0],
         "team": key[1] or None,
@@ -208,9 +208,9 @@ def group_row(key: tuple, lines: list[Line], with_lines: bool = True) -> dict:
         "efficiency": shown_efficiency(used, allocated),
         "unpriced_gpu_hours": shown_hours(unpriced),
         # Several currencies are never added up: cost is then null and costs_by_currency lists them.
-        "cost": present(next(iter(totals.values()))) if single else None,
-        "currency": next(iter(totals)) if single else None,
-        "costs_by_currency": {c: present(a) for c, a in sorted(totals.items())},
+        "cost": present(totals[single], single) if single is not None else None,
+        "currency": single,
+        "costs_by_currency": {c: present(a, c) for c, a in sorted(totals.items())},
         "lines": [line_row(line, amount) for line, amount in zip(lines, shown)] if with_lines else [],
     }
 
@@ -235,7 +235,7 @@ def statement_payload(stmt: Statement, group_by: str, scope, shared_idle: str = 
         "closed_at": stmt.closed_at.isoformat() if stmt.closed_at else None,
         "rate_card": stmt.rate_card,
         "shared_idle": shared_idle,
-        "totals_by_currency": {c: present(a) for c, a in sorted(totals.items())},
+        "totals_by_currency": {c: present(a, c) for c, a in sorted(totals.items())},
         "results": results,
     }
 

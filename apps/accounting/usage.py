@@ -17,9 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
-from zoneinfo import ZoneInfo
 
-from django.conf import settings
 from django.db.models import Case, CharField, DateField, DateTimeField, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
 
@@ -30,6 +28,7 @@ from apps.teams.resolve import TeamResolver
 from .days import day_start
 from .figures import efficiency
 from .models import ON_DEMAND, NodePool, UsageDay, UsageDayBuilt, UsageHour
+from .timeparse import billing_zone
 
 GROUP_BYS = ("namespace", "team", "cluster", "gpu_model")
 FLEET_GROUP_BYS = ("cluster", "gpu_model")
@@ -65,10 +64,6 @@ class Cell:
     @property
     def allocated(self) -> bool:
         return bool(self.namespace)
-
-
-def billing_zone() -> ZoneInfo:
-    return ZoneInfo(settings.BILLING_TIMEZONE)
 
 
 def usage_cells(f: UsageFilter, *, per_day: bool = True) -> list[Cell]:

@@ -8,11 +8,11 @@ from django.db import DatabaseError
 from django.utils import timezone
 
 from apps.accounting.days import day_windows
+from apps.accounting.timeparse import parse_instant
 from apps.clusters.models import Cluster
 
 from .pipeline import IngestBusy, IngestError, floor_hour, ingest
 from .prometheus import PrometheusError
-from .timeparse import parse_instant
 
 # A cluster that has never been ingested starts this far back.
 FIRST_BACKFILL = timedelta(days=1)

@@ -13,6 +13,7 @@ from decimal import Decimal
 from django.conf import settings
 from django.utils import timezone
 
+from apps.accounting.calc import present
 from apps.accounting.figures import shown_ratio
 from apps.accounting.usage import billing_zone
 from apps.clusters.models import Cluster
@@ -125,13 +126,9 @@ def resource_dict(a: est.Assessment, previous: dict, money: bool) -> dict:
         "recommended": a.recommended, "previous_target": previous.get(a.resource),
         "efficiency": shown_ratio(a.efficiency), "at_hard_share": _round(a.at_hard_share),
         "queued_gpu_hours": _round(a.queued_gpu_hours), "verdict": a.verdict, "reason": a.reason,
-        "monthly_money_at_stake": _money(a.monthly_money_at_stake) if money else None,
+        "monthly_money_at_stake": present(a.monthly_money_at_stake, a.currency) if money else None,
         "currency": a.currency if money and a.monthly_money_at_stake is not None else None,
     }
-
-
-def _money(value: Decimal | None) -> str | None:
-    return None if value is None else str(value.quantize(est.CENTS))
 
 
 def build_row(kind, cluster, name, team, window, assessments, previous, money, yaml_text, **extra) -> dict:
@@ -148,7 +145,7 @@ def build_row(kind, cluster, name, team, window, assessments, previous, money, y
         "team": team, "window_start": _iso(window[0]), "window_end": _iso(window[1]),
         "history_days": _round(assessments[0].estimate.days if assessments else 0.0, 3),
         "verdict": verdict, "reason": "; ".join(reasons),
-        "monthly_money_at_stake": _money(total) if money else None,
+        "monthly_money_at_stake": present(total, currency) if money else None,
         "currency": currency if money else None,
     }
     for column in ("resource", "hard", "used", "target", "lower_bound", "upper_bound", "p50", "p90", "p95",

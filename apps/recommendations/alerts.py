@@ -118,9 +118,9 @@ def check_budgets(now: datetime | None = None) -> list[Raised]:
         for pct in crossed_thresholds(spent, budget.monthly_amount):
             unit_text = unit if unit == "GPU-hours" else (budget.currency or "")
             text = (f"GPU budget: team {budget.team.name} has used {pct}% of its {month} budget "
-                    f"({spent:.2f} of {budget.monthly_amount:.2f} {unit_text}).")
+                    f"({budget.amount_text(spent)} of {budget.amount_text(budget.monthly_amount)} {unit_text}).")
             fields = {"team": budget.team.name, "month": month, "threshold_percent": pct,
-                      "spent": str(spent.quantize(Decimal("0.01"))), "budget": str(budget.monthly_amount),
+                      "spent": budget.amount_text(spent), "budget": budget.amount_text(budget.monthly_amount),
                       "unit": budget.unit, "currency": budget.currency or None}
             raised.append(do_raise_alert(key=f"budget:{budget.team.name}:{month}:{pct}", kind=Alert.Kind.BUDGET,
                                          text=text, fields=fields, team=budget.team.name,

@@ -15,7 +15,7 @@ def _snapshot(budget):
     if budget is None:
         return None
     values = model_to_dict(budget, fields=BUDGET_FIELDS)
-    values["monthly_amount"] = str(Decimal(values["monthly_amount"]).quantize(Decimal("0.01")))
+    values["monthly_amount"] = budget.amount_text(Decimal(values["monthly_amount"]))
     return values
 
 

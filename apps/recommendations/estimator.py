@@ -18,7 +18,8 @@ percentile → margin → confidence chain):
    (`recommended_quota`): over-provisioned or no quota → the target; under-provisioned → the
    largest of the target, hard × 1.15 rounded up, and hard + 1; ok → the current hard limit, unchanged.
 6. **Money at stake** per month = |hard − recommended| × 730 h × the hourly rate (so an *ok*
-   row puts nothing at stake), a Decimal rounded to cents; no rate → None ("unpriced").
+   row puts nothing at stake), a Decimal rounded to the currency's minor unit (cents, whole
+   yen; docs/dates-and-money.md); no rate → None ("unpriced").
 """
 from __future__ import annotations
 
@@ -27,10 +28,10 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Sequence
 
+from apps.accounting.currencies import minor_unit
 from apps.accounting.figures import SECONDS_PER_HOUR, efficiency, share
 
 HOURS_PER_MONTH = 730  # 8760 / 12: the cloud providers' monthly hour count
-CENTS = Decimal("0.01")
 
 OVER = "over_provisioned"
 UNDER = "under_provisioned"
@@ -155,10 +156,11 @@ def at_hard_share(h: ResourceHistory) -> float | None:
     return share(h.seconds_at_hard, h.quota_hours * SECONDS_PER_HOUR)
 
 
-def money_at_stake(hard: float, recommended: int, hourly_rate: Decimal) -> Decimal:
-    """|quota − recommended| × 730 h × rate, in the rate's currency, rounded to cents."""
+def money_at_stake(hard: float, recommended: int, hourly_rate: Decimal, currency: str) -> Decimal:
+    """|quota − recommended| × 730 h × rate, in the rate's currency, rounded half-up to its
+    minor unit (0.01 USD, 1 JPY, 0.001 KWD)."""
     gap = abs(Decimal(str(hard)) - Decimal(recommended))
-    return (gap * HOURS_PER_MONTH * hourly_rate).quantize(CENTS, rounding=ROUND_HALF_UP)
+    return (gap * HOURS_PER_MONTH * hourly_rate).quantize(minor_unit(currency), rounding=ROUND_HALF_UP)
 
 
 def _num(value: float) -> str:
@@ -224,7 +226,7 @@ def assess(h: ResourceHistory, params: Params = Params(),
     if rate is not None:
         out.hourly_rate, out.currency = rate
         if h.hard is not None:
-            out.monthly_money_at_stake = money_at_stake(h.hard, out.recommended, rate[0])
+            out.monthly_money_at_stake = money_at_stake(h.hard, out.recommended, *rate)
     return out
 
 
@@ -244,7 +246,7 @@ def total_money(assessments: Sequence[Assessment]) -> tuple[Decimal | None, str 
     currencies = {a.currency for a in quoted}
     if len(currencies) != 1:
         return None, None
-    return sum((a.monthly_money_at_stake for a in quoted), Decimal("0.00")), currencies.pop()
+    return sum((a.monthly_money_at_stake for a in quoted), Decimal(0)), currencies.pop()
 
 
 def split_by_weight(total: int, weights: Sequence[float]) -> list[int]:

@@ -1,8 +1,12 @@
 """Quota advice snapshots, team budgets, and alerts with their deliveries."""
+from decimal import Decimal
+
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
+from apps.accounting.calc import present
+from apps.accounting.currencies import minor_digits
 from apps.clusters.models import Cluster
 from apps.teams.models import Team
 
@@ -33,7 +37,8 @@ class RecommendationSnapshot(models.Model):
     upper_bound = models.FloatField()
     verdict = models.CharField(max_length=20)
     reason = models.TextField()
-    monthly_money_at_stake = models.DecimalField(max_digits=14, decimal_places=2, null=True, blank=True)
+    # 3 places: the finest minor unit of a currency in circulation (KWD; docs/dates-and-money.md)
+    monthly_money_at_stake = models.DecimalField(max_digits=15, decimal_places=3, null=True, blank=True)
     currency = models.CharField(max_length=3, blank=True)
     created_at = models.DateTimeField(auto_now=True)
 
@@ -54,18 +59,29 @@ class TeamBudget(models.Model):
 
     team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="gpu_budget")
     unit = models.CharField(max_length=10, choices=Unit.choices, default=Unit.GPU_HOURS)
-    monthly_amount = models.DecimalField(max_digits=14, decimal_places=2, validators=[MinValueValidator(0)])
+    monthly_amount = models.DecimalField(max_digits=15, decimal_places=3, validators=[MinValueValidator(0)])
     currency = models.CharField(max_length=3, blank=True, help_text="money budgets only")
     email_to = models.CharField(max_length=1000, blank=True, help_text="comma-separated; empty: ALERT_EMAIL_TO")
     webhook_url = models.URLField(max_length=500, blank=True, help_text="empty: ALERT_WEBHOOK_URL")
     active = models.BooleanField(default=True)
 
     def __str__(self):
-        return f"{self.team.name}: {self.monthly_amount} {self.currency or 'GPU-hours'}/month"
+        return f"{self.team.name}: {self.amount_text(self.monthly_amount)} {self.currency or 'GPU-hours'}/month"
 
     def clean(self):
         if self.unit == self.Unit.MONEY and not self.currency:
             raise ValidationError({"currency": "a money budget needs a currency"})
+        if self.unit == self.Unit.MONEY and self.monthly_amount is not None:
+            digits = minor_digits(self.currency)
+            if -self.monthly_amount.normalize().as_tuple().exponent > digits:
+                raise ValidationError({"monthly_amount": f"{self.currency} amounts have {digits} decimal place(s)"})
+
+    def amount_text(self, amount) -> str:
+        """An amount in this budget's unit as the alerts and the audit log write it: money in
+        its currency's minor unit, GPU-hours to two decimals."""
+        if self.unit == self.Unit.MONEY:
+            return present(amount, self.currency)
+        return str(amount.quantize(Decimal("0.01")))
 
 
 class Alert(models.Model):

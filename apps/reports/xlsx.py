@@ -2,7 +2,8 @@
 
 Text cells are stored as strings, never as formulas, and escaped like CSV cells (a leading
 =, +, - or @ gets a quote): a team named "=HYPERLINK(...)" stays text.
-Money goes in as numbers with a two-decimal format so sums in the sheet work.
+Money goes in as numbers, so sums in the sheet work, with a number format showing the row's
+currency's minor unit (0 for JPY, 0.00 for USD, 0.000 for KWD; docs/dates-and-money.md).
 """
 import io
 from decimal import Decimal
@@ -11,13 +12,22 @@ from openpyxl import Workbook
 from openpyxl.cell.cell import TYPE_STRING
 from rest_framework.renderers import BaseRenderer
 
+from apps.accounting.currencies import minor_digits
 from apps.web.csv import safe_cell
 
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
 MONEY_COLUMNS = {"cost", "hourly_rate"}
 
 
-def _put(ws, row, col, value, money=False):
+def money_format(currency: str | None, amount: Decimal | None = None) -> str:
+    """'0', '0.00' or '0.000': the currency's minor digits, more when the amount has them (a rate)."""
+    digits = minor_digits(currency or "")
+    if amount is not None:
+        digits = max(digits, -min(amount.normalize().as_tuple().exponent, 0))
+    return "0." + "0" * digits if digits else "0"
+
+
+def _put(ws, row, col, value, money=False, currency=None):
     if isinstance(value, str) and money:
         value = Decimal(value)
     elif isinstance(value, str):
@@ -26,7 +36,7 @@ def _put(ws, row, col, value, money=False):
     if isinstance(value, str):
         cell.data_type = TYPE_STRING  # never a formula
     elif isinstance(value, Decimal):
-        cell.number_format = "0.00" if money else "General"
+        cell.number_format = money_format(currency, value) if money else "General"
     return cell
 
 
@@ -44,7 +54,7 @@ def _table(ws, first_row, columns, rows):
                 value = ", ".join(f"{k} {v}" for k, v in value.items())
             elif isinstance(value, bool):
                 value = "yes" if value else "no"
-            _put(ws, r, col, value, money=name in MONEY_COLUMNS and value is not None)
+            _put(ws, r, col, value, money=name in MONEY_COLUMNS and value is not None, currency=row.get("currency"))
 
 
 def statement_workbook(payload: dict, line_columns: list[str]) -> bytes:

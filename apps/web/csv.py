@@ -1,21 +1,27 @@
 """CSV output shared by every list endpoint: same rows as the JSON, formula-safe cells."""
 import csv
 import io
+import re
 
 from rest_framework.renderers import BaseRenderer
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
+# A plain decimal number, as money and hours are written ("-10.00", "1234", "0.125"): a
+# spreadsheet reads it as a number, never as a formula, so it is written as it is.
+PLAIN_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?", re.ASCII)
 
 
 def safe_cell(value):
     """Neutralise spreadsheet formulas in text cells (OWASP CSV injection advice).
 
-    Numbers stay numbers: only text is escaped, so a negative adjustment of -12.50 that
-    arrives as a number keeps its sign, while a team named "=HYPERLINK(...)" does not run.
+    Numbers stay numbers (docs/dates-and-money.md): ints, floats and Decimals, and text that is
+    nothing but a plain decimal number, such as a negative adjustment's cost "-10.00". Any other
+    text starting with =, +, -, @, a tab or a carriage return gets a leading quote, so a team
+    named "=HYPERLINK(...)" or "-2+3+cmd|..." stays text.
     """
     if value is None:
         return ""
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES):
+    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES) and not PLAIN_NUMBER.fullmatch(value):
         return "'" + value
     return value
 

@@ -151,7 +151,7 @@ def test_daily_snapshot_upserts_and_feeds_previous_target(fleet, settings):
     assert do_snapshot_recommendations(now=day1, rate_fn=injected_rate) == 6
     assert RecommendationSnapshot.objects.count() == 6
     snap = RecommendationSnapshot.objects.get(name="ml")
-    assert (snap.target, snap.verdict, str(snap.monthly_money_at_stake)) == (7, "over_provisioned", "13140.00")
+    assert (snap.target, snap.verdict, snap.monthly_money_at_stake) == (7, "over_provisioned", f.Decimal("13140.00"))
     # the next day the page shows yesterday's target beside today's advice
     RecommendationSnapshot.objects.filter(name="ml").update(target=9)
     q = AdviceQuery(window_days=2, now=day1 + timedelta(days=1))

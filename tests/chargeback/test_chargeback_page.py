@@ -32,8 +32,8 @@ def test_finance_sees_teams_drills_down_and_closes(month, finance, django_assert
         page = c.get("/chargeback/", {"period": "2026-03", "team": "A"})
     html = page.content.decode()
     assert page.status_code == 200 and "badge open" in html
-    assert "6.00 USD" in html and "2.00 USD" in html and "8.00 USD" in html   # A, B, total
-    assert "2.00 USD/h" in html                                              # A's line, drilled down
+    assert "$6.00" in html and "$2.00" in html and "$8.00" in html   # A, B, total (MONEY_LOCALE en_US)
+    assert "$2.00/h" in html                                         # A's line, drilled down
     assert "format=csv" in html and "format=xlsx" in html and "/chargeback/close/?period=2026-03" in html
 
     confirm = c.get("/chargeback/close/", {"period": "2026-03"})
@@ -50,7 +50,7 @@ def test_finance_sees_teams_drills_down_and_closes(month, finance, django_assert
 def test_team_lead_sees_own_team_and_cannot_close(month, team_lead):
     c = client_for(team_lead)
     html = c.get("/chargeback/", {"period": "2026-03"}).content.decode()
-    assert "6.00 USD" in html and ">B<" not in html and "Close 2026-03" not in html
+    assert "$6.00" in html and ">B<" not in html and "Close 2026-03" not in html
     assert c.post("/chargeback/close/", {"period": "2026-03"}).status_code == 403
 
 
@@ -61,8 +61,8 @@ def test_viewer_and_anonymous(month, viewer):
 
 
 def test_bad_period_is_explained(month, finance):
-    html = client_for(finance).get("/chargeback/", {"period": "2026-3"}).content.decode()
-    assert "is not a month like 2026-03" in html
+    response = client_for(finance).get("/chargeback/", {"period": "2026-3"})
+    assert response.status_code == 400 and "is not a month like 2026-03" in response.content.decode()
 
 
 def test_default_month_is_the_last_one_with_usage_or_this_one(client, django_user_model):

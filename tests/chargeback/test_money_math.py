@@ -43,9 +43,9 @@ def test_mig_profile_rate_per_instance_hour_else_parent_rate_per_gpu_hour():
     parent = cell("ml", "A", date(2026, 3, 1), 7 * 3600 * 3 / 7, mig_s=7 * 3600.0, profile="3g.40gb")
     by_profile = {line.mig_profile: line for line in build_lines([own, parent], card)}
     # 14 instance-hours × 0.50 = 7.00 ; 7 instance-hours × 3/7 = 3 GPU-hours × 2.00 = 6.00
-    assert present(by_profile["1g.10gb"].cost) == "7.00"
+    assert present(by_profile["1g.10gb"].cost, "USD") == "7.00"
     assert by_profile["1g.10gb"].rate_basis == "mig_profile"
-    assert present(by_profile["3g.40gb"].cost) == "6.00"
+    assert present(by_profile["3g.40gb"].cost, "USD") == "6.00"
     assert by_profile["3g.40gb"].rate_basis == "gpu_model"
 
 
@@ -55,10 +55,10 @@ def test_no_rate_is_unpriced_not_zero():
 
 
 def test_round_to_total_keeps_the_sum():
-    shown = round_to_total([D("1.005"), D("1.005"), D("1.005")])
+    shown = round_to_total([D("1.005"), D("1.005"), D("1.005")], "USD")
     assert sum(shown) == D("3.02")  # round(3.015) half-up
     assert shown == [D("1.01"), D("1.01"), D("1.00")]
-    assert present(D("2.345")) == "2.35" and present(D("-2.345")) == "-2.35"
+    assert present(D("2.345"), "USD") == "2.35" and present(D("-2.345"), "USD") == "-2.35"
 
 
 def test_month_in_a_non_utc_zone():
@@ -104,12 +104,20 @@ def test_a_day_split_by_a_relabel_is_measured_team_by_team():
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.decimals(min_value=-1000, max_value=1000, places=6), min_size=1, max_size=30))
-def test_round_to_total_property(amounts):
-    shown = round_to_total(amounts)
-    assert sum(shown) == present_decimal(sum(amounts))
-    assert all(abs(s - a) < D("0.01") for s, a in zip(shown, amounts))
+@given(st.lists(st.decimals(min_value=-1000, max_value=1000, places=6), min_size=1, max_size=30),
+       st.sampled_from([("USD", D("0.01")), ("JPY", D(1)), ("KWD", D("0.001"))]))
+def test_round_to_total_property(amounts, currency_unit):
+    """In every currency's own unit: the shown amounts sum to the shown total, each within a unit."""
+    currency, unit = currency_unit
+    shown = round_to_total(amounts, currency)
+    assert sum(shown) == D(present(sum(amounts), currency))
+    assert all(abs(s - a) < unit and s == s.quantize(unit) for s, a in zip(shown, amounts))
 
 
-def present_decimal(amount):
-    return D(present(amount))
+def test_periods_outside_2000_to_2100_are_refused():
+    assert parse_period("2000-01") == "2000-01" and parse_period("2100-12") == "2100-12"
+    for bad in ("1999-12", "2101-01", "9999-12", "0000-01"):
+        with pytest.raises(ValueError, match=f"period='{bad}' is out of range: the portal accepts years 2000-2100"):
+            parse_period(bad)
+        with pytest.raises(ValueError, match="out of range"):
+            period_bounds(bad, ZoneInfo("UTC"))

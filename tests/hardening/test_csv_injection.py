@@ -68,5 +68,8 @@ def test_no_cell_of_any_download_starts_a_formula(as_role, world):
 
 
 def test_negative_numbers_stay_numbers():
+    """A negative amount, as a number or as the decimal text money is written in, is a number;
+    formula text is not (docs/dates-and-money.md)."""
     from apps.web.csv import safe_cell
-    assert safe_cell(-12.5) == -12.5 and safe_cell("-12.50") == "'-12.50" and safe_cell("=1") == "'=1"
+    assert safe_cell(-12.5) == -12.5 and safe_cell("-12.50") == "-12.50" and safe_cell("=1") == "'=1"
+    assert safe_cell("-12.50+1") == "'-12.50+1" and safe_cell("-acme-pod") == "'-acme-pod"

@@ -9,13 +9,14 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from apps.accounting.actions import ActionError, NotAllowed, do_close_period, do_reopen_period
-from apps.accounting.calc import parse_period
+from apps.accounting.calc import parse_period, period_bounds
 from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clusters_behind, csv_rows,
                                         default_period, statement, statement_payload)
+from apps.accounting.usage import billing_zone
 from apps.teams.access import can_close_periods, can_see_money, require_team, team_scope
 from apps.reports.xlsx import XLSXRenderer
 
-from .params import parse_choice
+from .params import iso, parse_choice
 
 
 class SeesMoney(BasePermission):
@@ -36,11 +37,15 @@ def parse_period_param(params, name="period", default=None):
 
 
 def chargeback_payload(request, period, group_by, shared_idle, team=None):
+    """The statement, with the month's window echoed as UTC instants (docs/dates-and-money.md)."""
     stmt = statement(period, shared_idle=shared_idle)
     if team:
         require_team(request.user, team)
-        return statement_payload(stmt, group_by, {team}, shared_idle)
-    return statement_payload(stmt, group_by, team_scope(request.user), shared_idle)
+        payload = statement_payload(stmt, group_by, {team}, shared_idle)
+    else:
+        payload = statement_payload(stmt, group_by, team_scope(request.user), shared_idle)
+    start, end = period_bounds(period, billing_zone())
+    return {"period": payload.pop("period"), "start": iso(start), "end": iso(end), **payload}
 
 
 class ChargebackView(APIView):
@@ -60,6 +65,8 @@ class ChargebackView(APIView):
         ],
         responses=inline_serializer("ChargebackResponse", {
             "period": serializers.CharField(), "group_by": serializers.CharField(),
+            "start": serializers.CharField(help_text="the month's first instant, UTC"),
+            "end": serializers.CharField(help_text="the next month's first instant, UTC"),
             "closed": serializers.BooleanField(), "results": serializers.ListField(child=serializers.DictField()),
         }),
         description="A month's chargeback statement: groups with their lines. `?format=csv` gives one row "

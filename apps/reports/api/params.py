@@ -5,13 +5,17 @@ from django.conf import settings
 from django.utils import timezone
 from rest_framework.exceptions import ValidationError
 
-from apps.ingest.timeparse import parse_instant
+from apps.accounting.timeparse import parse_instant
 
 DEFAULT_DAYS = 7
 
 
 def parse_window(params, *, default_days=DEFAULT_DAYS):
-    """(start, end) from ?start=&end= (ISO 8601 instants or dates), defaulting to the last week."""
+    """(start, end) from ?start=&end= (ISO 8601 instants or dates), defaulting to the last week.
+
+    Dates and offset-less times are in the billing time zone (docs/dates-and-money.md); the
+    answer is in UTC, and every bad value is a ValidationError naming its parameter.
+    """
     errors = {}
     now = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
     start = end = None

@@ -14,7 +14,9 @@ from apps.teams.access import can_see_money, require_team, team_scope
 from .params import iso, parse_choice, parse_window
 
 WINDOW_PARAMS = [
-    OpenApiParameter("start", OpenApiTypes.STR, description="ISO 8601 instant or date (UTC); default a week ago"),
+    OpenApiParameter("start", OpenApiTypes.STR, description="ISO 8601 instant or date, years 2000-2100; a date or "
+                     "a time without offset is in BILLING_TIMEZONE; default a week ago. The answer echoes "
+                     "the window used as UTC instants"),
     OpenApiParameter("end", OpenApiTypes.STR, description="ISO 8601 instant or date, exclusive; default now"),
 ]
 

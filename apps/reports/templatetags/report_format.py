@@ -1,6 +1,11 @@
 """Number formatting shared by the report templates."""
-from django import template
+from decimal import Decimal, InvalidOperation
 
+from babel.numbers import format_currency
+from django import template
+from django.conf import settings
+
+from apps.accounting.calc import present
 from apps.accounting.figures import gpu_hours, percent_text
 
 register = template.Library()
@@ -32,3 +37,33 @@ def minutes(seconds):
     if seconds is None:
         return "–"
     return f"{seconds / 60.0:,.0f}"
+
+
+def _decimal(value) -> Decimal | None:
+    if value is None or value == "":
+        return None
+    try:
+        return Decimal(str(value))
+    except InvalidOperation:
+        return None
+
+
+@register.filter
+def money(amount, currency):
+    """An amount in its currency's minor unit, written in MONEY_LOCALE (docs/dates-and-money.md):
+    en_US '¥1,235', '$27.59', 'KWD1.235'; de_DE '27,59 $'. Rounded half-up like every shown
+    amount (`calc.present`), then only written by babel."""
+    value = _decimal(amount)
+    if value is None or not currency:
+        return "–"
+    return format_currency(Decimal(present(value, currency)), currency, locale=settings.MONEY_LOCALE)
+
+
+@register.filter
+def rate(hourly_rate, currency):
+    """A rate as people read it: at least the currency's minor digits, more only when the rate
+    has them ('$2.345', '$2.00', '¥300', 'KWD0.125')."""
+    value = _decimal(hourly_rate)
+    if value is None or not currency:
+        return "–"
+    return format_currency(value.normalize(), currency, locale=settings.MONEY_LOCALE, decimal_quantization=False)

@@ -1,6 +1,4 @@
 """The chargeback page: a month's statement per team, drill-down to lines, close with confirmation."""
-from decimal import Decimal
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -9,25 +7,29 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from apps.accounting.actions import ActionError, do_close_period
-from apps.accounting.calc import next_period, parse_period, present_rate, prev_period
+from apps.accounting.calc import next_period, parse_period, prev_period
 from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period, statement,
                                         statement_payload)
 from apps.teams.access import can_close_periods, can_see_money, require_team, team_scope
+from apps.web.pages import bad_request
 
 
 def _period(request):
+    """(period, None), or (None, a 400 page naming the parameter) for a bad one."""
     raw = request.GET.get("period") or request.POST.get("period") or default_period()
     try:
         return parse_period(raw), None
     except ValueError as exc:
-        return default_period(), str(exc)
+        return None, bad_request(request, {"period": str(exc)})
 
 
 @login_required
 def statement_view(request):
     if not can_see_money(request.user):
         raise PermissionDenied("your role may not see money figures")
-    period, error = _period(request)
+    period, refused = _period(request)
+    if refused:
+        return refused
     shared_idle = request.GET.get("shared_idle") if request.GET.get("shared_idle") in SHARED_IDLE else "apart"
     team = request.GET.get("team") or ""
     if team:
@@ -35,12 +37,10 @@ def statement_view(request):
     payload = statement_payload(statement(period, shared_idle=shared_idle), "team", team_scope(request.user),
                                 shared_idle, lines_of={team})
     selected = next((row for row in payload["results"] if row["key"] == team), None) if team else None
-    for line in selected["lines"] if selected else ():
-        line["rate_display"] = present_rate(Decimal(line["hourly_rate"])) if line["hourly_rate"] else None
     api = reverse("api-chargeback")
     query = f"period={period}&shared_idle={shared_idle}"
     return render(request, "chargeback/statement.html", {
-        "payload": payload, "period": period, "error": error, "shared_idle": shared_idle,
+        "payload": payload, "period": period, "shared_idle": shared_idle,
         "selected": selected, "team": team, "unallocated_key": UNALLOCATED_KEY,
         "prev_period": prev_period(period), "next_period": next_period(period),
         "can_close": can_close_periods(request.user) and not payload["closed"],
@@ -56,8 +56,10 @@ def close_view(request):
     """GET asks for confirmation; POST (with CSRF) closes."""
     if not can_close_periods(request.user):
         raise PermissionDenied("only finance or an admin can close a billing period")
-    period, error = _period(request)
-    if request.method == "POST" and not error:
+    period, refused = _period(request)
+    if refused:
+        return refused
+    if request.method == "POST":
         try:
             do_close_period(period, actor=request.user)
         except ActionError as exc:
@@ -66,4 +68,4 @@ def close_view(request):
             messages.success(request, f"{period} is closed; its statement is frozen.")
         return redirect(f"{reverse('chargeback:statement')}?period={period}")
     return render(request, "chargeback/close_confirm.html",
-                  {"period": period, "error": error, "behind": [] if error else clusters_behind(period)})
+                  {"period": period, "behind": clusters_behind(period)})

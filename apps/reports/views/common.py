@@ -8,6 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from rest_framework.exceptions import ValidationError
 
+from apps.accounting.timeparse import billing_zone
 from apps.clusters.models import Cluster
 from apps.teams.models import UNASSIGNED, Team
 from apps.web.pages import bad_request
@@ -33,6 +34,7 @@ def report_view(view=None, *, admin_only=False):
 
 def page(request, sel, template, active, context):
     """Render a report page with the navigation and picker filled in."""
+    zone = billing_zone()
     teams = sorted(Team.objects.values_list("name", flat=True)) + [UNASSIGNED]
     if sel.scope is not None:
         teams = sorted(sel.scope)
@@ -40,7 +42,10 @@ def page(request, sel, template, active, context):
         "sel": sel, "qs": sel.querystring, "active": active,
         "picker_clusters": list(Cluster.objects.values_list("name", flat=True)),
         "picker_teams": teams,
-        "picker_start": sel.start.date().isoformat(), "picker_end": _end_date(sel.end).isoformat(),
+        # The pickers and the window shown are billing-zone dates and times, as typed (docs/dates-and-money.md).
+        "picker_start": sel.start.astimezone(zone).date().isoformat(),
+        "picker_end": _end_date(sel.end.astimezone(zone)).isoformat(),
+        "billing_timezone": zone.key,
         "my_teams": sorted(sel.scope) if sel.scope is not None else None,
     }
     ctx.update(context)
@@ -48,7 +53,7 @@ def page(request, sel, template, active, context):
 
 
 def _end_date(end):
-    """The picker's end date is exclusive: a window ending mid-day shows the next day."""
+    """The picker's end date (exclusive, local): a window ending mid-day shows the next day."""
     if end.time() == time.min:
         return end.date()
     return end.date() + timedelta(days=1)

@@ -1,9 +1,9 @@
 from django.core.management.base import BaseCommand, CommandError
 
+from apps.accounting.timeparse import parse_window_options
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import IngestError
 from apps.ingest.tasks import backfill_windows, ingest_cluster_window
-from apps.ingest.timeparse import parse_window_options
 
 
 class Command(BaseCommand):
@@ -12,7 +12,8 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--cluster", required=True, help="cluster name")
-        parser.add_argument("--start", required=True, help="ISO 8601 instant or date (UTC if no zone)")
+        parser.add_argument("--start", required=True, help="ISO 8601 instant or date; BILLING_TIMEZONE if no offset "
+                                 "(docs/dates-and-money.md)")
         parser.add_argument("--end", required=True, help="ISO 8601 instant or date, exclusive")
         parser.add_argument("--async", dest="run_async", action="store_true",
                             help="queue one Celery task per day instead of running here")

@@ -4,9 +4,9 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import InterfaceError, OperationalError
 from tqdm import tqdm
 
+from apps.accounting.timeparse import parse_window_options
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import IngestError, database_failure, ingest
-from apps.ingest.timeparse import parse_window_options
 
 
 class Command(BaseCommand):
@@ -16,7 +16,8 @@ class Command(BaseCommand):
         parser.add_argument("--cluster", required=True,
                             help="cluster name; a new one is created by the first successful ingest")
         parser.add_argument("--prometheus-url", help="Prometheus base URL (required for a new cluster)")
-        parser.add_argument("--start", required=True, help="ISO 8601 instant or date (UTC if no zone)")
+        parser.add_argument("--start", required=True, help="ISO 8601 instant or date; BILLING_TIMEZONE if no offset "
+                                 "(docs/dates-and-money.md)")
         parser.add_argument("--end", required=True, help="ISO 8601 instant or date, exclusive")
         parser.add_argument("--no-progress", action="store_true", help="do not draw the progress bar")
         parser.add_argument("--create", action="store_true",
