@@ -35,8 +35,10 @@ def test_in_process_feed_matches_the_oracle():
 def test_demo_logins_have_their_roles():
     logins = create_logins()
     from django.contrib.auth import authenticate
+    from django.test import RequestFactory
 
+    request = RequestFactory().post("/accounts/login/")     # sign-in throttling needs the request
     for username, (role, password) in logins.items():
-        user = authenticate(username=username, password=password)
+        user = authenticate(request, username=username, password=password)
         assert user is not None and user.groups.filter(name=role).exists()
-    assert authenticate(username="lead", password="lead-demo").teams.filter(name="research").exists()
+    assert authenticate(request, username="lead", password="lead-demo").teams.filter(name="research").exists()
