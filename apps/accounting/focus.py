@@ -162,13 +162,14 @@ def focus_rows(month: FocusMonth, scope, zone: ZoneInfo, issuer: Issuer, *, lega
         "PublisherName": issuer.provider_name, "ServiceCategory": SERVICE_CATEGORY, "ServiceName": SERVICE_NAME,
     }
     rows = []
+    charge_periods = ChargePeriods(month.period, zone)
     for line, cost in shown_lines(month.lines, scope):
         days = month.days.get(line_key(line)) or [DayFigures(None, line.allocated_gpu_seconds,
                                                              line.used_gpu_seconds, line.billed_seconds)]
         costs = apportion(cost, [billed_cost(line.hourly_rate, d.billed_seconds) for d in days])
         described = line_columns(line)
-        whole = period_bounds(line.adjusts_period or month.period, zone)   # the month a line without days is of
-        rows += [{**common, **described, **day_columns(d, day_cost, zone, whole)} for d, day_cost in zip(days, costs)]
+        rows += [{**common, **described, **charge_periods.of(line, d.day), **day_columns(d, day_cost)}
+                 for d, day_cost in zip(days, costs)]
     if legacy_names:
         for row in rows:
             row.update({old: row[new] for new, old in LEGACY_NAMES.items()})
@@ -213,14 +214,29 @@ def line_columns(line: Line) -> dict:
     }
 
 
-def day_columns(d: DayFigures, cost: Decimal, zone: ZoneInfo, whole: tuple[datetime, datetime]) -> dict:
-    charge_start, charge_end = whole
-    if d.day is not None:
-        charge_start, charge_end = day_start(d.day, zone), day_start(d.day + timedelta(days=1), zone)
+class ChargePeriods:
+    """ChargePeriodStart / End: the billing-zone day of a row, or for a line without day figures
+    its whole month (the corrected month for an adjustment). Each written once per export."""
+
+    def __init__(self, period: str, zone: ZoneInfo):
+        self.period, self.zone, self.seen = period, zone, {}
+
+    def of(self, line: Line, day: date | None) -> dict:
+        key = day or line.adjusts_period or self.period
+        found = self.seen.get(key)
+        if found is None:
+            if day is None:
+                start, end = period_bounds(key, self.zone)
+            else:
+                start, end = day_start(day, self.zone), day_start(day + timedelta(days=1), self.zone)
+            found = self.seen[key] = {"ChargePeriodStart": instant(start), "ChargePeriodEnd": instant(end)}
+        return found
+
+
+def day_columns(d: DayFigures, cost: Decimal) -> dict:
     billed_hours = hours(d.billed_seconds)
     cost = plain(cost)
     return {
-        "ChargePeriodStart": instant(charge_start), "ChargePeriodEnd": instant(charge_end),
         "PricingQuantity": billed_hours, "ConsumedQuantity": billed_hours,
         "BilledCost": cost, "ContractedCost": cost, "EffectiveCost": cost, "ListCost": cost,
         "x_AllocatedGpuHours": hours(d.allocated_gpu_seconds), "x_UsedGpuHours": hours(d.used_gpu_seconds),
