@@ -2,8 +2,8 @@
 
 One row per statement line and billing-zone day: the statement says what a line costs, the
 usage cells it was priced from say how its hours fall on the days. Each line's shown cost is
-split over its days to the cent (`calc.apportion`), so the rows' BilledCost adds up to the
-statement's total exactly, per currency (docs/chargeback.md, "FOCUS export").
+split over its days in the currency's minor unit (`calc.apportion`), so the rows' BilledCost
+adds up to the statement's total exactly, per currency (docs/chargeback.md, "FOCUS export").
 
 - Open month: the lines and the day figures come from one computation over the per-day cells
   (`compute_open(for_closing=True)`, what closing would freeze).
@@ -20,7 +20,7 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from .calc import (BASIS_PROFILE, Line, RateCard, RateEntry, UsageCell, apportion, billed_cost, line_sums,
-                   period_bounds, present_rate)
+                   period_bounds)
 from .days import day_start
 from .figures import shown_efficiency, shown_hours
 from .models import BillingPeriod, FrozenCell, Rate
@@ -166,7 +166,7 @@ def focus_rows(month: FocusMonth, scope, zone: ZoneInfo, issuer: Issuer, *, lega
     for line, cost in shown_lines(month.lines, scope):
         days = month.days.get(line_key(line)) or [DayFigures(None, line.allocated_gpu_seconds,
                                                              line.used_gpu_seconds, line.billed_seconds)]
-        costs = apportion(cost, [billed_cost(line.hourly_rate, d.billed_seconds) for d in days])
+        costs = apportion(cost, [billed_cost(line.hourly_rate, d.billed_seconds) for d in days], line.currency)
         described = line_columns(line)
         rows += [{**common, **described, **charge_periods.of(line, d.day), **day_columns(d, day_cost)}
                  for d, day_cost in zip(days, costs)]
@@ -181,10 +181,9 @@ def line_columns(line: Line) -> dict:
     unit = UNIT_INSTANCE if line.rate_basis == BASIS_PROFILE else UNIT_GPU
     what = f"{line.gpu_model} {line.mig_profile}".strip()
     sku = ":".join((line.gpu_model, line.mig_profile or "gpu", line.price_class))
-    rate = f"{present_rate(line.hourly_rate)} {line.currency} per {unit[:-1]}"
     allocated = bool(line.namespace)
     resource = f"{line.cluster}/{line.namespace}" if allocated else line.cluster
-    description = f"{what} ({line.price_class}) at {rate}"
+    description = f"{unit} of {what} ({line.price_class})"
     if not allocated:
         description = f"Unallocated capacity of {line.cluster}: {description}"
     if line.kind == "adjustment":
@@ -204,7 +203,7 @@ def line_columns(line: Line) -> dict:
         "PricingCategory": PRICING_CATEGORY.get(line.price_class, "Other"),
         "ResourceId": resource, "ResourceName": resource,
         "ResourceType": "Kubernetes namespace" if allocated else "Kubernetes cluster",
-        "SkuId": sku, "SkuPriceId": f"{sku}@{rate}",
+        "SkuId": sku, "SkuPriceId": f"{sku}@{line.hourly_rate} {line.currency}/{unit[:-1]}",
         "SubAccountId": line.team if allocated else UNALLOCATED_KEY,
         "SubAccountName": line.team if allocated else "unallocated capacity",
         "Tags": json.dumps(tags, sort_keys=True, ensure_ascii=False),

@@ -1,5 +1,5 @@
 """/api/v1/chargeback/focus/: a month as FOCUS 1.0 CSV, one row per statement line and day, whose
-BilledCost adds up to the statement's total to the cent, open or closed, adjustments included;
+BilledCost adds up to the statement's total exactly, open or closed, adjustments included;
 scoped like the statement; and accepted by the FinOps focus-validator."""
 import csv
 import importlib.util
@@ -187,8 +187,22 @@ def test_adjustments_are_usage_corrections_and_the_total_holds(fleet, finance, a
     # The raw text: the negative correction is a number, not a formula-escaped text ('-0.90).
     line = next(raw for raw in text.splitlines() if "correcting 2026-03" in raw and "prod/serve" in raw)
     assert ",-0.90," in line and ",-1.000000," in line and "'-" not in text
-    assert corrections[1]["ChargeDescription"] == ("NVIDIA H100 80GB HBM3 (spot) at 0.90 USD per GPU-Hour, "
-                                                   "correcting 2026-03 (late or re-ingested data)")
+    assert corrections[1]["ChargeDescription"] == ("GPU-Hours of NVIDIA H100 80GB HBM3 (spot), correcting 2026-03 "
+                                                   "(late or re-ingested data)")
+    assert corrections[1]["SkuPriceId"] == "NVIDIA H100 80GB HBM3:gpu:spot@0.900000 USD/GPU-Hour"
+
+
+def test_yen_are_split_in_whole_yen(finance, api):
+    """JPY has no minor unit: 3 h of a 3g.40gb (3/7 GPU) at 250 yen per GPU-hour from Mar 6 22:00
+    cost 9/7 × 250 = 321.43 → 321 yen, split 214.29 → 214 (the 6th) and 107.14 → 107 (the 7th)."""
+    prod = make_cluster()
+    make_namespace(prod, "ml", "A")
+    make_rate(hourly_rate="250", currency="JPY")
+    make_usage(make_device(prod, mig_profile="3g.40gb", fraction=3 / 7), "ml", utc(2026, 3, 6, 22), hours=3)
+    _, rows = export(api(finance), period="2026-03")
+    assert [(r["ChargePeriodStart"][:10], r["BilledCost"], r["BillingCurrency"]) for r in rows] == [
+        ("2026-03-06", "214", "JPY"), ("2026-03-07", "107", "JPY")]
+    assert billed_by_currency(rows) == statement_totals("2026-03") == {"JPY": "321"}
 
 
 def test_a_non_utc_billing_zone_gives_local_days_as_utc_instants(settings, finance, api):

@@ -48,7 +48,7 @@ class FocusExportView(APIView):
         responses={200: OpenApiResponse(OpenApiTypes.STR, description="FOCUS 1.0 CSV, one row per charge: team × "
                                         "namespace × cluster × GPU model / MIG profile × price class × day")},
         description="A month's chargeback as FOCUS 1.0 CSV (FinOps Open Cost and Usage Specification). The "
-                    "rows' BilledCost adds up to the statement's total per currency, to the cent.",
+                    "rows' BilledCost adds up to the statement's total per currency exactly (in its minor unit).",
     )
     def get(self, request, *args, **kwargs):
         params = request.query_params
