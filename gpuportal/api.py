@@ -11,6 +11,7 @@ from rest_framework.routers import APIRootView
 
 from apps.recommendations.api import QuotaRecommendationsView
 from apps.reports.api.chargeback import ChargebackView, ChargebackXLSXView, ClosePeriodView, ReopenPeriodView
+from apps.reports.api.focus import FocusExportView
 from apps.reports.api.idle import IdleView
 from apps.reports.api.rates import RateDetailView, RateListView
 from apps.reports.api.usage import UsageView
@@ -39,6 +40,7 @@ ENDPOINTS = [
     path("idle/", IdleView.as_view(), name="api-idle"),
     path("chargeback/", ChargebackView.as_view(), name="api-chargeback"),
     path("chargeback/xlsx/", ChargebackXLSXView.as_view(), name="api-chargeback-xlsx"),
+    path("chargeback/focus/", FocusExportView.as_view(), name="api-chargeback-focus"),
     path("chargeback/close/", ClosePeriodView.as_view(), name="api-chargeback-close"),
     path("chargeback/reopen/", ReopenPeriodView.as_view(), name="api-chargeback-reopen"),
     path("rates/", RateListView.as_view(), name="api-rates"),

@@ -97,6 +97,15 @@ IDLE_LIST_UTILIZATION = _env_float("IDLE_LIST_UTILIZATION", 0.10, 0.0, 1.0)
 IDLE_LIST_MIN_MINUTES = _env_float("IDLE_LIST_MIN_MINUTES", 30.0, 0.0)
 MAX_REPORT_DAYS = _env_int("MAX_REPORT_DAYS", 400)
 
+# Who the FOCUS export names as provider, publisher and invoice issuer, and as the billing
+# account (docs/chargeback.md, "FOCUS export"); FOCUS wants each non-empty.
+FOCUS_PROVIDER_NAME = env.str("FOCUS_PROVIDER_NAME", default="gpuportal").strip()
+FOCUS_BILLING_ACCOUNT_ID = env.str("FOCUS_BILLING_ACCOUNT_ID", default="gpuportal").strip()
+FOCUS_BILLING_ACCOUNT_NAME = env.str("FOCUS_BILLING_ACCOUNT_NAME", default=FOCUS_BILLING_ACCOUNT_ID).strip()
+for _name in ("FOCUS_PROVIDER_NAME", "FOCUS_BILLING_ACCOUNT_ID", "FOCUS_BILLING_ACCOUNT_NAME"):
+    if not globals()[_name]:
+        raise ImproperlyConfigured(f"{_name} is empty; FOCUS rows must name it (leave it unset for 'gpuportal')")
+
 # Where gunicorn's workers share their request metrics (docs/deploy.md "/metrics"); unset: one
 # process keeps them in memory. prometheus-client switches mode on the variable's mere presence,
 # so an empty or missing directory is refused here rather than at the first request.

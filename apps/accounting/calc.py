@@ -309,14 +309,31 @@ def round_to_total(amounts: list[Decimal], currency: str) -> list[Decimal]:
     """
     if not amounts:
         return []
+    target = sum(amounts, Decimal(0)).quantize(minor_unit(currency), rounding=ROUND_HALF_UP)
+    return apportion(target, amounts, currency)
+
+
+def apportion(target: Decimal, amounts: list[Decimal], currency: str) -> list[Decimal]:
+    """Split `target` (a whole number of the currency's minor units) over `amounts`, in
+    proportion to them: the parts sum to `target` exactly (`round_to_total` with the total given).
+
+    The FOCUS export splits a statement line's shown cost over its days this way, so the days
+    add up to the line to the minor unit (docs/chargeback.md, "FOCUS export"). Largest
+    remainder: floors first; the units still missing go to the amounts that lost most (should
+    the target be further off than one unit per amount, round and round again); a target below
+    the floors takes units back from the amounts that lost least.
+    """
+    if not amounts:
+        return []
     unit = minor_unit(currency)
-    target = sum(amounts, Decimal(0)).quantize(unit, rounding=ROUND_HALF_UP)
     floors = [a.quantize(unit, rounding=ROUND_FLOOR) for a in amounts]
     missing = int((target - sum(floors, Decimal(0))) / unit)
     order = sorted(range(len(amounts)), key=lambda i: (-(amounts[i] - floors[i]), i))
+    if missing < 0:
+        order.reverse()
     out = list(floors)
-    for i in order[:missing]:  # floors never exceed the amounts, so nothing is ever taken away
-        out[i] += unit
+    for k in range(abs(missing)):
+        out[order[k % len(order)]] += unit if missing > 0 else -unit
     return out
 
 

@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.accounting.calc import (Line, RateCard, RateEntry, UsageCell, build_lines, delta_cells, parse_period,
-                                  period_bounds, present, round_to_total, spread_shared_idle)
+from apps.accounting.calc import (Line, RateCard, RateEntry, UsageCell, apportion, build_lines, delta_cells,
+                                  parse_period, period_bounds, present, round_to_total, spread_shared_idle)
 
 H100 = "NVIDIA H100 80GB HBM3"
 
@@ -59,6 +59,18 @@ def test_round_to_total_keeps_the_sum():
     assert sum(shown) == D("3.02")  # round(3.015) half-up
     assert shown == [D("1.01"), D("1.01"), D("1.00")]
     assert present(D("2.345"), "USD") == "2.35" and present(D("-2.345"), "USD") == "-2.35"
+
+
+def test_apportion_splits_a_total_exactly_in_the_currencys_unit():
+    assert apportion(D("3.21"), [D("2.142857"), D("1.071428")], "USD") == [D("2.14"), D("1.07")]
+    assert apportion(D("1.00"), [D("0.333333")] * 3, "USD") == [D("0.34"), D("0.33"), D("0.33")]
+    assert apportion(D("-0.90"), [D("-0.45"), D("-0.45")], "USD") == [D("-0.45"), D("-0.45")]
+    # a target under the floors takes a cent back from the amount that lost least (the last of equals)
+    assert apportion(D("0.99"), [D("0.50"), D("0.50")], "USD") == [D("0.50"), D("0.49")]
+    assert apportion(D("0.05"), [D(0), D(0)], "USD") == [D("0.03"), D("0.02")]
+    assert apportion(D("1.00"), [], "USD") == []
+    # yen have no minor unit: 1000 yen over 333.33 + 666.67
+    assert apportion(D("1000"), [D("333.33"), D("666.67")], "JPY") == [D("333"), D("667")]
 
 
 def test_month_in_a_non_utc_zone():
@@ -112,6 +124,19 @@ def test_round_to_total_property(amounts, currency_unit):
     shown = round_to_total(amounts, currency)
     assert sum(shown) == D(present(sum(amounts), currency))
     assert all(abs(s - a) < unit and s == s.quantize(unit) for s, a in zip(shown, amounts))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.decimals(min_value=-1000, max_value=1000, places=6), min_size=1, max_size=30),
+       st.sampled_from([("USD", D("0.01")), ("JPY", D(1)), ("KWD", D("0.001"))]), st.integers(min_value=-1, max_value=1))
+def test_apportion_property(amounts, currency_unit, units_off):
+    """Whatever the target (the rounded total, or a unit off it), the parts sum to it exactly in
+    the currency's unit and each stays within two units of its exact amount."""
+    currency, unit = currency_unit
+    target = D(present(sum(amounts), currency)) + units_off * unit
+    shown = apportion(target, amounts, currency)
+    assert sum(shown) == target
+    assert all(abs(s - a) < 2 * unit and s == s.quantize(unit) for s, a in zip(shown, amounts))
 
 
 def test_periods_outside_2000_to_2100_are_refused():

@@ -36,14 +36,20 @@ def parse_period_param(params, name="period", default=None):
         raise ValidationError({name: str(exc)})
 
 
+def statement_scope(request, team=None):
+    """The teams whose statement lines a request may see: `team=` narrows to that one (403
+    when it is not the user's), else the user's scope. The statement, its CSV and XLSX and
+    the FOCUS export all ask this."""
+    if team:
+        require_team(request.user, team)
+        return {team}
+    return team_scope(request.user)
+
+
 def chargeback_payload(request, period, group_by, shared_idle, team=None):
     """The statement, with the month's window echoed as UTC instants (docs/dates-and-money.md)."""
     stmt = statement(period, shared_idle=shared_idle)
-    if team:
-        require_team(request.user, team)
-        payload = statement_payload(stmt, group_by, {team}, shared_idle)
-    else:
-        payload = statement_payload(stmt, group_by, team_scope(request.user), shared_idle)
+    payload = statement_payload(stmt, group_by, statement_scope(request, team), shared_idle)
     start, end = period_bounds(period, billing_zone())
     return {"period": payload.pop("period"), "start": iso(start), "end": iso(end), **payload}
 

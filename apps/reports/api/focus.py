@@ -1,0 +1,65 @@
+"""GET /api/v1/chargeback/focus/?period=YYYY-MM: a month as FOCUS 1.0 CSV (docs/chargeback.md, "FOCUS export").
+
+Scoped like the statement it is cut from (`statement_scope`): roles that may see money, a
+team lead their teams' rows, `team=` one team (403 for another's).
+"""
+from django.conf import settings
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework.permissions import IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.accounting.focus import FOCUS_VERSION, Issuer, columns, focus_month, focus_rows
+from apps.accounting.statements import default_period
+from apps.accounting.usage import billing_zone
+from apps.web.csv import SafeCSVRenderer
+
+from .chargeback import SeesMoney, parse_period_param, statement_scope
+from .params import parse_choice
+
+LEGACY_NAMES = ("include", "omit")
+
+
+def issuer() -> Issuer:
+    return Issuer(provider_name=settings.FOCUS_PROVIDER_NAME, billing_account_id=settings.FOCUS_BILLING_ACCOUNT_ID,
+                  billing_account_name=settings.FOCUS_BILLING_ACCOUNT_NAME)
+
+
+class FocusExportView(APIView):
+    permission_classes = [IsAuthenticated, SeesMoney]
+    renderer_classes = [SafeCSVRenderer]
+    csv_header = None
+
+    def perform_content_negotiation(self, request, force=False):
+        renderer = SafeCSVRenderer()      # always CSV, whatever Accept or ?format= say; errors too
+        return renderer, renderer.media_type
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("period", OpenApiTypes.STR, description="YYYY-MM in the billing time zone; "
+                             "default the last complete month"),
+            OpenApiParameter("team", OpenApiTypes.STR, description="one team's rows only (team leads: one of "
+                             "theirs, else 403)"),
+            OpenApiParameter("legacy_names", OpenApiTypes.STR, enum=list(LEGACY_NAMES), default="include",
+                             description="also write ChargeType, InvoiceIssuer, Provider, Publisher and ResourceID, "
+                             "the names focus-validator 1.0.0 checks (omit: FOCUS 1.0 names only)"),
+        ],
+        responses={200: OpenApiResponse(OpenApiTypes.STR, description="FOCUS 1.0 CSV, one row per charge: team × "
+                                        "namespace × cluster × GPU model / MIG profile × price class × day")},
+        description="A month's chargeback as FOCUS 1.0 CSV (FinOps Open Cost and Usage Specification). The "
+                    "rows' BilledCost adds up to the statement's total per currency exactly (in its minor unit).",
+    )
+    def get(self, request, *args, **kwargs):
+        params = request.query_params
+        period = parse_period_param(params, default=None if params.get("period") else default_period())
+        legacy = parse_choice(params, "legacy_names", LEGACY_NAMES, default="include") == "include"
+        scope = statement_scope(request, params.get("team") or None)
+        rows = focus_rows(focus_month(period), scope, billing_zone(), issuer(), legacy_names=legacy)
+        self.csv_header = columns(legacy)
+        response = Response({"period": period, "results": rows})
+        response["Content-Disposition"] = f'attachment; filename="focus-{FOCUS_VERSION}-{period}.csv"'
+        return response
+
+    def csv_columns(self, rows):
+        return self.csv_header     # None for an error body: its own keys
