@@ -10,13 +10,15 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 
 from apps.clusters.models import Cluster
 
 from . import history
-from .models import Namespace, NamespaceLabel
+from .models import UNASSIGNED, AuditEvent, Namespace, NamespaceLabel, Team
+
+TEAM_FROM_LABEL = "team.created_from_label"
 
 # pg_advisory_xact_lock(class, cluster id): the class keeps these locks apart from any other.
 LABEL_LOCK_CLASS = 0x7EA1
@@ -69,3 +71,31 @@ def record_labels_seen(cluster: Cluster, seen: dict[str, LabelsSeen]) -> int:
     if changed:
         Namespace.objects.bulk_update(changed, ["label_team", "label_seen_at"], batch_size=2000)
     return len(new_rows)
+
+
+def label_team_names(seen: dict[str, LabelsSeen]) -> set[str]:
+    """Every team a run's label observations name (the empty label names none)."""
+    return {label for s in seen.values() for _, label in s.hours if label}
+
+
+def ensure_label_teams(names, cluster: Cluster | None = None) -> list[str]:
+    """Every label value that carries cost is a real team: listed, pickable, with its page, and
+    a row an admin can give a lead (docs/teams-and-relabels.md). Creates the missing Team rows;
+    returns their names. `unassigned` is the portal's own name for no team, never a row.
+
+    The one place a label value becomes a team, so a per-cluster rule about which values may
+    (`cluster` is passed for it) has one place to live.
+    """
+    max_length = Team._meta.get_field("name").max_length
+    wanted = {n for n in names if n and n != UNASSIGNED and len(n) <= max_length}
+    if not wanted:
+        return []
+    with transaction.atomic():
+        missing = sorted(wanted - set(Team.objects.filter(name__in=wanted).values_list("name", flat=True)))
+        if not missing:
+            return []
+        Team.objects.bulk_create([Team(name=n) for n in missing], ignore_conflicts=True)
+        AuditEvent.objects.bulk_create([
+            AuditEvent(action=TEAM_FROM_LABEL, target=n,
+                       new_value={"team": n, "cluster": cluster.name if cluster else None}) for n in missing])
+    return missing
