@@ -26,6 +26,7 @@ class ExploreOptions:
     namespace: str | None = None
     gpu_model: str | None = None
     grain: str = "day"
+    note: str = ""          # why the grain shown is not the one asked for
 
 
 @dataclass
@@ -64,10 +65,15 @@ def parse_options(params, sel: Selection) -> ExploreOptions:
     grain = params.get("grain") or "day"
     if grain not in GRAINS:
         raise ValidationError({"grain": f"grain={grain!r} is not one of {', '.join(GRAINS)}"})
+    note = ""
     if grain == "hour" and sel.end - sel.start > timedelta(days=MAX_HOURLY_DAYS):
-        raise ValidationError({"grain": f"hourly rows cover at most {MAX_HOURLY_DAYS} days; pick day or week"})
+        # Any window the picker offers must show something: too long for hours, it shows days.
+        days = (sel.end - sel.start) / timedelta(days=1)
+        note = (f"Hourly rows cover at most {MAX_HOURLY_DAYS} days and this window spans {days:g}: "
+                "shown per day instead. Pick a shorter window for hourly rows.")
+        grain = "day"
     return ExploreOptions(namespace=(params.get("namespace") or "").strip() or None,
-                          gpu_model=(params.get("gpu_model") or "").strip() or None, grain=grain)
+                          gpu_model=(params.get("gpu_model") or "").strip() or None, grain=grain, note=note)
 
 
 def _hourly_cells(sel: Selection, opts: ExploreOptions):
