@@ -78,14 +78,19 @@ def label_team_names(seen: dict[str, LabelsSeen]) -> set[str]:
     return {label for s in seen.values() for _, label in s.hours if label}
 
 
-def ensure_label_teams(names, cluster: Cluster | None = None) -> list[str]:
+def ensure_label_teams(names, cluster: Cluster, *, approved: bool = False) -> list[str]:
     """Every label value that carries cost is a real team: listed, pickable, with its page, and
     a row an admin can give a lead (docs/teams-and-relabels.md). Creates the missing Team rows;
     returns their names. `unassigned` is the portal's own name for no team, never a row.
 
-    The one place a label value becomes a team, so a per-cluster rule about which values may
-    (`cluster` is passed for it) has one place to live.
+    The one place a label value becomes a team, under the cluster's label trust: on a
+    `trusted` cluster every value does as ingest sees it; on an `approve` cluster a value does
+    when an admin approves its claim (`approved=True`); on `known_teams` none does, as only an
+    admin's teams count there.
     """
+    trust = Cluster.LabelTrust
+    if not (cluster.label_trust == trust.TRUSTED or (approved and cluster.label_trust == trust.APPROVE)):
+        return []
     max_length = Team._meta.get_field("name").max_length
     wanted = {n for n in names if n and n != UNASSIGNED and len(n) <= max_length}
     if not wanted:
@@ -96,6 +101,6 @@ def ensure_label_teams(names, cluster: Cluster | None = None) -> list[str]:
             return []
         Team.objects.bulk_create([Team(name=n) for n in missing], ignore_conflicts=True)
         AuditEvent.objects.bulk_create([
-            AuditEvent(action=TEAM_FROM_LABEL, target=n,
-                       new_value={"team": n, "cluster": cluster.name if cluster else None}) for n in missing])
+            AuditEvent(action=TEAM_FROM_LABEL, target=n, new_value={"team": n, "cluster": cluster.name})
+            for n in missing])
     return missing
