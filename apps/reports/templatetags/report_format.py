@@ -67,3 +67,12 @@ def rate(hourly_rate, currency):
     if value is None or not currency:
         return "–"
     return format_currency(value.normalize(), currency, locale=settings.MONEY_LOCALE, decimal_quantization=False)
+
+
+@register.filter
+def signum(amount):
+    """-1, 0 or 1 for an amount (a Decimal string as the API gives it); None for none."""
+    value = _decimal(amount)
+    if value is None:
+        return None
+    return (value > 0) - (value < 0)
