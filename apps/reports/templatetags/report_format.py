@@ -7,6 +7,9 @@ from django.conf import settings
 
 from apps.accounting.calc import present
 from apps.accounting.figures import gpu_hours, percent_text
+from apps.accounting.usage import billing_zone
+
+from ..presets import local_text
 
 register = template.Library()
 
@@ -76,3 +79,11 @@ def signum(amount):
     if value is None:
         return None
     return (value > 0) - (value < 0)
+
+
+@register.filter
+def local_time(instant):
+    """An instant as people read it, in the billing time zone: '2026-04-02 11:30 CEST'."""
+    if not instant:
+        return "–"
+    return local_text(instant, billing_zone())
