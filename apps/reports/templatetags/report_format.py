@@ -87,3 +87,18 @@ def local_time(instant):
     if not instant:
         return "–"
     return local_text(instant, billing_zone())
+
+
+@register.filter
+def cost_text(priced, which="cost"):
+    """A `money.Priced` as a table cell: its cost (or, with "idle", its idle cost) through
+    `money`; 'unpriced' when no rate covers the hours, 'several currencies' when they
+    cannot be summed, '–' when there is nothing to price."""
+    if priced is None:
+        return "–"
+    amount = priced.idle_cost if which == "idle" else priced.cost
+    if amount is not None:
+        return money(amount, priced.currency)
+    if priced.mixed:
+        return "several currencies"
+    return "unpriced" if priced.unpriced else "–"
