@@ -91,9 +91,16 @@ def local_text(instant: datetime, zone: ZoneInfo) -> str:
 
 
 def window_text(start: datetime, end: datetime, zone: ZoneInfo) -> str:
-    """The exact window a page computed, in the billing zone: '2026-11-16 00:00 CET –
-    2026-11-23 00:00 CET (Europe/Berlin, 7 days)'."""
-    days = (end - start) / timedelta(days=1)
-    span = f"{round(days, 2):g} day{'s' if days != 1 else ''}" if days >= 1 else f"{round(days * 24, 2):g} hours"
-    zone_name = f"{zone.key}, " if zone.key not in (start.astimezone(zone).tzname(), "UTC") else ""
+    """The exact window a page computed, in the billing zone: '2026-03-23 00:00 CET –
+    2026-04-01 00:00 CEST (Europe/Berlin, 9 days)'. Between two local midnights the length is
+    in billing days (a DST day is one day of 23 or 25 hours); otherwise in hours, or days of
+    24 hours past two days."""
+    local_start, local_end = start.astimezone(zone), end.astimezone(zone)
+    if local_start.time() == time.min and local_end.time() == time.min:
+        days = (local_end.date() - local_start.date()).days
+        span = f"{days} day{'s' if days != 1 else ''}"
+    else:
+        hours = (end - start) / timedelta(hours=1)
+        span = f"{round(hours, 2):g} hours" if hours < 48 else f"{round(hours / 24, 2):g} days"
+    zone_name = f"{zone.key}, " if zone.key not in (local_start.tzname(), "UTC") else ""
     return f"{local_text(start, zone)} – {local_text(end, zone)} ({zone_name}{span})"

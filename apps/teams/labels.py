@@ -97,10 +97,12 @@ def ensure_label_teams(names, cluster: Cluster, *, approved: bool = False) -> li
         return []
     with transaction.atomic():
         missing = sorted(wanted - set(Team.objects.filter(name__in=wanted).values_list("name", flat=True)))
-        if not missing:
-            return []
-        Team.objects.bulk_create([Team(name=n) for n in missing], ignore_conflicts=True)
+        created = []
+        for name in missing:     # rare (a value's first sighting), and each keeps its change history
+            _, new = Team.objects.get_or_create(name=name)
+            if new:
+                created.append(name)
         AuditEvent.objects.bulk_create([
             AuditEvent(action=TEAM_FROM_LABEL, target=n, new_value={"team": n, "cluster": cluster.name})
-            for n in missing])
-    return missing
+            for n in created])
+    return created

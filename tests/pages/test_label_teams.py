@@ -96,7 +96,7 @@ def test_no_team_from_labels_where_an_admin_decides_the_teams():
 
 
 def test_the_migration_makes_teams_of_the_label_values_already_stored():
-    migration = importlib.import_module("apps.teams.migrations.0005_teams_for_label_values")
+    migration = importlib.import_module("apps.teams.migrations.0006_teams_for_label_values")
     prod = Cluster.objects.create(name="prod", prometheus_url="http://127.0.0.1:9")
     strict = Cluster.objects.create(name="strict", prometheus_url="http://127.0.0.1:9",
                                     label_trust=Cluster.LabelTrust.KNOWN_TEAMS)

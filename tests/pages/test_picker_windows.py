@@ -53,7 +53,10 @@ def test_window_text_is_the_billing_zone_across_a_dst_change():
     start = datetime(2026, 3, 22, 23, tzinfo=dt_timezone.utc)
     end = datetime(2026, 3, 31, 22, tzinfo=dt_timezone.utc)
     assert presets.window_text(start, end, BERLIN) == \
-        "2026-03-23 00:00 CET – 2026-04-01 00:00 CEST (Europe/Berlin, 8.96 days)"
+        "2026-03-23 00:00 CET – 2026-04-01 00:00 CEST (Europe/Berlin, 9 days)"   # 215 hours
+    assert presets.window_text(start, start + timedelta(hours=5), BERLIN) == \
+        "2026-03-23 00:00 CET – 2026-03-23 05:00 CET (Europe/Berlin, 5 hours)"
+    assert presets.window_text(start + timedelta(hours=1), end, BERLIN).endswith("(Europe/Berlin, 8.92 days)")
     utc = ZoneInfo("UTC")
     assert presets.window_text(datetime(2026, 3, 1, tzinfo=utc), datetime(2026, 3, 8, tzinfo=utc), utc) == \
         "2026-03-01 00:00 UTC – 2026-03-08 00:00 UTC (7 days)"

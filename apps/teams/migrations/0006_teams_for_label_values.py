@@ -35,7 +35,7 @@ def teams_for_label_values(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ("teams", "0004_label_trust"),
+        ("teams", "0005_change_history"),
         ("clusters", "0006_label_trust"),
     ]
 
