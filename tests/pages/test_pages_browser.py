@@ -114,9 +114,10 @@ def test_explorer_csv_downloads_exactly_the_rows_shown(session, tmp_path):
 
 
 def test_overview_screenshot_for_the_readme(session, site):
-    """A week of data, shot for docs/overview.png (copied there when UPDATE_DOCS_SCREENSHOT=1)."""
-    from .seed import seed_week
+    """A priced week of data, shot for docs/overview.png (copied there when UPDATE_DOCS_SCREENSHOT=1)."""
+    from .seed import seed_rates, seed_week
     seed_week()
+    seed_rates()
     s = session("admin")
     for path in ["/", "/teams/vision/", "/explore/", "/idle/", "/health/"]:
         assert s.open(path).status == 200

@@ -155,16 +155,10 @@ def test_idle_list_pages_on_the_server(session, site):
 @pytest.mark.parametrize("role", list(MAIN_PAGE))
 def test_screenshots_of_each_roles_main_page(session, site, role):
     """Small PNGs (the visible screen, not the whole page) for docs/pages.md, of a priced week."""
-    from datetime import date
-    from decimal import Decimal
-
-    from apps.accounting.models import Rate
-
-    from .seed import A100, H100, seed_week
+    from .seed import seed_rates, seed_week
 
     seed_week()
-    for model, rate in ((H100, "2.00"), (A100, "1.40")):
-        Rate.objects.create(gpu_model=model, hourly_rate=Decimal(rate), currency="USD", effective_from=date(2020, 1, 1))
+    seed_rates()
     for name, viewport in (("desktop", {"width": 1280, "height": 800}), ("phone", PHONE)):
         s = session(role, viewport)
         assert s.open(MAIN_PAGE[role]).status == 200
