@@ -55,6 +55,14 @@ def test_phone_pages_fit_the_screen_and_keep_the_policy(session, role):
     assert s.csp_violations == [] and s.console_errors == [] and s.foreign_requests() == []
 
 
+def test_desktop_pages_do_not_scroll_sideways_either(session):
+    s = session("finance", DESKTOP)
+    for path in ["/", "/explore/", "/idle/", "/chargeback/", "/advice/", "/chargeback/close/?period=2026-01"]:
+        assert s.open(path).status == 200, path
+        no_sideways_scroll(s, path)
+    assert s.csp_violations == [] and s.console_errors == []
+
+
 def test_the_phone_menu_opens_and_its_links_work(session):
     s = session("finance", PHONE)
     s.open("/")
