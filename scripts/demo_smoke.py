@@ -49,26 +49,40 @@ class Failure(Exception):
 
 
 class Tables(HTMLParser):
-    """Body rows (<td> cells' text) of every <table id=...> in a page."""
+    """Body rows (<td> cells' text) of every <table id=...> in a page, and its column
+    headers (<th> in <thead>), so a check can name the column it reads."""
 
     def __init__(self, html: str):
         super().__init__()
         self.tables: dict[str, list[list[str]]] = {}
+        self.headers: dict[str, list[str]] = {}
         self._table = None
+        self._id = None
         self._row = None
         self._cell = None
+        self._head = None
         self.feed(html)
 
     def handle_starttag(self, tag, attrs):
         if tag == "table":
-            self._table = self.tables.setdefault(dict(attrs).get("id") or "", [])
-        elif tag == "tr" and self._table is not None:
+            self._id = dict(attrs).get("id") or ""
+            self._table = self.tables.setdefault(self._id, [])
+        elif tag == "thead" and self._table is not None:
+            self._head = self.headers.setdefault(self._id, [])
+        elif tag == "th" and self._head is not None:
+            self._cell = []
+        elif tag == "tr" and self._table is not None and self._head is None:
             self._row = []
         elif tag == "td" and self._row is not None:
             self._cell = []
 
     def handle_endtag(self, tag):
-        if tag == "td" and self._cell is not None:
+        if tag == "th" and self._head is not None and self._cell is not None:
+            self._head.append(" ".join("".join(self._cell).split()))
+            self._cell = None
+        elif tag == "thead":
+            self._head = None
+        elif tag == "td" and self._cell is not None:
             self._row.append(" ".join("".join(self._cell).split()))
             self._cell = None
         elif tag == "tr" and self._row is not None:
@@ -193,6 +207,15 @@ def rows(html: str, table: str, who: str, path: str) -> list[list[str]]:
     return found
 
 
+def column_of(html: str, table: str, header: str, who: str, path: str) -> int:
+    """The index of a table's column by its header (roles that see money get cost columns)."""
+    headers = Tables(html).headers.get(table, [])
+    for i, text in enumerate(headers):
+        if text.startswith(header):
+            return i
+    raise Failure(f"{who}: /{path.lstrip('/')} table #{table} has no column {header!r} (columns: {headers})")
+
+
 def check_role(url: str, user: str, password: str) -> str:
     s = sign_in(url, user, password)
     scoped = user == "lead"
@@ -207,7 +230,8 @@ def check_role(url: str, user: str, password: str) -> str:
     if not scoped and OTHER_TEAM not in teams:
         raise Failure(f"{user}: overview lacks team {OTHER_TEAM!r} (teams: {sorted(teams)})")
     days = rows(html, "daily", user, "/")
-    if not any(len(d) >= 3 and number(d[-3]) > 0 for d in days):
+    used = column_of(html, "daily", "Used GPU-h", user, "/")
+    if not any(len(d) > used and number(d[used]) > 0 for d in days):
         raise Failure(f"{user}: overview's daily table has no used GPU-hours")
 
     html = get(s, url, f"/teams/{LEAD_TEAM}/", user)
@@ -237,8 +261,9 @@ def check_role(url: str, user: str, password: str) -> str:
             raise Failure(f"{user}: the Team claims page does not show the sandbox's pending claim")
 
     html = get(s, url, "/idle/", user)
-    pods = [r for r in rows(html, "idle-pods", user, "/idle/") if len(r) >= 7]
-    if not any(p[1] == IDLE_NAMESPACE and number(p[6]) > 0 for p in pods):
+    idle = column_of(html, "idle-pods", "Idle GPU-h", user, "/idle/")
+    pods = [r for r in rows(html, "idle-pods", user, "/idle/") if len(r) > idle]
+    if not any(p[1] == IDLE_NAMESPACE and number(p[idle]) > 0 for p in pods):
         raise Failure(f"{user}: idle page lists no idle pod in {IDLE_NAMESPACE!r} ({len(pods)} pods)")
 
     r = s.get(url + "api/v1/usage/", params={"group_by": "namespace"}, timeout=120,

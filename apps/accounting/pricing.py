@@ -2,6 +2,8 @@
 
 - `rate_for(...)`: the hourly rate in force for a GPU on a day (quota advice prices GPUs with it).
 - `price_usage_row(row)`: the cost of a `/api/v1/usage/` row, from its cells.
+- `idle_share(cells)`: the idle part of usage cells, for what idle GPU-hours cost (the pages'
+  "idle cost"), priced by the same `price_cells_detail`.
 
 A usage row's cost is that of its priced hours, exactly as the chargeback statement's row
 shows it, with the hours no rate covers reported beside it as `unpriced_gpu_hours` (never
@@ -10,6 +12,7 @@ currency: usage rows never sum currencies; the statement lists per-currency amou
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date
 from decimal import Decimal
 
@@ -52,13 +55,15 @@ def rate_basis_for(gpu_model: str, mig_profile: str, price_class: str, day: date
     return found[1] if found else None
 
 
-def price_cells_detail(cells, card: RateCard | None = None) -> tuple[Decimal | None, str | None, Decimal]:
+def price_cells_detail(cells, card: RateCard | None = None, *, unallocated: bool = False
+                       ) -> tuple[Decimal | None, str | None, Decimal]:
     """(exact cost of the priced allocated cells, their currency, unpriced allocated GPU-seconds).
 
     The cost is the sum of the statement lines' costs (`line_sums`, rate × billed seconds per
     line), so a usage row and the statement's row agree to the cent. Cost and currency are
-    None when nothing is priced or when currencies are mixed."""
-    sums = line_sums([c for c in cells if c.namespace], card or load_rate_card())
+    None when nothing is priced or when currencies are mixed. `unallocated=True` prices the
+    capacity no pod held instead (the statement's unallocated lines)."""
+    sums = line_sums([c for c in cells if bool(c.namespace) != unallocated], card or load_rate_card())
     cost, currencies, unpriced_seconds = Decimal(0), set(), Decimal(0)
     for (_k, _t, _c, _n, _m, _p, _pc, _basis, rate, currency), (allocated, _used, billed) in sums.items():
         if rate is None:
@@ -71,6 +76,20 @@ def price_cells_detail(cells, card: RateCard | None = None) -> tuple[Decimal | N
     return cost, currencies.pop(), unpriced_seconds
 
 
+def idle_share(cells) -> list:
+    """The idle part of allocated usage cells, as cells of their own (docs/figures.md, "Idle
+    cost"): idle GPU-seconds in place of allocated ones, the MIG instance-seconds in the same
+    proportion, nothing used. Priced by `price_cells_detail`, an idle hour costs exactly what
+    an allocated hour of the same line costs."""
+    out = []
+    for c in cells:
+        if not c.namespace or not c.idle_gpu_seconds or not c.gpu_seconds:
+            continue
+        part = c.idle_gpu_seconds / c.gpu_seconds
+        out.append(replace(c, gpu_seconds=c.idle_gpu_seconds, used_gpu_seconds=0.0, mig_seconds=c.mig_seconds * part))
+    return out
+
+
 def price_cells(cells, card: RateCard | None = None) -> tuple[Decimal | None, str | None]:
     cost, currency, _ = price_cells_detail(cells, card)
     return cost, currency
@@ -81,9 +100,9 @@ def price_usage_row(row) -> tuple[str | None, str | None]:
     return present(cost, currency), currency
 
 
-def price_usage_rows_detail(rows) -> list[tuple[str | None, str | None, float]]:
+def price_usage_rows_detail(rows, card: RateCard | None = None) -> list[tuple[str | None, str | None, float]]:
     """(cost in the currency's minor unit, currency, unpriced GPU-hours) per row, with one rate-card query."""
-    card = load_rate_card()
+    card = card or load_rate_card()
     out = []
     for row in rows:
         cost, currency, unpriced_seconds = price_cells_detail(row.cells, card)
@@ -92,4 +111,4 @@ def price_usage_rows_detail(rows) -> list[tuple[str | None, str | None, float]]:
 
 
 __all__ = ["rate_for", "rate_basis_for", "price_usage_row", "price_usage_rows_detail",
-           "price_cells", "price_cells_detail", "load_rate_card", "BASIS_PROFILE"]
+           "price_cells", "price_cells_detail", "idle_share", "load_rate_card", "BASIS_PROFILE"]

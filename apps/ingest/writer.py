@@ -8,7 +8,7 @@ from django.db import connection
 
 from apps.accounting.models import DeviceHealthHour, QueuedDemandHour, QuotaHour, UsageHour
 from apps.clusters.models import Cluster, ClusterQueueQuota, Device
-from apps.teams.labels import LabelsSeen, record_labels_seen
+from apps.teams.labels import LabelsSeen, ensure_label_teams, label_team_names, record_labels_seen
 from apps.teams.models import Namespace
 
 from . import rollup
@@ -273,6 +273,7 @@ class _Writer:
                                  last_seen=from_unix(r.last_seen))
                 for name, r in self.labels_seen.items()}
         self.run.rows_written += record_labels_seen(self.cluster, seen)
+        ensure_label_teams(label_team_names(seen), self.cluster)
         self.labels_seen.clear()
 
     def _upsert_cluster_queues(self, queues) -> None:

@@ -125,8 +125,10 @@ def resource_dict(a: est.Assessment, previous: dict, money: bool) -> dict:
         "target": e.target, "lower_bound": _round(e.lower_bound), "upper_bound": _round(e.upper_bound),
         "recommended": a.recommended, "previous_target": previous.get(a.resource),
         "efficiency": shown_ratio(a.efficiency), "at_hard_share": _round(a.at_hard_share),
-        "queued_gpu_hours": _round(a.queued_gpu_hours), "verdict": a.verdict, "reason": a.reason,
+        "queued_gpu_hours": _round(a.queued_gpu_hours), "verdict": a.verdict, "verdict_text": a.verdict_text,
+        "reason": a.reason,
         "monthly_money_at_stake": present(a.monthly_money_at_stake, a.currency) if money else None,
+        "monthly_money_freed": present(a.monthly_money_freed, a.currency) if money else None,
         "currency": a.currency if money and a.monthly_money_at_stake is not None else None,
     }
 
@@ -138,14 +140,16 @@ def build_row(kind, cluster, name, team, window, assessments, previous, money, y
     verdict = est.worst_verdict([a.verdict for a in assessments])
     reasons = [f"{a.resource}: {a.reason}" for a in assessments if a.verdict == verdict]
     total, currency = est.total_money(assessments)
+    freed, _ = est.total_money(assessments, "monthly_money_freed")
     row = {
         "kind": kind, "cluster": cluster.name, "name": name,
         "namespace": name if kind == KIND_NAMESPACE else "",
         "cluster_queue": name if kind == KIND_CLUSTER_QUEUE else "",
         "team": team, "window_start": _iso(window[0]), "window_end": _iso(window[1]),
         "history_days": _round(assessments[0].estimate.days if assessments else 0.0, 3),
-        "verdict": verdict, "reason": "; ".join(reasons),
+        "verdict": verdict, "verdict_text": est.VERDICT_TEXT[verdict], "reason": "; ".join(reasons),
         "monthly_money_at_stake": present(total, currency) if money else None,
+        "monthly_money_freed": present(freed, currency) if money else None,
         "currency": currency if money else None,
     }
     for column in ("resource", "hard", "used", "target", "lower_bound", "upper_bound", "p50", "p90", "p95",
@@ -225,6 +229,6 @@ def advice_rows(q: AdviceQuery, rate_fn=None, basis_fn=None, *, with_assessments
 CSV_COLUMNS = [
     "kind", "cluster", "name", "team", "resource", "hard", "used", "p50", "p90", "p95", "target",
     "lower_bound", "upper_bound", "recommended", "previous_target", "efficiency", "queued_gpu_hours",
-    "verdict", "reason", "monthly_money_at_stake", "currency", "window_start", "window_end",
+    "verdict", "reason", "monthly_money_at_stake", "monthly_money_freed", "currency", "window_start", "window_end",
     "history_days", "yaml",
 ]

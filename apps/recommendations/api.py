@@ -39,7 +39,11 @@ RESOURCE_FIELDS = {
     "recommended": serializers.IntegerField(), "previous_target": serializers.IntegerField(allow_null=True),
     "efficiency": serializers.FloatField(allow_null=True), "at_hard_share": serializers.FloatField(allow_null=True),
     "queued_gpu_hours": serializers.FloatField(), "verdict": serializers.CharField(),
+    "verdict_text": serializers.CharField(help_text="the verdict in words, as the page says it"),
     "reason": serializers.CharField(), "monthly_money_at_stake": serializers.CharField(allow_null=True),
+    "monthly_money_freed": serializers.CharField(
+        allow_null=True, help_text="(hard − recommended) × 730 h × rate: positive frees money, negative costs "
+                                   "more; null without a quota, a rate, or for roles without money"),
     "currency": serializers.CharField(allow_null=True),
 }
 ROW_FIELDS = {

@@ -11,15 +11,20 @@ percentile → margin → confidence chain):
    default): sort the n values, position = (n − 1) × p, interpolate between the values at
    floor(position) and ceil(position). P50 of [1, 2, 3, 4] = 2.5; P90 = 3.7.
 3. **Margin** — × (1 + 15 %): target = ceil(P90 × 1.15), lower = P50 × 1.15, upper = P95 × 1.15.
+   A resource used at all in the window gets a target of at least 1: a P90 of 0 (a MIG
+   profile used in fewer than a tenth of the hours) must not become a quota of 0 that forbids
+   the workload that ran.
 4. **Confidence** — with `days` of history (hours / 24): upper × (1 + 1/days),
    lower × max(0, 1 − 1/days). One day of history: upper doubled, lower 0; 28 days: upper
    × 1.0357, lower × 0.9643. Everything is clamped at ≥ 0.
 5. **Verdict** against the current hard quota (see `verdict`), and the quota to apply
    (`recommended_quota`): over-provisioned or no quota → the target; under-provisioned → the
    largest of the target, hard × 1.15 rounded up, and hard + 1; ok → the current hard limit, unchanged.
-6. **Money at stake** per month = |hard − recommended| × 730 h × the hourly rate (so an *ok*
-   row puts nothing at stake), a Decimal rounded to the currency's minor unit (cents, whole
-   yen; docs/dates-and-money.md); no rate → None ("unpriced").
+6. **Money freed** per month by applying the recommendation = (hard − recommended) × 730 h ×
+   the hourly rate: positive when it lowers the quota, negative when it raises it (what the
+   extra room may cost), 0 when it keeps it; a Decimal rounded half-up to the currency's minor
+   unit (cents, whole yen; docs/dates-and-money.md); no rate → None ("unpriced"), no quota →
+   None (nothing to lower). **Money at stake** is its size, |hard − recommended| × 730 h × rate.
 """
 from __future__ import annotations
 
@@ -38,6 +43,13 @@ UNDER = "under_provisioned"
 OK = "ok"
 NO_QUOTA = "no_quota"
 VERDICTS = (UNDER, OVER, OK, NO_QUOTA)  # worst first: a row's verdict is its worst resource's
+# The verdicts as the page says them (the API and the CSV keep the codes).
+VERDICT_TEXT = {
+    UNDER: "too small: raise it",
+    OVER: "larger than needed: lower it",
+    OK: "about right: keep it",
+    NO_QUOTA: "no quota: set one",
+}
 
 
 @dataclass(frozen=True)
@@ -108,9 +120,12 @@ def estimate(hourly: Sequence[float], params: Params = Params()) -> Estimate:
     p50 = percentile(hourly, params.lower_percentile)
     p90 = percentile(hourly, params.target_percentile)
     p95 = percentile(hourly, params.upper_percentile)
+    target = ceil_whole(with_margin(p90, params.margin))
+    if target == 0 and any(v > 0 for v in hourly):
+        target = 1          # used at all: a quota of 0 would forbid what ran
     return Estimate(
         hours=len(hourly), days=days, p50=p50, p90=p90, p95=p95,
-        target=ceil_whole(with_margin(p90, params.margin)),
+        target=target,
         lower_bound=confidence_lower(with_margin(p50, params.margin), days),
         upper_bound=confidence_upper(with_margin(p95, params.margin), days),
     )
@@ -147,8 +162,16 @@ class Assessment:
     recommended: int = 0
     hourly_rate: Decimal | None = None
     currency: str | None = None
-    monthly_money_at_stake: Decimal | None = None
+    monthly_money_freed: Decimal | None = None
     extra: dict = field(default_factory=dict)
+
+    @property
+    def monthly_money_at_stake(self) -> Decimal | None:
+        return None if self.monthly_money_freed is None else abs(self.monthly_money_freed)
+
+    @property
+    def verdict_text(self) -> str:
+        return VERDICT_TEXT[self.verdict]
 
 
 def at_hard_share(h: ResourceHistory) -> float | None:
@@ -156,11 +179,17 @@ def at_hard_share(h: ResourceHistory) -> float | None:
     return share(h.seconds_at_hard, h.quota_hours * SECONDS_PER_HOUR)
 
 
-def money_at_stake(hard: float, recommended: int, hourly_rate: Decimal, currency: str) -> Decimal:
-    """|quota − recommended| × 730 h × rate, in the rate's currency, rounded half-up to its
-    minor unit (0.01 USD, 1 JPY, 0.001 KWD)."""
-    gap = abs(Decimal(str(hard)) - Decimal(recommended))
+def money_freed(hard: float, recommended: int, hourly_rate: Decimal, currency: str) -> Decimal:
+    """(quota − recommended) × 730 h × rate, in the rate's currency, rounded half-up to its
+    minor unit (0.01 USD, 1 JPY, 0.001 KWD): positive when the recommendation lowers the
+    quota, negative when it raises it."""
+    gap = Decimal(str(hard)) - Decimal(recommended)
     return (gap * HOURS_PER_MONTH * hourly_rate).quantize(minor_unit(currency), rounding=ROUND_HALF_UP)
+
+
+def money_at_stake(hard: float, recommended: int, hourly_rate: Decimal, currency: str) -> Decimal:
+    """|quota − recommended| × 730 h × rate: the size of `money_freed`."""
+    return abs(money_freed(hard, recommended, hourly_rate, currency))
 
 
 def _num(value: float) -> str:
@@ -226,7 +255,7 @@ def assess(h: ResourceHistory, params: Params = Params(),
     if rate is not None:
         out.hourly_rate, out.currency = rate
         if h.hard is not None:
-            out.monthly_money_at_stake = money_at_stake(h.hard, out.recommended, *rate)
+            out.monthly_money_freed = money_freed(h.hard, out.recommended, *rate)
     return out
 
 
@@ -237,16 +266,17 @@ def worst_verdict(verdicts: Sequence[str]) -> str:
     return NO_QUOTA
 
 
-def total_money(assessments: Sequence[Assessment]) -> tuple[Decimal | None, str | None]:
-    """Sum over resources with a quota; None ("unpriced") if any of them has no rate or the
-    currencies differ."""
+def total_money(assessments: Sequence[Assessment], figure: str = "monthly_money_at_stake"
+                ) -> tuple[Decimal | None, str | None]:
+    """Sum of `figure` (money at stake, or money freed) over resources with a quota; None
+    ("unpriced") if any of them has no rate or the currencies differ."""
     quoted = [a for a in assessments if a.hard is not None]
-    if not quoted or any(a.monthly_money_at_stake is None for a in quoted):
+    if not quoted or any(getattr(a, figure) is None for a in quoted):
         return None, None
     currencies = {a.currency for a in quoted}
     if len(currencies) != 1:
         return None, None
-    return sum((a.monthly_money_at_stake for a in quoted), Decimal(0)), currencies.pop()
+    return sum((getattr(a, figure) for a in quoted), Decimal(0)), currencies.pop()
 
 
 def split_by_weight(total: int, weights: Sequence[float]) -> list[int]:

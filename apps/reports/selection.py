@@ -7,15 +7,18 @@ the filter still holds only the teams the user may see.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timezone as dt_timezone
+from datetime import date, datetime, timezone as dt_timezone
 from urllib.parse import urlencode
 
 from django.http import Http404
+from django.utils import timezone
 
-from apps.accounting.usage import UsageFilter
+from apps.accounting.usage import UsageFilter, billing_zone
 from apps.clusters.models import Cluster
 from apps.reports.api.params import parse_window
 from apps.teams.access import can_see_money, is_admin, require_team, sees_fleet, team_scope
+
+from . import presets
 
 PICKER_KEYS = ("cluster", "team", "start", "end")
 
@@ -31,6 +34,8 @@ class Selection:
     money: bool
     admin: bool
     query: dict                       # the picker's raw GET values, for links that keep them
+    preset: str = presets.CUSTOM      # the date preset the window is (presets.py), or custom
+    today: date | None = None         # the billing-zone date the presets count from
 
     @property
     def teams(self) -> frozenset[str] | None:
@@ -47,10 +52,19 @@ class Selection:
         return urlencode({k: v for k, v in self.query.items() if v})
 
 
-def selection_from(request, params=None, *, default_days=7) -> Selection:
-    """Parse and authorise the picker. Raises DRF ValidationError (bad dates), Http404, PermissionDenied."""
+def selection_from(request, params=None, *, default_days=7, page=False) -> Selection:
+    """Parse and authorise the picker. Raises DRF ValidationError (bad dates), Http404, PermissionDenied.
+
+    Pages (`page=True`) without dates show the default preset, whole billing-zone days the
+    picker's date inputs can show exactly; the API keeps its rolling window."""
     params = request.GET if params is None else params
-    start, end = parse_window(params, default_days=default_days)
+    today = timezone.now().astimezone(billing_zone()).date()
+    preset = presets.matching(params.get("start"), params.get("end"), today)
+    window_params = params
+    if page and not params.get("start") and not params.get("end"):
+        default = presets.preset_named(presets.DEFAULT, today)
+        window_params = {"start": default.start.isoformat(), "end": default.end.isoformat()}
+    start, end = parse_window(window_params, default_days=default_days)
     user = request.user
     scope = team_scope(user)
     cluster = (params.get("cluster") or "").strip() or None
@@ -63,7 +77,7 @@ def selection_from(request, params=None, *, default_days=7) -> Selection:
         start=start, end=end, cluster=cluster, team=team,
         scope=frozenset(scope) if scope is not None else None,
         fleet=sees_fleet(user), money=can_see_money(user), admin=is_admin(user),
-        query={k: params.get(k, "") for k in PICKER_KEYS},
+        query={k: params.get(k, "") for k in PICKER_KEYS}, preset=preset, today=today,
     )
 
 

@@ -14,6 +14,7 @@ from datetime import datetime
 from django.db import transaction
 from django.db.models import Min
 
+from .labels import ensure_label_teams
 from .models import AuditEvent, LabelClaim, Namespace, NamespaceLabel
 
 
@@ -56,4 +57,6 @@ def do_decide_claim(namespace: Namespace, team_label: str, decision: str, effect
             defaults={"decision": decision, "effective_from": effective_from, "decided_by": actor})
         AuditEvent.objects.create(actor=actor, action=f"claim.{decision}", target=f"{namespace} → {team_label}",
                                   new_value={"effective_from": effective_from.isoformat()})
+        if decision == LabelClaim.Decision.APPROVED:     # the approved team gets its page and picker entry
+            ensure_label_teams([team_label], namespace.cluster, approved=True)
     return claim

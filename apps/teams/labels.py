@@ -10,13 +10,15 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import connection
+from django.db import connection, transaction
 from django.db.models import Q
 
 from apps.clusters.models import Cluster
 
 from . import history
-from .models import Namespace, NamespaceLabel
+from .models import UNASSIGNED, AuditEvent, Namespace, NamespaceLabel, Team
+
+TEAM_FROM_LABEL = "team.created_from_label"
 
 # pg_advisory_xact_lock(class, cluster id): the class keeps these locks apart from any other.
 LABEL_LOCK_CLASS = 0x7EA1
@@ -69,3 +71,38 @@ def record_labels_seen(cluster: Cluster, seen: dict[str, LabelsSeen]) -> int:
     if changed:
         Namespace.objects.bulk_update(changed, ["label_team", "label_seen_at"], batch_size=2000)
     return len(new_rows)
+
+
+def label_team_names(seen: dict[str, LabelsSeen]) -> set[str]:
+    """Every team a run's label observations name (the empty label names none)."""
+    return {label for s in seen.values() for _, label in s.hours if label}
+
+
+def ensure_label_teams(names, cluster: Cluster, *, approved: bool = False) -> list[str]:
+    """Every label value that carries cost is a real team: listed, pickable, with its page, and
+    a row an admin can give a lead (docs/teams-and-relabels.md). Creates the missing Team rows;
+    returns their names. `unassigned` is the portal's own name for no team, never a row.
+
+    The one place a label value becomes a team, under the cluster's label trust: on a
+    `trusted` cluster every value does as ingest sees it; on an `approve` cluster a value does
+    when an admin approves its claim (`approved=True`); on `known_teams` none does, as only an
+    admin's teams count there.
+    """
+    trust = Cluster.LabelTrust
+    if not (cluster.label_trust == trust.TRUSTED or (approved and cluster.label_trust == trust.APPROVE)):
+        return []
+    max_length = Team._meta.get_field("name").max_length
+    wanted = {n for n in names if n and n != UNASSIGNED and len(n) <= max_length}
+    if not wanted:
+        return []
+    with transaction.atomic():
+        missing = sorted(wanted - set(Team.objects.filter(name__in=wanted).values_list("name", flat=True)))
+        created = []
+        for name in missing:     # rare (a value's first sighting), and each keeps its change history
+            _, new = Team.objects.get_or_create(name=name)
+            if new:
+                created.append(name)
+        AuditEvent.objects.bulk_create([
+            AuditEvent(action=TEAM_FROM_LABEL, target=n, new_value={"team": n, "cluster": cluster.name})
+            for n in created])
+    return created

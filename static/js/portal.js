@@ -20,7 +20,21 @@ function autosubmit() {
   });
 }
 
-document.addEventListener("DOMContentLoaded", function () { drawCharts(); autosubmit(); });
+// On a narrow screen the navigation collapses behind the Menu button (static/css/portal.css);
+// the "js" class tells the stylesheet a script is here to open it (without one it stays open).
+document.documentElement.classList.add("js");
+
+function menuToggle() {
+  var button = document.querySelector("header.top .menu-toggle");
+  var menu = document.getElementById("site-menu");
+  if (!button || !menu) { return; }
+  button.addEventListener("click", function () {
+    var open = menu.classList.toggle("open");
+    button.setAttribute("aria-expanded", open ? "true" : "false");
+  });
+}
+
+document.addEventListener("DOMContentLoaded", function () { drawCharts(); autosubmit(); menuToggle(); });
 
 // Charts are drawn while the page is still being laid out; once everything has its final
 // column widths, fit each chart to its container.

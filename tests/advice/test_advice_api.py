@@ -99,7 +99,7 @@ def test_advice_page_for_a_team_lead(users, priced, client):
     assert r.status_code == 200
     assert [row["name"] for row in r.context["rows"]] == ["ml"]
     html = r.content.decode()
-    assert "gpu-quota" in html and "€13,140.00" in html and 'extends' not in html
+    assert "gpu-quota" in html and "frees €13,140.00" in html and 'extends' not in html
     client.force_login(users["viewer"])
     r = client.get("/advice/")
     assert len(r.context["rows"]) == 6 and "13140.00" not in r.content.decode()

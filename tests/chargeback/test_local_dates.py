@@ -87,7 +87,8 @@ def test_a_month_of_usage_is_the_chargeback_month(berlin, october, finance, api)
 def test_pages_pick_local_dates_and_show_the_window_in_local_time(berlin, october, finance, client):
     client.force_login(finance)
     body = html.unescape(client.get("/explore/", {"start": "2026-10-25", "end": "2026-10-26"}).content.decode())
-    assert "2026-10-25 00:00 – 2026-10-26 00:00 Europe/Berlin" in body
+    # the window shown: Berlin's last Sunday of October, 25 hours long, is one billing day
+    assert "2026-10-25 00:00 CEST – 2026-10-26 00:00 CET (Europe/Berlin, 1 day)" in body
     assert 'name="start" value="2026-10-25"' in body and 'name="end" value="2026-10-26"' in body
     csv_text = client.get("/explore/", {"start": "2026-10-01", "end": "2026-11-01", "grain": "day",
                                         "format": "csv"}).content.decode()

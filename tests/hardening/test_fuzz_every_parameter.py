@@ -12,7 +12,7 @@ from .test_access_matrix import EXPECT, fill
 
 # Every query parameter any view reads (grep request.GET / query_params), plus a stranger.
 PARAMETERS = ["start", "end", "period", "cluster", "team", "namespace", "group_by", "format", "grain",
-              "shared_idle", "max_utilization", "min_idle_minutes", "strict", "page", "sort", "kind",
+              "shared_idle", "max_utilization", "min_idle_minutes", "strict", "page", "page_size", "sort", "kind",
               "gpu_model", "price_class", "currency", "window_days", "limit", "q", "legacy_names", "unknown_param"]
 
 NASTY = st.one_of(

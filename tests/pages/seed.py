@@ -144,3 +144,14 @@ def seed_week(days=7):
                     energy_joules=3600.0 * (90 + 500 * util)))
     UsageHour.objects.bulk_create(rows)
     DeviceHealthHour.objects.bulk_create(health)
+
+
+def seed_rates():
+    """docs/figures.md's rates: H100 2.00 and A100 1.40 USD per GPU-hour (no MIG profile rate)."""
+    from datetime import date
+    from decimal import Decimal
+
+    from apps.accounting.models import Rate
+
+    for model, rate in ((H100, "2.00"), (A100, "1.40")):
+        Rate.objects.create(gpu_model=model, hourly_rate=Decimal(rate), currency="USD", effective_from=date(2020, 1, 1))

@@ -24,26 +24,40 @@ def rows_of(body, table_id):
     return rows
 
 
+MONEY_HEADERS = {"Cost", "Idle cost", "Unallocated cost"}
+
+
+def headers_of(body, table_id):
+    table = re.search(rf'<table[^>]*id="{table_id}".*?</table>', body, re.S).group(0)
+    return [re.sub(r"<[^>]+>", "", th).strip() for th in re.findall(r"<th[^>]*>(.*?)</th>", table.split("</thead>")[0], re.S)]
+
+
+def usage_rows_of(body, table_id):
+    """The rows without their money columns (roles that see money get a cost beside each figure)."""
+    keep = [h not in MONEY_HEADERS for h in headers_of(body, table_id)]
+    return [[cell for cell, k in zip(row, keep) if k] if len(row) == len(keep) else row for row in rows_of(body, table_id)]
+
+
 def test_overview_totals_efficiency_and_stale_warning(login):
     body = login("admin").get("/").content.decode()
     used = VISION_USED_S + NLP_USED_S
     allocated = VISION_ALLOC_S + NLP_ALLOC_S
     assert re.search(r'id="kpi-efficiency">%.1f %%<' % (100 * used / allocated), body)
-    day = rows_of(body, "daily")[0]
+    day = usage_rows_of(body, "daily")[0]
     assert day == [day_d().isoformat(), f"{(allocated + H) / H:.2f}", f"{allocated / H:.2f}", f"{used / H:.2f}",
                    f"{(600 + 3600 + 3600 + 1200) / H:.2f}", f"{100 * used / allocated:.1f} %"]
     assert "Stale data:" in body and "beta" in re.search(r'class="warning stale-warning".*?</p>', body, re.S).group(0)
-    teams = {r[0]: r for r in rows_of(body, "teams")}
+    teams = {r[0]: r for r in usage_rows_of(body, "teams")}
     assert teams["vision"][4] == f"{100 * VISION_USED_S / VISION_ALLOC_S:.1f} %"
     assert teams["nlp"][3] == f"{(3600 + 3600 + 1200) / H:.2f}"
-    models = {r[0]: r for r in rows_of(body, "models")}
+    models = {r[0]: r for r in usage_rows_of(body, "models")}
     assert models[H100][1:5] == ["6.00", "5.00", f"{(4500 + NLP_USED_S) / H:.2f}", "1.00"]
     assert body.count('class="plotly-graph-div"') == 4
 
 
 def test_team_dashboard_figures(login):
     body = login("finance").get("/teams/vision/").content.decode()
-    ns = rows_of(body, "namespaces")
+    ns = usage_rows_of(body, "namespaces")
     assert ns == [["cv-train", f"{VISION_ALLOC_S / H:.2f}", f"{VISION_USED_S / H:.2f}", f"{600 / H:.2f}",
                    f"{100 * VISION_USED_S / VISION_ALLOC_S:.1f} %"]]
     assert rows_of(body, "mig") == [["1g.10gb", "1.00"]]
@@ -59,7 +73,7 @@ def test_team_dashboard_figures(login):
 def test_explorer_table_and_csv_hold_the_same_rows(login):
     c = login("admin")
     body = c.get("/explore/").content.decode()
-    table = rows_of(body, "explore-rows")
+    table = usage_rows_of(body, "explore-rows")
     d = day_d().isoformat()
     assert table == [
         [d, "alpha", "nlp", "nlp-dev", H100, "3.00", f"{NLP_USED_S / H:.2f}", f"{8400 / H:.2f}",
@@ -157,13 +171,16 @@ def add_many_pods(seeded, n=25):
 
 
 # The caps hold whatever the number of pods, devices or days (add_many_pods adds 25 pods): a
-# few aggregate queries per figure, plus session/user/roles and, once a rate card exists, its load.
+# few aggregate queries per figure, plus session/user/roles and, for roles that see money, one
+# load of the rate card. The team page is the dearest: it reads usage twice (the window, and
+# this month vs last) and resolves teams a third time for quotas and moves, each resolver
+# reading the clusters' label trust too.
 @pytest.mark.parametrize("url", ["/", "/teams/vision/", "/explore/", "/explore/?grain=hour", "/idle/", "/health/",
                                  "/admin-tools/ingest/", "/api/v1/idle/", "/explore/?format=csv"])
 def test_report_views_run_a_bounded_number_of_queries(login, seeded, django_assert_max_num_queries, url):
     c = login("admin")
     add_many_pods(seeded)
-    with django_assert_max_num_queries(22):
+    with django_assert_max_num_queries(25):
         assert c.get(url).status_code == 200
 
 
@@ -171,7 +188,7 @@ def test_report_views_run_a_bounded_number_of_queries(login, seeded, django_asse
 def test_team_lead_views_run_a_bounded_number_of_queries(login, seeded, django_assert_max_num_queries, url):
     c = login("team_lead")
     add_many_pods(seeded)
-    with django_assert_max_num_queries(24):
+    with django_assert_max_num_queries(26):
         assert c.get(url).status_code == 200
 
 

@@ -6,24 +6,13 @@ air-gapped). Screenshots land in screenshots/ (git-ignored) for review.
 """
 import csv
 import os
-from pathlib import Path
-from urllib.parse import urlparse
 
 import pytest
 
-# playwright's sync API keeps an event loop in this thread; the ORM calls made by fixtures
-# here are plain synchronous ones.
-os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-os.environ.setdefault("DJANGO_LIVE_TEST_SERVER_ADDRESS", "127.0.0.1")
-
-playwright_sync = pytest.importorskip("playwright.sync_api")
-
-from .seed import PASSWORD, seed  # noqa: E402
+from .browser import SHOTS, browser, session, site  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
-CHROMIUM = "/usr/bin/chromium"
-SHOTS = Path(__file__).resolve().parents[2] / "screenshots"
 ROLE_PAGES = {
     "admin": ["/", "/teams/vision/", "/teams/nlp/", "/explore/", "/idle/", "/health/", "/admin-tools/ingest/"],
     "finance": ["/", "/teams/nlp/", "/explore/", "/idle/", "/health/"],
@@ -32,79 +21,6 @@ ROLE_PAGES = {
 }
 # The ingest log is tables only; vision's pods are busy, so its lead has no idle pod to chart.
 PAGES_WITHOUT_CHARTS = {("admin", "/admin-tools/ingest/"), ("team_lead", "/idle/")}
-CHARTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => ({
-    traces: (el.data || []).length,
-    points: (el.data || []).reduce((n, t) => n + ((t.x || t.z || []).length || 0), 0),
-    svg: el.querySelectorAll('.main-svg').length,
-}))"""
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not Path(CHROMIUM).exists():
-        pytest.skip("Debian chromium is not installed")
-    with playwright_sync.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update"])
-        yield b
-        b.close()
-
-
-@pytest.fixture
-def site(transactional_db, live_server, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    data = seed()
-    data["url"] = live_server.url
-    return data
-
-
-class Session:
-    """One signed-in browser context that records console errors and every request's host."""
-
-    def __init__(self, browser, base_url, username):
-        self.base = base_url
-        self.context = browser.new_context(viewport={"width": 1400, "height": 900}, accept_downloads=True)
-        self.page = self.context.new_page()
-        self.console_errors, self.requests = [], []
-        self.page.on("console", lambda m: m.type == "error" and self.console_errors.append(m.text))
-        self.page.on("pageerror", lambda e: self.console_errors.append(str(e)))
-        self.page.on("request", lambda r: self.requests.append(r.url))
-        self.page.goto(base_url + "/accounts/login/")
-        self.page.fill("input[name=username]", username)
-        self.page.fill("input[name=password]", PASSWORD)
-        self.page.click("form.login button[type=submit]")
-        self.page.wait_for_url(base_url + "/")
-
-    def open(self, path):
-        response = self.page.goto(self.base + path)
-        self.page.wait_for_load_state("load")
-        return response
-
-    def charts(self):
-        return self.page.evaluate(CHARTS_JS)
-
-    def shot(self, name):
-        SHOTS.mkdir(exist_ok=True)
-        self.page.screenshot(path=str(SHOTS / f"{name}.png"), full_page=True)
-
-    def foreign_requests(self):
-        return [u for u in self.requests if urlparse(u).hostname != "127.0.0.1" and not u.startswith("data:")]
-
-    def close(self):
-        self.context.close()
-
-
-@pytest.fixture
-def session(browser, site):
-    opened = []
-
-    def sign_in(username):
-        s = Session(browser, site["url"], username)
-        opened.append(s)
-        return s
-    yield sign_in
-    for s in opened:
-        s.close()
 
 
 def slug(path):
@@ -198,9 +114,10 @@ def test_explorer_csv_downloads_exactly_the_rows_shown(session, tmp_path):
 
 
 def test_overview_screenshot_for_the_readme(session, site):
-    """A week of data, shot for docs/overview.png (copied there when UPDATE_DOCS_SCREENSHOT=1)."""
-    from .seed import seed_week
+    """A priced week of data, shot for docs/overview.png (copied there when UPDATE_DOCS_SCREENSHOT=1)."""
+    from .seed import seed_rates, seed_week
     seed_week()
+    seed_rates()
     s = session("admin")
     for path in ["/", "/teams/vision/", "/explore/", "/idle/", "/health/"]:
         assert s.open(path).status == 200

@@ -1,14 +1,14 @@
 """The utilization explorer: one function builds the rows that the table, the heatmap and the CSV show."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from django.db.models import Sum
 from rest_framework.exceptions import ValidationError
 
 from apps.accounting.figures import efficiency, shown_hours, shown_ratio
-from apps.accounting.usage import billing_zone, usage_cells
+from apps.accounting.usage import Cell, billing_zone, price_class_expr, usage_cells
 from apps.accounting.models import UsageHour
 from apps.clusters.models import Cluster
 from apps.teams.resolve import TeamResolver
@@ -19,6 +19,7 @@ GRAINS = ("hour", "day", "week")
 MAX_HOURLY_DAYS = 7
 CSV_COLUMNS = ["period_start", "cluster", "team", "namespace", "gpu_model",
                "allocated_gpu_hours", "used_gpu_hours", "idle_gpu_hours", "efficiency"]
+MONEY_COLUMNS = ["cost", "idle_cost", "currency"]     # for roles that see money
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,7 @@ class ExploreOptions:
     namespace: str | None = None
     gpu_model: str | None = None
     grain: str = "day"
+    note: str = ""          # why the grain shown is not the one asked for
 
 
 @dataclass
@@ -38,6 +40,7 @@ class ExploreRow:
     allocated_gpu_seconds: float = 0.0
     used_gpu_seconds: float = 0.0
     idle_gpu_seconds: float = 0.0
+    cells: list = field(default_factory=list, repr=False)     # what its cost is priced from
 
     @property
     def efficiency(self) -> float | None:
@@ -64,31 +67,41 @@ def parse_options(params, sel: Selection) -> ExploreOptions:
     grain = params.get("grain") or "day"
     if grain not in GRAINS:
         raise ValidationError({"grain": f"grain={grain!r} is not one of {', '.join(GRAINS)}"})
+    note = ""
     if grain == "hour" and sel.end - sel.start > timedelta(days=MAX_HOURLY_DAYS):
-        raise ValidationError({"grain": f"hourly rows cover at most {MAX_HOURLY_DAYS} days; pick day or week"})
+        # Any window the picker offers must show something: too long for hours, it shows days.
+        days = (sel.end - sel.start) / timedelta(days=1)
+        note = (f"Hourly rows cover at most {MAX_HOURLY_DAYS} days and this window spans {days:g}: "
+                "shown per day instead. Pick a shorter window for hourly rows.")
+        grain = "day"
     return ExploreOptions(namespace=(params.get("namespace") or "").strip() or None,
-                          gpu_model=(params.get("gpu_model") or "").strip() or None, grain=grain)
+                          gpu_model=(params.get("gpu_model") or "").strip() or None, grain=grain, note=note)
 
 
 def _hourly_cells(sel: Selection, opts: ExploreOptions):
-    """(cluster, namespace, team, model, hour, local day, seconds...) straight from the hourly rows."""
-    qs = UsageHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end).exclude(namespace="")
-    if sel.cluster:
-        qs = qs.filter(cluster__name=sel.cluster)
+    """Usage cells of one hour each, straight from the hourly rows: (bucket, cell)."""
+    clusters = Cluster.objects.filter(name=sel.cluster) if sel.cluster else Cluster.objects.all()
+    names = dict(clusters.values_list("id", "name"))
+    qs = UsageHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end, cluster_id__in=names)
+    qs = qs.exclude(namespace="")
     if opts.namespace:
         qs = qs.filter(namespace=opts.namespace)
     if opts.gpu_model:
         qs = qs.filter(gpu_model=opts.gpu_model)
-    rows = (qs.values("cluster_id", "namespace", "gpu_model", "hour_start")
-            .annotate(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"))
+    rows = (qs.annotate(price_class=price_class_expr(set(names)))
+            .values("cluster_id", "namespace", "gpu_model", "mig_profile", "price_class", "hour_start")
+            .annotate(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"),
+                      mig_s=Sum("mig_seconds"))
             .order_by())
-    names = dict(Cluster.objects.values_list("id", "name"))
     resolver, zone = TeamResolver(), billing_zone()
     for r in rows:
         day = r["hour_start"].astimezone(zone).date()
         team = resolver.team(r["cluster_id"], r["namespace"], day, r["hour_start"])
-        yield (names.get(r["cluster_id"], "?"), r["namespace"], team, r["gpu_model"], r["hour_start"], day,
-               r["gpu_s"] or 0.0, r["used_s"] or 0.0, r["idle_s"] or 0.0)
+        yield r["hour_start"], Cell(
+            cluster_id=r["cluster_id"], cluster=names.get(r["cluster_id"], "?"), namespace=r["namespace"], team=team,
+            gpu_model=r["gpu_model"], mig_profile=r["mig_profile"], day=day, gpu_seconds=r["gpu_s"] or 0.0,
+            used_gpu_seconds=r["used_s"] or 0.0, idle_gpu_seconds=r["idle_s"] or 0.0, mig_seconds=r["mig_s"] or 0.0,
+            price_class=r["price_class"])
 
 
 def _daily_cells(sel: Selection, opts: ExploreOptions):
@@ -97,9 +110,7 @@ def _daily_cells(sel: Selection, opts: ExploreOptions):
     for c in usage_cells(f):
         if not c.allocated:
             continue
-        bucket = c.day - timedelta(days=c.day.weekday()) if opts.grain == "week" else c.day
-        yield (c.cluster, c.namespace, c.team, c.gpu_model, bucket, c.day,
-               c.gpu_seconds, c.used_gpu_seconds, c.idle_gpu_seconds)
+        yield (c.day - timedelta(days=c.day.weekday()) if opts.grain == "week" else c.day), c
 
 
 def explore(sel: Selection, opts: ExploreOptions) -> Explored:
@@ -107,15 +118,16 @@ def explore(sel: Selection, opts: ExploreOptions) -> Explored:
     teams = sel.teams
     rows: dict[tuple, ExploreRow] = {}
     heat: dict[tuple[str, date], list[float]] = {}
-    for cluster, ns, team, model, bucket, day, gpu_s, used_s, idle_s in cells:
-        if teams is not None and team not in teams:
+    for bucket, c in cells:
+        if teams is not None and c.team not in teams:
             continue
-        key = (bucket, cluster, team, ns, model)
-        row = rows.get(key) or rows.setdefault(key, ExploreRow(bucket, cluster, team, ns, model))
-        row.allocated_gpu_seconds += gpu_s
-        row.used_gpu_seconds += used_s
-        row.idle_gpu_seconds += idle_s
-        h = heat.setdefault((team, day), [0.0, 0.0])
-        h[0] += gpu_s
-        h[1] += used_s
+        key = (bucket, c.cluster, c.team, c.namespace, c.gpu_model)
+        row = rows.get(key) or rows.setdefault(key, ExploreRow(bucket, c.cluster, c.team, c.namespace, c.gpu_model))
+        row.allocated_gpu_seconds += c.gpu_seconds
+        row.used_gpu_seconds += c.used_gpu_seconds
+        row.idle_gpu_seconds += c.idle_gpu_seconds
+        row.cells.append(c)
+        h = heat.setdefault((c.team, c.day), [0.0, 0.0])
+        h[0] += c.gpu_seconds
+        h[1] += c.used_gpu_seconds
     return Explored(rows=[rows[k] for k in sorted(rows)], heatmap=heat)

@@ -2,17 +2,20 @@
 
 A GPU is flagged when it reported an XID in the window, or when it spent at least
 HOT_SUSTAINED_SECONDS of one hour above 83 °C (sustained heat, not a passing spike).
-Team leads see only the devices their namespaces held in the window, and their teams' energy.
+Team leads (and a picked team) see only the hours their namespaces held a GPU: a GPU their
+pod held on Monday shows Monday's readings, not the rest of the week's, when it was someone
+else's or nobody's. The energy per team is scoped the same way.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 
-from django.db.models import Avg, Max, Sum
+from django.db.models import Avg, Exists, Max, OuterRef, Q, Sum
 from django.db.models.functions import TruncDate
 
 from apps.accounting.models import DeviceHealthHour, UsageHour
+from apps.accounting.days import day_of
 from apps.accounting.usage import billing_zone
 from apps.teams.resolve import TeamResolver
 
@@ -48,30 +51,53 @@ class DeviceHealth:
         return self.xid_samples > 0 or self.hot
 
 
-def _health_rows(sel: Selection, device_ids):
+HOUR = timedelta(hours=1)
+
+
+def _health_rows(sel: Selection, held: Q | None):
     qs = DeviceHealthHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end)
     if sel.cluster:
         qs = qs.filter(cluster__name=sel.cluster)
-    if device_ids is not None:
-        qs = qs.filter(device_id__in=device_ids)
+    if held is not None:
+        # The device-hours one of the teams' pods held (a GPU shared by time-slicing counts
+        # when any of its pods that hour is theirs).
+        qs = qs.filter(Exists(UsageHour.objects.filter(held, device_id=OuterRef("device_id"),
+                                                       hour_start=OuterRef("hour_start"))))
     return qs
 
 
-def scoped_device_ids(sel: Selection) -> set[int] | None:
-    """Devices held by the selected/scoped teams' namespaces in the window; None when unscoped."""
+def held_hours(sel: Selection) -> Q | None:
+    """A filter on UsageHour for the hours the selected/scoped teams' namespaces held GPUs, as
+    runs of hours per (cluster, namespace); None when unscoped (every reading counts).
+
+    Teams resolve per hour (a re-label moves a namespace from its hour on); one query of
+    (cluster, namespace, hour), whatever the number of devices.
+    """
     if sel.teams is None:
         return None
     qs = UsageHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end).exclude(namespace="")
     if sel.cluster:
         qs = qs.filter(cluster__name=sel.cluster)
-    held = (qs.values_list("cluster_id", "namespace", "device_id", TruncDate("hour_start", tzinfo=billing_zone()))
-            .distinct().order_by())
-    resolver = TeamResolver()
-    return {device for cluster_id, ns, device, day in held if resolver.team(cluster_id, ns, day) in sel.teams}
+    resolver, zone = TeamResolver(), billing_zone()
+    runs: dict[tuple[int, str], list[list[datetime]]] = {}
+    for cluster_id, ns, hour in (qs.values_list("cluster_id", "namespace", "hour_start").distinct()
+                                 .order_by("cluster_id", "namespace", "hour_start")):
+        if resolver.team(cluster_id, ns, day_of(hour, zone), hour) not in sel.teams:
+            continue
+        spans = runs.setdefault((cluster_id, ns), [])
+        if spans and spans[-1][1] == hour:
+            spans[-1][1] = hour + HOUR
+        else:
+            spans.append([hour, hour + HOUR])
+    held = Q(pk__in=[])            # no hour held: nothing matches
+    for (cluster_id, ns), spans in runs.items():
+        for a, b in spans:
+            held |= Q(cluster_id=cluster_id, namespace=ns, hour_start__gte=a, hour_start__lt=b)
+    return held
 
 
-def device_health(sel: Selection, device_ids=None) -> list[DeviceHealth]:
-    qs = _health_rows(sel, device_ids)
+def device_health(sel: Selection, held: Q | None = None) -> list[DeviceHealth]:
+    qs = _health_rows(sel, held)
     rows = (qs.values("device_id", "cluster__name", "device__host", "device__gpu_index", "device__mig_instance_id",
                       "device__model_name", "device__uuid")
             .annotate(t_max=Max("temperature_c_max"), t_avg=Avg("temperature_c_avg"),
@@ -104,8 +130,8 @@ class HealthHour:
     power_watts: float | None
 
 
-def hourly_health(sel: Selection, device_ids=None) -> list[HealthHour]:
-    rows = (_health_rows(sel, device_ids).values("hour_start")
+def hourly_health(sel: Selection, held: Q | None = None) -> list[HealthHour]:
+    rows = (_health_rows(sel, held).values("hour_start")
             .annotate(t_max=Max("temperature_c_max"), t_avg=Avg("temperature_c_avg"), p=Sum("power_watts_avg"))
             .order_by("hour_start"))
     return [HealthHour(r["hour_start"], r["t_max"], r["t_avg"], r["p"]) for r in rows]

@@ -6,20 +6,24 @@ ingest. This report lists a pod when its average utilization over the window (us
 allocated) is under the listing threshold (10 % by default) and its longest unbroken idle
 stretch lasts at least the listing minimum (30 minutes by default). Stretches are joined
 across hours per device-pod; a pod's longest is the longest over its devices.
+
+The page shows the list a page at a time, sorted as asked (`SORTS`); the cost of the pods
+shown, and of the capacity no pod held, are priced from usage cells (apps/reports/money.py).
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
 from django.db.models import Max, Min, Q, Sum
+from django.db.models.functions import TruncDate
 from rest_framework.exceptions import ValidationError
 
 from apps.accounting.figures import efficiency, longest_idle_seconds, share, shown_hours, shown_ratio
 from apps.accounting.models import UsageHour
-from apps.accounting.usage import billing_zone
+from apps.accounting.usage import Cell, billing_zone, price_class_expr
 from apps.clusters.models import Cluster
 from apps.teams.resolve import TeamResolver
 
@@ -46,6 +50,7 @@ class IdlePod:
     longest_idle_seconds: float = 0.0
     first_hour: datetime | None = None
     last_hour: datetime | None = None
+    cluster_id: int | None = None
 
     @property
     def utilization(self) -> float | None:
@@ -66,6 +71,23 @@ class IdlePod:
 
 CSV_COLUMNS = ["cluster", "namespace", "pod", "team", "node", "gpus_held", "idle_gpu_hours",
                "allocated_gpu_hours", "used_gpu_hours", "utilization", "longest_idle_hours"]
+
+# The page's sort keys (`?sort=`, "-" first for descending) and the value each sorts by.
+SORTS = {
+    "idle_gpu_hours": lambda p: p.idle_gpu_seconds,
+    "utilization": lambda p: p.utilization,
+    "gpus_held": lambda p: p.gpus_held,
+    "longest_idle": lambda p: p.longest_idle_seconds,
+    "pod": lambda p: p.pod,
+    "namespace": lambda p: p.namespace,
+    "team": lambda p: p.team,
+    "cluster": lambda p: p.cluster,
+}
+DEFAULT_SORT = "-idle_gpu_hours"
+
+
+def pod_order(p: "IdlePod") -> tuple:
+    return (p.cluster, p.namespace, p.pod)
 
 
 EVERY_IDLE_POD = (1.0, 0.0)  # no listing filter: every pod with idle GPU-time
@@ -118,7 +140,7 @@ def idle_pods(sel: Selection, opts: IdleOptions) -> list[IdlePod]:
         pods[(t["cluster_id"], t["namespace"], t["pod"])] = IdlePod(
             cluster=names.get(t["cluster_id"], "?"), namespace=t["namespace"], pod=t["pod"], team=team,
             nodes=[], gpus_held=0.0, allocated_gpu_seconds=t["gpu_s"], used_gpu_seconds=t["used_s"],
-            idle_gpu_seconds=t["idle_s"], first_hour=t["first"], last_hour=t["last"],
+            idle_gpu_seconds=t["idle_s"], first_hour=t["first"], last_hour=t["last"], cluster_id=t["cluster_id"],
         )
     if not pods:
         return []
@@ -154,12 +176,40 @@ def _fill_stretches(allocated, pods):
         pod.nodes = sorted(nodes[key])
 
 
+def pod_cells(sel: Selection, pods: list[IdlePod]) -> list[list[Cell]]:
+    """The usage cells of each pod (per GPU model, MIG profile, price class and billing day), in
+    one query, to price what the pods shown cost in the window."""
+    if not pods:
+        return []
+    wanted = {(p.cluster_id, p.namespace, p.pod): i for i, p in enumerate(pods)}
+    qs = (_base(sel).filter(gpu_seconds__gt=0, namespace__in={p.namespace for p in pods},
+                            pod__in={p.pod for p in pods}, cluster_id__in={p.cluster_id for p in pods})
+          .annotate(price_class=price_class_expr({p.cluster_id for p in pods}),
+                    day=TruncDate("hour_start", tzinfo=billing_zone()))
+          .values("cluster_id", "namespace", "pod", "gpu_model", "mig_profile", "price_class", "day")
+          .annotate(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"),
+                    mig_s=Sum("mig_seconds")).order_by())
+    out: list[list[Cell]] = [[] for _ in pods]
+    for r in qs:
+        i = wanted.get((r["cluster_id"], r["namespace"], r["pod"]))
+        if i is None:
+            continue
+        p = pods[i]
+        out[i].append(Cell(cluster_id=p.cluster_id, cluster=p.cluster, namespace=p.namespace, team=p.team,
+                           gpu_model=r["gpu_model"], mig_profile=r["mig_profile"], day=r["day"],
+                           gpu_seconds=r["gpu_s"] or 0.0, used_gpu_seconds=r["used_s"] or 0.0,
+                           idle_gpu_seconds=r["idle_s"] or 0.0, mig_seconds=r["mig_s"] or 0.0,
+                           price_class=r["price_class"]))
+    return out
+
+
 @dataclass
 class Unallocated:
     cluster: str
     gpu_model: str
     capacity_gpu_seconds: float = 0.0
     unallocated_gpu_seconds: float = 0.0
+    cells: list = field(default_factory=list, repr=False)    # the unallocated ones, to price
 
     @property
     def share(self) -> float | None:
@@ -167,9 +217,23 @@ class Unallocated:
 
 
 def unallocated_capacity(sel: Selection) -> list[Unallocated]:
-    """Capacity no pod held, per cluster and GPU model (fleet-wide: not for team leads)."""
-    rows = (_base(sel).values("cluster__name", "gpu_model")
-            .annotate(cap_s=Sum("gpu_seconds"), free_s=Sum("gpu_seconds", filter=Q(namespace="")))
-            .order_by("cluster__name", "gpu_model"))
-    return [Unallocated(cluster=r["cluster__name"], gpu_model=r["gpu_model"], capacity_gpu_seconds=r["cap_s"] or 0.0,
-                        unallocated_gpu_seconds=r["free_s"] or 0.0) for r in rows]
+    """Capacity no pod held, per cluster and GPU model (fleet-wide: not for team leads), with
+    the unallocated usage cells that price it."""
+    clusters = dict(Cluster.objects.values_list("id", "name"))
+    rows = (_base(sel).annotate(price_class=price_class_expr(set(clusters)),
+                                day=TruncDate("hour_start", tzinfo=billing_zone()))
+            .values("cluster_id", "gpu_model", "mig_profile", "price_class", "day")
+            .annotate(cap_s=Sum("gpu_seconds"), free_s=Sum("gpu_seconds", filter=Q(namespace="")),
+                      free_mig_s=Sum("mig_seconds", filter=Q(namespace=""))).order_by())
+    out: dict[tuple[str, str], Unallocated] = {}
+    for r in rows:
+        name = clusters.get(r["cluster_id"], "?")
+        u = out.get((name, r["gpu_model"])) or out.setdefault((name, r["gpu_model"]), Unallocated(name, r["gpu_model"]))
+        u.capacity_gpu_seconds += r["cap_s"] or 0.0
+        if r["free_s"]:
+            u.unallocated_gpu_seconds += r["free_s"]
+            u.cells.append(Cell(cluster_id=r["cluster_id"], cluster=name, namespace="", team="",
+                                gpu_model=r["gpu_model"], mig_profile=r["mig_profile"], day=r["day"],
+                                gpu_seconds=r["free_s"], mig_seconds=r["free_mig_s"] or 0.0,
+                                price_class=r["price_class"]))
+    return [out[k] for k in sorted(out)]

@@ -67,7 +67,7 @@ def month_bounds(now: datetime) -> tuple[datetime, datetime, datetime]:
     return last_start, this_start, now
 
 
-def month_costs(sel: Selection, team: str, now: datetime | None = None) -> list[MonthCost]:
+def month_costs(sel: Selection, team: str, now: datetime | None = None, card=None) -> list[MonthCost]:
     """Month-to-date and last month for the team, priced by the rate card when it exists.
 
     One usage query covers both months; its billing-zone days split them.
@@ -79,7 +79,7 @@ def month_costs(sel: Selection, team: str, now: datetime | None = None) -> list[
                                           ("Last month", last_start, this_start, False)):
         rows = group_cells([c for c in cells if (c.day >= this_start.date()) == this_month], "team")
         parts.append((label, start, end, rows[0] if rows else UsageRow(key=team)))
-    prices = price_usage_rows_detail([row for *_, row in parts])
+    prices = price_usage_rows_detail([row for *_, row in parts], card)
     return [MonthCost(label, start, end, gpu_hours(row.allocated_gpu_seconds), cost, currency, True, unpriced)
             for (label, start, end, row), (cost, currency, unpriced) in zip(parts, prices)]
 

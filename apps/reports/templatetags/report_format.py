@@ -7,6 +7,9 @@ from django.conf import settings
 
 from apps.accounting.calc import present
 from apps.accounting.figures import gpu_hours, percent_text
+from apps.accounting.usage import billing_zone
+
+from ..presets import local_text
 
 register = template.Library()
 
@@ -67,3 +70,35 @@ def rate(hourly_rate, currency):
     if value is None or not currency:
         return "–"
     return format_currency(value.normalize(), currency, locale=settings.MONEY_LOCALE, decimal_quantization=False)
+
+
+@register.filter
+def signum(amount):
+    """-1, 0 or 1 for an amount (a Decimal string as the API gives it); None for none."""
+    value = _decimal(amount)
+    if value is None:
+        return None
+    return (value > 0) - (value < 0)
+
+
+@register.filter
+def local_time(instant):
+    """An instant as people read it, in the billing time zone: '2026-04-02 11:30 CEST'."""
+    if not instant:
+        return "–"
+    return local_text(instant, billing_zone())
+
+
+@register.filter
+def cost_text(priced, which="cost"):
+    """A `money.Priced` as a table cell: its cost (or, with "idle", its idle cost) through
+    `money`; 'unpriced' when no rate covers the hours, 'several currencies' when they
+    cannot be summed, '–' when there is nothing to price."""
+    if priced is None:
+        return "–"
+    amount = priced.idle_cost if which == "idle" else priced.cost
+    if amount is not None:
+        return money(amount, priced.currency)
+    if priced.mixed:
+        return "several currencies"
+    return "unpriced" if priced.unpriced else "–"

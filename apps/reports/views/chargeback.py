@@ -7,9 +7,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from apps.accounting.actions import ActionError, do_close_period
-from apps.accounting.calc import next_period, parse_period, prev_period
-from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period, statement,
-                                        statement_payload)
+from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
+from apps.accounting.models import BillingPeriod, UsageHour
+from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
+                                        period_has_ended, statement, statement_payload)
+from apps.accounting.timeparse import billing_zone
+from apps.clusters.models import Cluster
 from apps.teams.access import can_close_periods, can_see_money, require_team, team_scope
 from apps.web.pages import bad_request
 
@@ -39,21 +42,31 @@ def statement_view(request):
     selected = next((row for row in payload["results"] if row["key"] == team), None) if team else None
     api = reverse("api-chargeback")
     query = f"period={period}&shared_idle={shared_idle}"
+    closer = can_close_periods(request.user)
     return render(request, "chargeback/statement.html", {
         "payload": payload, "period": period, "shared_idle": shared_idle,
         "selected": selected, "team": team, "unallocated_key": UNALLOCATED_KEY,
         "prev_period": prev_period(period), "next_period": next_period(period),
-        "can_close": can_close_periods(request.user) and not payload["closed"],
+        "closed": _closed(period) if payload["closed"] else None,
+        "ended": period_has_ended(period), "closes_from": period_bounds(period, billing_zone())[1],
+        "closer": closer,
+        "can_close": closer and not payload["closed"] and period_has_ended(period),
         "csv_url": f"{api}?{query}&group_by=team&format=csv",
         "csv_namespace_url": f"{api}?{query}&group_by=namespace&format=csv",
         "xlsx_url": f"{api}?{query}&group_by=namespace&format=xlsx",
     })
 
 
+def _closed(period):
+    """(closed at, closed by) of a closed month, for the page to say who froze it when."""
+    return BillingPeriod.objects.select_related("closed_by").filter(period=period).first()
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def close_view(request):
-    """GET asks for confirmation; POST (with CSRF) closes."""
+    """GET asks for confirmation, saying what closing freezes and what is not in yet; only an
+    ended month offers the button. POST (with CSRF) closes."""
     if not can_close_periods(request.user):
         raise PermissionDenied("only finance or an admin can close a billing period")
     period, refused = _period(request)
@@ -67,5 +80,14 @@ def close_view(request):
         else:
             messages.success(request, f"{period} is closed; its statement is frozen.")
         return redirect(f"{reverse('chargeback:statement')}?period={period}")
-    return render(request, "chargeback/close_confirm.html",
-                  {"period": period, "behind": clusters_behind(period)})
+    zone = billing_zone()
+    start, end = period_bounds(period, zone)
+    stmt = statement(period)
+    behind = clusters_behind(period)
+    return render(request, "chargeback/close_confirm.html", {
+        "period": period, "zone": zone.key, "period_start": start, "period_end": end,
+        "ended": period_has_ended(period), "closed": stmt.closed,
+        "behind": list(Cluster.objects.filter(name__in=behind).order_by("name").values("name", "ingested_until")),
+        "has_usage": UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end).exists(),
+        "payload": statement_payload(stmt, "team", None),
+    })

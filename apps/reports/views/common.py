@@ -1,5 +1,4 @@
 """What every report page shares: sign-in, the picker parsed from the URL, the navigation."""
-from datetime import time, timedelta
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required
@@ -13,7 +12,9 @@ from apps.clusters.models import Cluster
 from apps.teams.models import UNASSIGNED, Team
 from apps.web.pages import bad_request
 
+from .. import presets
 from ..selection import selection_from
+
 
 def report_view(view=None, *, admin_only=False):
     """Sign-in required; the picker parsed (bad values answer 400 with the reason) and scoped."""
@@ -22,7 +23,7 @@ def report_view(view=None, *, admin_only=False):
         @wraps(fn)
         def inner(request, *args, **kwargs):
             try:
-                sel = selection_from(request)
+                sel = selection_from(request, page=True)
             except ValidationError as exc:
                 return bad_request(request, exc.detail)
             if admin_only and not sel.admin:
@@ -34,17 +35,19 @@ def report_view(view=None, *, admin_only=False):
 
 def page(request, sel, template, active, context):
     """Render a report page with the navigation and picker filled in."""
-    zone = billing_zone()
     teams = sorted(Team.objects.values_list("name", flat=True)) + [UNASSIGNED]
     if sel.scope is not None:
         teams = sorted(sel.scope)
+    # The pickers and the window shown are billing-zone dates and times (docs/dates-and-money.md).
+    zone = billing_zone()
+    start_date, end_date = presets.input_dates(sel.query["start"], sel.query["end"], sel.start, sel.end, zone)
     ctx = {
         "sel": sel, "qs": sel.querystring, "active": active,
         "picker_clusters": list(Cluster.objects.values_list("name", flat=True)),
         "picker_teams": teams,
-        # The pickers and the window shown are billing-zone dates and times, as typed (docs/dates-and-money.md).
-        "picker_start": sel.start.astimezone(zone).date().isoformat(),
-        "picker_end": _end_date(sel.end.astimezone(zone)).isoformat(),
+        "picker_start": start_date.isoformat(), "picker_end": end_date.isoformat(),
+        "picker_presets": preset_links(request, sel),
+        "picker_window": presets.window_text(sel.start, sel.end, zone),
         "billing_timezone": zone.key,
         "my_teams": sorted(sel.scope) if sel.scope is not None else None,
     }
@@ -52,11 +55,23 @@ def page(request, sel, template, active, context):
     return render(request, template, ctx)
 
 
-def _end_date(end):
-    """The picker's end date (exclusive, local): a window ending mid-day shows the next day."""
-    if end.time() == time.min:
-        return end.date()
-    return end.date() + timedelta(days=1)
+# Not kept by a preset link: the dates it sets, the page of a list, a download.
+_DROPPED_BY_PRESETS = ("start", "end", "page", "format")
+
+
+def preset_links(request, sel):
+    """(label, href, current) per date preset, keeping every other parameter of the page.
+    The default preset's link carries no dates, so it stays "the last 7 days" when shared."""
+    keep = request.GET.copy()
+    for key in _DROPPED_BY_PRESETS:
+        keep.pop(key, None)
+    links = []
+    for p in presets.presets(sel.today):
+        q = keep.copy()
+        if p.key != presets.DEFAULT:
+            q["start"], q["end"] = p.start.isoformat(), p.end.isoformat()
+        links.append((p.label, f"?{q.urlencode()}" if q else request.path, p.key == sel.preset))
+    return links
 
 
 def csv_response(text: str, filename: str) -> HttpResponse:

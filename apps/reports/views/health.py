@@ -1,13 +1,13 @@
 from .. import figures
-from ..data.health import HOT_SUSTAINED_SECONDS, device_health, energy_by_team_month, hourly_health, scoped_device_ids
+from ..data.health import HOT_SUSTAINED_SECONDS, device_health, energy_by_team_month, held_hours, hourly_health
 from .common import page, report_view
 
 
 @report_view
 def health(request, sel):
-    device_ids = scoped_device_ids(sel)
-    devices = device_health(sel, device_ids)
-    hours = hourly_health(sel, device_ids)
+    held = held_hours(sel)
+    devices = device_health(sel, held)
+    hours = hourly_health(sel, held)
     energy = energy_by_team_month(sel)
     return page(request, sel, "reports/health.html", "health", {
         "flagged": [d for d in devices if d.flagged], "devices": devices, "energy": energy,

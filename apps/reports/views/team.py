@@ -6,6 +6,7 @@ from apps.teams.models import UNASSIGNED, Team
 from apps.teams.resolve import TeamResolver
 
 from .. import figures
+from ..money import load_rate_card, price_groups
 from ..data.team import mig_hours, month_costs, namespace_moves, namespace_series, quota_use, team_cells
 from .common import page, report_view
 
@@ -22,9 +23,11 @@ def team_dashboard(request, sel, name):
     mig = mig_hours(cells)
     resolver = TeamResolver()     # one read of mappings and label history for the quota and the moves
     quotas = quota_use(sel, name, resolver)
-    costs = month_costs(sel, name) if sel.money else None
+    card = load_rate_card() if sel.money else None
+    costs = month_costs(sel, name, card=card) if sel.money else None
+    priced = price_groups([r.cells for r in namespaces], card=card) if sel.money else [None] * len(namespaces)
     return page(request, sel, "reports/team.html", "team", {
-        "team": name, "namespaces": namespaces, "mig": mig, "quotas": quotas, "costs": costs,
+        "team": name, "namespaces": namespaces, "namespace_rows": list(zip(namespaces, priced)), "mig": mig, "quotas": quotas, "costs": costs,
         "moves": namespace_moves(sel, name, resolver),
         "fig_namespaces": figures.namespace_lines(series),
         "fig_mig": figures.mig_bar(mig),

@@ -1,0 +1,60 @@
+"""Money beside usage on the pages: the cost and the idle cost of a group of usage cells.
+
+Every amount comes from the one pricing definition (`apps.accounting.pricing`:
+`price_cells_detail`, `idle_share`; docs/figures.md "Cost"), so a page's cost and the
+chargeback statement's agree to the cent. Pages show them only to roles that may see money
+(`Selection.money`), and format them with the `money` / `cost_text` filters.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from apps.accounting.calc import RateCard
+from apps.accounting.figures import gpu_hours
+from apps.accounting.pricing import idle_share, load_rate_card, price_cells_detail
+
+
+@dataclass(frozen=True)
+class Priced:
+    cost: Decimal | None            # exact; None: nothing priced, or several currencies
+    idle_cost: Decimal | None       # what the idle GPU-hours among them cost
+    currency: str | None
+    unpriced_gpu_hours: float       # allocated hours no rate covers (never priced at 0)
+    mixed: bool = False             # priced in more than one currency: no single sum
+
+    @property
+    def unpriced(self) -> bool:
+        return self.unpriced_gpu_hours > 0
+
+
+NOTHING = Priced(None, None, None, 0.0)
+
+
+def price(cells, card: RateCard, *, unallocated: bool = False) -> Priced:
+    """Cost and idle cost of `cells` (of the unallocated ones with `unallocated=True`: capacity
+    is never idle cost, it has no pod)."""
+    cells = list(cells)
+    if not cells:
+        return NOTHING
+    cost, currency, unpriced_s = price_cells_detail(cells, card, unallocated=unallocated)
+    idle_cost = None
+    if not unallocated:
+        idle_cost, idle_currency, _ = price_cells_detail(idle_share(cells), card)
+        if idle_cost is None and cost is not None:
+            idle_cost = Decimal(0)            # nothing idle: it cost nothing
+        elif idle_currency != currency:
+            idle_cost = None
+    priced_any = any(c.namespace if not unallocated else not c.namespace for c in cells)
+    mixed = cost is None and priced_any and gpu_hours(float(unpriced_s)) < _hours(cells, unallocated) - 1e-9
+    return Priced(cost, idle_cost, currency, gpu_hours(float(unpriced_s)), mixed)
+
+
+def _hours(cells, unallocated: bool) -> float:
+    return gpu_hours(sum(c.gpu_seconds for c in cells if bool(c.namespace) != unallocated))
+
+
+def price_groups(groups, *, unallocated: bool = False, card: RateCard | None = None) -> list[Priced]:
+    """`price` of each group of cells with one read of the rate card."""
+    card = card or load_rate_card()
+    return [price(cells, card, unallocated=unallocated) for cells in groups]
