@@ -329,8 +329,8 @@ def check_token(checkout: Path, url: str) -> None:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkout", nargs="?", type=Path, default=Path(__file__).resolve().parents[1])
-    parser.add_argument("--timeout", type=float, default=480,
-                        help="seconds to wait for the demo to serve, setup and ingest included (default 480)")
+    parser.add_argument("--timeout", type=float, default=900,
+                        help="seconds to wait for the demo to serve, setup and ingest included (default 900)")
     parser.add_argument("--log-tail", type=int, default=0, metavar="N",
                         help="on failure, print the demo's last N lines of output first")
     args = parser.parse_args()
