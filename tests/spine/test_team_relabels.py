@@ -128,7 +128,7 @@ def test_a_month_splits_at_the_relabel_hour(cluster, finance):
 
 def test_an_admin_mapping_for_part_of_the_month_wins_over_labels(cluster, finance):
     run_ingest(cluster, START, utc(2026, 4, 1))
-    do_assign_namespace(Namespace.objects.get(cluster=cluster, name="ml"), Team.objects.create(name="omega"),
+    do_assign_namespace(Namespace.objects.get(cluster=cluster, name="ml"), Team.objects.get_or_create(name="omega")[0],
                         date(2026, 3, 20), actor=finance)
     # ml: alpha 1st–14th (336 h), beta 15th–19th (5 × 24 = 120 h), omega 20th–31st (12 × 24 = 288 h)
     assert usage_by_team(START, utc(2026, 4, 1), finance) == {
@@ -172,7 +172,7 @@ def test_out_of_order_and_repeated_ingests_keep_the_history(cluster, finance):
 def test_the_team_page_lists_the_move(cluster, finance, client):
     run_ingest(cluster, START, utc(2026, 4, 1))
     for name in ("alpha", "beta"):
-        Team.objects.create(name=name)
+        Team.objects.get_or_create(name=name)[0]
     client.force_login(finance)
     page = client.get("/teams/beta/", {"start": "2026-03-01", "end": "2026-04-01"})
     assert page.status_code == 200
@@ -189,7 +189,7 @@ def test_known_teams_only_count_labels_naming_an_admins_team(cluster, finance):
     cluster.label_trust = "known_teams"
     cluster.save()
     for name in ("alpha", "gamma"):       # beta and delta are label values only
-        Team.objects.create(name=name)
+        Team.objects.get_or_create(name=name)[0]
     run_ingest(cluster, START, utc(2026, 4, 1))
     # ml: alpha 336 h, then beta (unknown) 408 h unassigned; cv: gamma 346 h, delta 398 h unassigned
     assert usage_by_team(START, utc(2026, 4, 1), finance) == {"alpha": 336.0, "gamma": 346.0, "unassigned": 806.0}
@@ -231,7 +231,7 @@ def test_a_map_from_the_queue_is_a_dated_admin_mapping(cluster, finance, client)
     cluster.label_trust = "approve"
     cluster.save()
     run_ingest(cluster, START, utc(2026, 4, 1))
-    Team.objects.create(name="omega")
+    Team.objects.get_or_create(name="omega")[0]
     client.force_login(finance)
     ns = Namespace.objects.get(cluster=cluster, name="ml")
     r = client.post("/admin-tools/claims/", {"namespace": ns.pk, "team_label": "alpha", "action": "map", "team": "omega"})

@@ -80,7 +80,7 @@ def test_group_by_team_uses_labels_dated_mappings_and_unassigned(ingested, admin
     NamespaceLabel.objects.filter(namespace__name="serve").update(team_label="")     # the label removed
     _, by_team = rows(admin_client, group_by="team")
     assert by_team["unassigned"]["allocated_gpu_hours"] == pytest.approx(2 / 7, abs=1e-6)
-    platform = Team.objects.create(name="platform")
+    platform = Team.objects.get_or_create(name="platform")[0]
     NamespaceAssignment.objects.create(namespace=Namespace.objects.get(name="ml"), team=platform,
                                        effective_from=date(2026, 10, 5))
     _, by_team = rows(admin_client, group_by="team")
@@ -148,7 +148,7 @@ def test_session_auth_works(ingested, client):
 
 def test_team_lead_sees_only_own_teams_namespaces(ingested):
     lead = user_with("team_lead")
-    Team.objects.create(name="search").members.add(lead)
+    Team.objects.get_or_create(name="search")[0].members.add(lead)
     client = APIClient()
     client.force_authenticate(lead)
     for group_by in ("namespace", "team", "cluster", "gpu_model"):
