@@ -204,7 +204,6 @@ def load_demo(hours: int | None = None, log=print, progress=None, now: datetime 
             run = ingest(cluster, _dt(story.late_from), _dt(story.end), trigger="demo", fetcher=fetcher,
                          progress=progress, chunk_hours=DEMO_CHUNK_HOURS)
             log(f"ingested {run.rows_written} more rollup rows up to {_dt(story.end):%Y-%m-%d %H:%M} UTC")
-    _teams_for_every_label(scenario)
     _claims_need_approval(cluster, admin, log)
     _budgets_and_alerts(admin, now, log)
     from apps.recommendations.snapshots import do_snapshot_recommendations
@@ -228,14 +227,6 @@ def set_up_pricing(log) -> None:
     if not Rate.objects.exists():
         call_command("import_rates", str(RATES))
         log(f"imported the example rate card {RATES.name}")
-
-
-def _teams_for_every_label(scenario) -> None:
-    """Every team a namespace label names gets its page and can be picked."""
-    names = {t for t in scenario.namespace_teams.values() if t}
-    names |= {t for changes in scenario.namespace_relabels.values() for _, t in changes if t}
-    for name in sorted(names):
-        Team.objects.get_or_create(name=name)
 
 
 def _claims_need_approval(cluster, admin, log) -> None:
