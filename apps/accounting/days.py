@@ -10,18 +10,16 @@ from __future__ import annotations
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Sum
 
 from .models import UsageDay, UsageDayBuilt, UsageHour
-from .timeparse import local_midnight
+from .timeparse import billing_zone, local_midnight
 
 BULK = 5000
 
 
-def zone() -> ZoneInfo:
-    return ZoneInfo(settings.BILLING_TIMEZONE)
+zone = billing_zone   # one definition of the billing zone (docs/dates-and-money.md)
 
 
 def day_start(day: date, tz: ZoneInfo | None = None) -> datetime:
