@@ -1,7 +1,8 @@
 """Every chart of the portal, built with plotly and returned as an HTML fragment.
 
 The fragments carry no plotly.js: base pages load it once from static/ (the portal runs
-air-gapped). Each builder returns None when there is nothing to draw, so a template can say so.
+air-gapped), as the partial "cartesian" bundle, which has every trace type used here (bar,
+scatter, heatmap) at a third of the full bundle's size (docs/performance.md, "Pages"). Each builder returns None when there is nothing to draw, so a template can say so.
 """
 from __future__ import annotations
 

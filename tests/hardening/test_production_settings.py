@@ -2,6 +2,7 @@
 and WhiteNoise serving collected static files. Each case runs Django in a subprocess, because
 settings are read from the environment once, at import."""
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -56,9 +57,17 @@ PROBE = textwrap.dedent("""
     tls = c.get("/accounts/login/", HTTP_HOST="portal.example.com", HTTP_X_FORWARDED_PROTO="https")
     out["tls"] = [tls.status_code, dict(tls.headers.items()),
                   {n: {"secure": bool(m["secure"]), "httponly": bool(m["httponly"])} for n, m in tls.cookies.items()}]
-    static = c.get("/static/js/plotly.min.js", HTTP_HOST="portal.example.com", HTTP_X_FORWARDED_PROTO="https")
-    body = b"".join(static.streaming_content) if static.streaming else static.content
-    out["static"] = [static.status_code, static.get("Content-Type", ""), len(body), static.get("Cache-Control", "")]
+    def fetch(path, **headers):
+        r = c.get(path, HTTP_HOST="portal.example.com", HTTP_X_FORWARDED_PROTO="https", **headers)
+        body = b"".join(r.streaming_content) if r.streaming else r.content
+        return [r.status_code, r.get("Content-Type", ""), len(body), r.get("Cache-Control", ""),
+                r.get("Content-Encoding", "")]
+    from django.templatetags.static import static
+    bundle = static("js/plotly-cartesian.min.js")      # the name pages render: content-hashed
+    out["bundle"] = bundle
+    out["static"] = fetch(bundle)
+    out["static_br"] = fetch(bundle, HTTP_ACCEPT_ENCODING="br, gzip")
+    out["static_gzip"] = fetch(bundle, HTTP_ACCEPT_ENCODING="gzip")
     print(json.dumps(out, default=list))
 """)
 
@@ -103,11 +112,25 @@ def test_https_answers_carry_the_security_headers_and_secure_cookies(probe):
 
 
 def test_whitenoise_serves_collected_static_files_with_debug_off(probe):
-    status, content_type, size, cache = probe["static"]
+    status, content_type, size, cache, encoding = probe["static"]
     assert status == 200
     assert "javascript" in content_type
-    assert size > 1_000_000  # plotly.min.js, whole
+    assert size > 1_000_000 and encoding == ""  # the chart bundle, whole, for a client asking no compression
     assert "max-age" in cache
+
+
+def test_the_chart_bundle_is_content_hashed_cached_for_good_and_compressed(probe):
+    """docs/performance.md, "Pages": the partial plotly bundle, under a name that changes with its
+    content, so browsers keep it for a year; brotli or gzip on the wire."""
+    assert re.fullmatch(r"/static/js/plotly-cartesian\.min\.[0-9a-f]{12}\.js", probe["bundle"]), probe["bundle"]
+    _, _, whole, cache, _ = probe["static"]
+    assert "immutable" in cache and "max-age=315360000" in cache
+    status, _, br_size, _, encoding = probe["static_br"]
+    assert status == 200 and encoding == "br"
+    _, _, gz_size, _, gz_encoding = probe["static_gzip"]
+    assert gz_encoding == "gzip"
+    assert br_size < gz_size < whole / 2
+    assert br_size < 600_000        # the whole plotly.js was 4.8 MB, 1.4 MB gzipped
 
 
 def test_ssl_redirect_and_proxy_header_are_configurable_for_a_tls_terminating_proxy():

@@ -29,6 +29,9 @@ CHARTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).ma
     points: (el.data || []).reduce((n, t) => n + ((t.x || t.z || []).length || 0), 0),
     svg: el.querySelectorAll('.main-svg').length,
     width: el.getBoundingClientRect().width,
+    // every trace type the chart uses is one the partial plotly bundle carries (docs/performance.md)
+    unbundled: (el.data || []).map(t => t.type || 'scatter')
+        .filter(type => !(type in window.Plotly.PlotSchema.get().traces)),
 }))"""
 
 

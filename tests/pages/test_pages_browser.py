@@ -36,10 +36,11 @@ def test_each_role_sees_its_pages_with_charts_and_no_foreign_requests(session, r
         charts = s.charts()
         assert charts or (role, path) in PAGES_WITHOUT_CHARTS, f"{path}: no plotly chart rendered"
         assert all(c["traces"] > 0 and c["points"] > 0 and c["svg"] > 0 for c in charts), (path, charts)
+        assert all(c["unbundled"] == [] for c in charts), (path, charts)
         s.shot(f"{role}-{slug(path)}")
     assert s.console_errors == []
     assert s.foreign_requests() == []
-    assert any(u.endswith("/static/js/plotly.min.js") for u in s.requests)
+    assert any(u.endswith("/static/js/plotly-cartesian.min.js") for u in s.requests)
 
 
 def test_roles_see_what_they_should(session):
