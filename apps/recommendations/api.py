@@ -2,33 +2,13 @@
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.clusters.models import Cluster
-from apps.teams.access import can_see_money, team_scope
+from apps.teams.access import can_see_money
 
-from .advice import CSV_COLUMNS, AdviceQuery, advice_rows, params_from_settings
-
-
-def advice_query_for(request) -> AdviceQuery:
-    """The same parsing for the page, the API and the CSV."""
-    params = request.GET if hasattr(request, "GET") else request.query_params
-    cluster = params.get("cluster") or None
-    if cluster and not Cluster.objects.filter(name=cluster).exists():
-        raise NotFound(f"no cluster named {cluster!r}")
-    window_days = None
-    if params.get("window_days"):
-        try:
-            window_days = int(params["window_days"])
-        except ValueError:
-            window_days = 0
-        if not 1 <= window_days <= 366:
-            raise ValidationError({"window_days": "window_days must be a whole number of days, 1 to 366"})
-    scope = team_scope(request.user)
-    return AdviceQuery(cluster=cluster, teams=frozenset(scope) if scope is not None else None,
-                       money=can_see_money(request.user), window_days=window_days)
+from .advice import CSV_COLUMNS, advice_rows, params_from_settings
+from .query import advice_query_for
 
 
 RESOURCE_FIELDS = {

@@ -11,7 +11,7 @@ from apps.teams.access import can_see_money, is_admin, team_scope
 from apps.web.pages import bad_request
 
 from .advice import advice_rows
-from .api import advice_query_for
+from .query import advice_query_for
 from .models import Alert
 
 

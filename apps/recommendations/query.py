@@ -1,0 +1,27 @@
+"""The advice's query parameters, parsed once for the page, the API and the CSV (STYLE §5):
+a bad value is the same 400 or 404 wherever it is given."""
+from rest_framework.exceptions import NotFound, ValidationError
+
+from apps.clusters.models import Cluster
+from apps.teams.access import can_see_money, team_scope
+
+from .advice import AdviceQuery
+
+
+def advice_query_for(request) -> AdviceQuery:
+    """The same parsing for the page, the API and the CSV."""
+    params = request.GET if hasattr(request, "GET") else request.query_params
+    cluster = params.get("cluster") or None
+    if cluster and not Cluster.objects.filter(name=cluster).exists():
+        raise NotFound(f"no cluster named {cluster!r}")
+    window_days = None
+    if params.get("window_days"):
+        try:
+            window_days = int(params["window_days"])
+        except ValueError:
+            window_days = 0
+        if not 1 <= window_days <= 366:
+            raise ValidationError({"window_days": "window_days must be a whole number of days, 1 to 366"})
+    scope = team_scope(request.user)
+    return AdviceQuery(cluster=cluster, teams=frozenset(scope) if scope is not None else None,
+                       money=can_see_money(request.user), window_days=window_days)
