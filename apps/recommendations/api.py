@@ -5,7 +5,6 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.teams.access import can_see_money
 
 from .advice import CSV_COLUMNS, advice_rows, params_from_settings
 from .query import advice_query_for
