@@ -10,9 +10,11 @@ from django.db.models import Max, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from apps.accounting.calc import period_of
 from apps.accounting.figures import gpu_hours
 from apps.accounting.models import QuotaHour
 from apps.accounting.pricing import price_usage_rows_detail
+from apps.accounting.runrate import forecast_payload, month_forecast
 from apps.accounting.usage import UsageFilter, UsageRow, billing_zone, group_cells, usage_cells
 from apps.accounting.days import day_of, day_start
 from apps.teams.resolve import TeamResolver
@@ -82,6 +84,13 @@ def month_costs(sel: Selection, team: str, now: datetime | None = None, card=Non
     prices = price_usage_rows_detail([row for *_, row in parts], card)
     return [MonthCost(label, start, end, gpu_hours(row.allocated_gpu_seconds), cost, currency, True, unpriced)
             for (label, start, end, row), (cost, currency, unpriced) in zip(parts, prices)]
+
+
+def team_forecast(sel: Selection, team: str, card=None) -> dict:
+    """The running month's month-end forecast of the team (docs/forecast.md), on the clusters
+    the page shows, as the API answers it."""
+    period = period_of(timezone.now().astimezone(billing_zone()).date())
+    return forecast_payload(month_forecast(period, teams={team}, cluster=sel.cluster, card=card))
 
 
 @dataclass

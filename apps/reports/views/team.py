@@ -7,7 +7,7 @@ from apps.teams.resolve import TeamResolver
 
 from .. import figures
 from ..money import load_rate_card, price_groups
-from ..data.team import mig_hours, month_costs, namespace_moves, namespace_series, quota_use, team_cells
+from ..data.team import mig_hours, month_costs, team_forecast, namespace_moves, namespace_series, quota_use, team_cells
 from .common import page, report_view
 
 
@@ -25,9 +25,10 @@ def team_dashboard(request, sel, name):
     quotas = quota_use(sel, name, resolver)
     card = load_rate_card() if sel.money else None
     costs = month_costs(sel, name, card=card) if sel.money else None
+    forecast = team_forecast(sel, name, card=card) if sel.money else None
     priced = price_groups([r.cells for r in namespaces], card=card) if sel.money else [None] * len(namespaces)
     return page(request, sel, "reports/team.html", "team", {
-        "team": name, "namespaces": namespaces, "namespace_rows": list(zip(namespaces, priced)), "mig": mig, "quotas": quotas, "costs": costs,
+        "team": name, "namespaces": namespaces, "namespace_rows": list(zip(namespaces, priced)), "mig": mig, "quotas": quotas, "costs": costs, "forecast": forecast,
         "moves": namespace_moves(sel, name, resolver),
         "fig_namespaces": figures.namespace_lines(series),
         "fig_mig": figures.mig_bar(mig),
