@@ -133,3 +133,45 @@ def test_the_rest_of_a_23_hour_day(db, settings):
     from apps.accounting.runrate import today_and_rest
     assert today_and_rest(utc(2026, 3, 8, 16, 30)) == (date(2026, 3, 8), D("0.5"))
     assert today_and_rest(utc(2026, 3, 9, 4)) == (date(2026, 3, 9), D(1))
+
+
+# ---------------------------------------------------------------- budget forecast alerts
+
+def budget_of(team_name, amount, unit="money"):
+    from apps.recommendations.models import TeamBudget
+    from apps.teams.models import Team
+    return TeamBudget.objects.create(team=Team.objects.get(name=team_name), unit=unit, monthly_amount=D(amount),
+                                     currency="USD" if unit == "money" else "", email_to="lead@example.com")
+
+
+def test_a_forecast_past_the_budget_raises_one_alert_with_the_day(november):
+    from apps.recommendations.forecast_alerts import check_budget_forecasts
+    from apps.recommendations.models import Alert
+    budget_of("research", "300")
+    [raised] = check_budget_forecasts(NOON_18)
+    # 220 so far; + 8 (rest of the 18th) + 16 + 16 + 4 + 4 + 16 = 284 on the 23rd, + 16 = 300 on the 24th
+    assert raised.created and raised.alert.key == "forecast:research:2026-11"
+    assert raised.alert.kind == Alert.Kind.FORECAST
+    assert raised.alert.text == ("GPU budget forecast: team research will exceed its 2026-11 budget of 300.00 USD "
+                                 "by about 2026-11-24 (projected month-end 372.00 USD, range 372.00-372.00; "
+                                 "220.00 so far).")
+    assert raised.alert.fields["exceeds_on"] == "2026-11-24" and len(raised.delivery_ids) == 1
+    assert [r.created for r in check_budget_forecasts(NOON_18)] == [False]      # once a month
+
+
+def test_no_forecast_alert_under_the_budget_or_once_it_is_spent(november):
+    from apps.recommendations.forecast_alerts import check_budget_forecasts
+    budget = budget_of("research", "372.01")                # the forecast stays under it
+    assert check_budget_forecasts(NOON_18) == []
+    budget.monthly_amount = D("220")                        # spent already: the 100 % alert's news
+    budget.save()
+    assert check_budget_forecasts(NOON_18) == []
+
+
+def test_a_gpu_hour_budget_is_forecast_in_gpu_hours(november):
+    from apps.recommendations.forecast_alerts import check_budget_forecasts
+    budget_of("research", "150", unit="gpu_hours")
+    [raised] = check_budget_forecasts(NOON_18)
+    # 110 so far; +4 (rest of the 18th) +8 +8 +2 +2 +8 = 142 on the 23rd, +8 = 150 on the 24th
+    assert raised.alert.fields["exceeds_on"] == "2026-11-24"
+    assert "budget of 150.00 GPU-hours" in raised.alert.text and "projected month-end 186.00 GPU-hours" in raised.alert.text
