@@ -71,9 +71,12 @@ def today_and_rest(as_of: datetime) -> tuple[date, Decimal]:
 
 
 def month_forecast(period: str, *, now: datetime | None = None, teams: set[str] | None = None,
-                   cluster: str | None = None, unit: str = MONEY, card: RateCard | None = None) -> MonthForecast:
+                   cluster: str | None = None, unit: str = MONEY, card: RateCard | None = None,
+                   cells: list | None = None) -> MonthForecast:
     """Every team's forecast for a running month (`teams`: a team lead's scope; None: all).
-    NotRunning for a month that has not started or has ended."""
+    NotRunning for a month that has not started or has ended. `cells`: usage cells already read
+    for these teams and clusters up to `now` from at least 14 days before today and the month's
+    start (the team page reads last month and this one once for both its tables)."""
     zone = billing_zone()
     as_of = now or timezone.now()
     if not is_running(period, as_of):
@@ -83,8 +86,12 @@ def month_forecast(period: str, *, now: datetime | None = None, teams: set[str] 
     today, left = today_and_rest(as_of)
     first = period_bounds(period, zone)[0]
     history_start = min(first, day_start(today - timedelta(days=LOOKBACK_DAYS), zone))
-    cells = usage_cells(UsageFilter(start=history_start, end=as_of, cluster=cluster,
-                                    teams=frozenset(teams) if teams is not None else None))
+    if cells is None:
+        cells = usage_cells(UsageFilter(start=history_start, end=as_of, cluster=cluster,
+                                        teams=frozenset(teams) if teams is not None else None))
+    else:
+        first_day = day_of(history_start, zone)
+        cells = [c for c in cells if c.day >= first_day]
     per_team_day: dict[str, dict[date, list]] = defaultdict(lambda: defaultdict(list))
     for c in cells:
         if c.namespace:
