@@ -175,3 +175,14 @@ def test_a_gpu_hour_budget_is_forecast_in_gpu_hours(november):
     # 110 so far; +4 (rest of the 18th) +8 +8 +2 +2 +8 = 142 on the 23rd, +8 = 150 on the 24th
     assert raised.alert.fields["exceeds_on"] == "2026-11-24"
     assert "budget of 150.00 GPU-hours" in raised.alert.text and "projected month-end 186.00 GPU-hours" in raised.alert.text
+
+
+def test_a_money_forecast_alert_is_not_shown_to_a_viewer(november, client):
+    from apps.recommendations.forecast_alerts import check_budget_forecasts
+    from .factories import make_user
+    budget_of("research", "300")
+    check_budget_forecasts(NOON_18)
+    client.force_login(make_user("finance", "finance"))
+    assert "will exceed its 2026-11 budget" in client.get("/advice/alerts/").content.decode()
+    client.force_login(make_user("viewer", "viewer"))
+    assert "will exceed" not in client.get("/advice/alerts/").content.decode()
