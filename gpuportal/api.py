@@ -12,6 +12,7 @@ from rest_framework.routers import APIRootView
 from apps.recommendations.api import QuotaRecommendationsView
 from apps.reports.api.chargeback import ChargebackView, ChargebackXLSXView, ClosePeriodView, ReopenPeriodView
 from apps.reports.api.focus import FocusExportView
+from apps.reports.api.forecast import ForecastView
 from apps.reports.api.idle import IdleView
 from apps.reports.api.rates import RateDetailView, RateListView
 from apps.reports.api.usage import UsageView
@@ -43,6 +44,7 @@ ENDPOINTS = [
     path("chargeback/focus/", FocusExportView.as_view(), name="api-chargeback-focus"),
     path("chargeback/close/", ClosePeriodView.as_view(), name="api-chargeback-close"),
     path("chargeback/reopen/", ReopenPeriodView.as_view(), name="api-chargeback-reopen"),
+    path("forecast/", ForecastView.as_view(), name="api-forecast"),
     path("rates/", RateListView.as_view(), name="api-rates"),
     path("rates/<int:pk>/", RateDetailView.as_view(), name="api-rate"),
     path("quota-recommendations/", QuotaRecommendationsView.as_view(), name="api-quota-recommendations"),

@@ -123,6 +123,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "rest_framework.authtoken",
+    "knox",
     "django_filters",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -318,9 +319,16 @@ if OIDC_ENABLED:
     AUTHENTICATION_BACKENDS = ["gpuportal.oidc.RoleMappingOIDCBackend", *AUTHENTICATION_BACKENDS]
     LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 
+# API tokens (docs/security.md, "API tokens"): knox keys made on /account/tokens/, stored as
+# digests, with an expiry and a scope. Keys of DRF's older token table keep working while
+# API_LEGACY_TOKENS is on (the migration path in docs/api.md).
+API_LEGACY_TOKENS = env.bool("API_LEGACY_TOKENS", default=True)
+KNOX_TOKEN_MODEL = "knox.AuthToken"    # knox's own table (its model is declared swappable)
+REST_KNOX = {"TOKEN_PREFIX": "gpp_", "AUTH_HEADER_PREFIX": "Token", "TOKEN_TTL": None, "AUTO_REFRESH": False}
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "apps.teams.tokens.PortalTokenAuthentication",
+        *(["rest_framework.authentication.TokenAuthentication"] if API_LEGACY_TOKENS else []),
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -338,8 +346,9 @@ SPECTACULAR_SETTINGS = {
     "TITLE": "gpuportal API",
     "DESCRIPTION": (
         "GPU usage, chargeback, idle-GPU and quota advice (see docs/api.md, docs/accounting.md and "
-        "docs/figures.md).\n\nAuthenticate with a token: `Authorization: Token <key>` (an admin makes one "
-        "with `manage.py drf_create_token <user>`), or with the portal's sign-in session in a browser. "
+        "docs/figures.md).\n\nAuthenticate with a token: `Authorization: Token <key>` (make one on your "
+        "account page, /account/tokens/: read-only or read-write, with an expiry), or with the portal's "
+        "sign-in session in a browser. "
         "What a role may see is the same as on the pages: team leads their own teams, money for "
         "finance and admins."
     ),

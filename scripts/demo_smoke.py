@@ -315,11 +315,11 @@ def check_token(checkout: Path, url: str) -> None:
     py = checkout / ".venv" / "bin" / "python"
     env = {**os.environ, "DATABASE_URL": os.environ.get("DATABASE_URL") or f"sqlite:///{checkout}/var/demo.sqlite3",
            "REDIS_URL": ""}
-    out = subprocess.run([str(py), "manage.py", "drf_create_token", "admin"], cwd=checkout, env=env,
-                         capture_output=True, text=True, timeout=120)
-    m = re.search(r"\b([0-9a-f]{40})\b", out.stdout)
+    out = subprocess.run([str(py), "manage.py", "api_token", "finance", "--name", "demo smoke", "--read-only"],
+                         cwd=checkout, env=env, capture_output=True, text=True, timeout=120)
+    m = re.search(r"\b(gpp_[0-9a-f]{64})\b", out.stdout)
     if out.returncode != 0 or not m:
-        raise Failure(f"drf_create_token admin failed: {(out.stderr or out.stdout).strip().splitlines()[-1:]}")
+        raise Failure(f"api_token finance failed: {(out.stderr or out.stdout).strip().splitlines()[-1:]}")
     r = requests.get(url + "api/v1/usage/", params={"group_by": "team"}, timeout=120,
                      headers={"Authorization": f"Token {m.group(1)}"})
     if r.status_code != 200 or not any(row.get("allocated_gpu_hours", 0) > 0 for row in r.json().get("results", [])):

@@ -63,17 +63,27 @@ def price_cells_detail(cells, card: RateCard | None = None, *, unallocated: bool
     line), so a usage row and the statement's row agree to the cent. Cost and currency are
     None when nothing is priced or when currencies are mixed. `unallocated=True` prices the
     capacity no pod held instead (the statement's unallocated lines)."""
+    costs, unpriced_seconds = price_cells_by_currency(cells, card, unallocated=unallocated)
+    if len(costs) != 1:
+        return None, None, unpriced_seconds
+    [(currency, cost)] = costs.items()
+    return cost, currency, unpriced_seconds
+
+
+def price_cells_by_currency(cells, card: RateCard | None = None, *, unallocated: bool = False
+                            ) -> tuple[dict[str, Decimal], Decimal]:
+    """({currency: exact cost of the priced allocated cells}, unpriced allocated GPU-seconds):
+    `price_cells_detail` without giving up on several currencies (the month-end forecast
+    projects each currency of a team on its own, docs/forecast.md)."""
     sums = line_sums([c for c in cells if bool(c.namespace) != unallocated], card or load_rate_card())
-    cost, currencies, unpriced_seconds = Decimal(0), set(), Decimal(0)
+    costs: dict[str, Decimal] = {}
+    unpriced_seconds = Decimal(0)
     for (_k, _t, _c, _n, _m, _p, _pc, _basis, rate, currency), (allocated, _used, billed) in sums.items():
         if rate is None:
             unpriced_seconds += allocated
         else:
-            cost += billed_cost(rate, billed)
-            currencies.add(currency)
-    if len(currencies) != 1:
-        return None, None, unpriced_seconds
-    return cost, currencies.pop(), unpriced_seconds
+            costs[currency] = costs.get(currency, Decimal(0)) + billed_cost(rate, billed)
+    return costs, unpriced_seconds
 
 
 def idle_share(cells) -> list:
@@ -111,4 +121,4 @@ def price_usage_rows_detail(rows, card: RateCard | None = None) -> list[tuple[st
 
 
 __all__ = ["rate_for", "rate_basis_for", "price_usage_row", "price_usage_rows_detail",
-           "price_cells", "price_cells_detail", "idle_share", "load_rate_card", "BASIS_PROFILE"]
+           "price_cells", "price_cells_detail", "price_cells_by_currency", "idle_share", "load_rate_card", "BASIS_PROFILE"]

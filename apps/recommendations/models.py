@@ -85,14 +85,16 @@ class TeamBudget(models.Model):
 
 
 class Alert(models.Model):
-    """One alert per budget threshold per team per month, or per pod idle episode.
+    """One alert per budget threshold per team per month, per team's month-end forecast passing
+    its budget per month, or per pod idle episode.
 
-    `key` is the dedup key: `budget:<team>:<YYYY-MM>:<percent>` or
+    `key` is the dedup key: `budget:<team>:<YYYY-MM>:<percent>`, `forecast:<team>:<YYYY-MM>` or
     `idle:<cluster id>:<namespace>/<pod>:<episode start, epoch seconds>`.
     """
 
     class Kind(models.TextChoices):
         BUDGET = "budget", "budget"
+        FORECAST = "forecast", "budget forecast"
         IDLE = "idle", "idle GPU"
 
     key = models.CharField(max_length=600, unique=True)

@@ -8,6 +8,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from .alerts import check_budgets, check_idle
+from .forecast_alerts import check_budget_forecasts
 from .models import AlertDelivery, DeliveryAttempt
 from .notify import post_webhook, send_email, webhook_payload
 
@@ -27,8 +28,8 @@ def snapshot_recommendations():
 
 @shared_task(soft_time_limit=600, time_limit=660)
 def check_alerts():
-    """Budget thresholds and idle episodes; deliveries are queued as their own tasks."""
-    raised = check_budgets() + check_idle()
+    """Budget thresholds, budget forecasts and idle episodes; deliveries are queued as their own tasks."""
+    raised = check_budgets() + check_budget_forecasts() + check_idle()
     new = [r for r in raised if r.created]
     dispatch([i for r in new for i in r.delivery_ids])
     return [r.alert.key for r in new]

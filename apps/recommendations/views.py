@@ -41,7 +41,7 @@ def alerts(request):
             raise PermissionDenied("no team to show")
         qs = qs.filter(Q(team__in=scope))
     if not can_see_money(request.user):
-        qs = qs.exclude(kind=Alert.Kind.BUDGET, fields__unit="money")
+        qs = qs.exclude(kind__in=(Alert.Kind.BUDGET, Alert.Kind.FORECAST), fields__unit="money")
     return render(request, "recommendations/alerts.html", {
         "alerts": qs[:500], "money": can_see_money(request.user), "admin": is_admin(request.user),
     })

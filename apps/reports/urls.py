@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import admin_tools, chargeback, explore, health, idle, overview, team
+from .views import admin_tools, chargeback, explore, health, idle, overview, team, tokens
 
 app_name = "reports"
 
@@ -12,6 +12,8 @@ urlpatterns = [
     path("health/", health.health, name="health"),
     path("admin-tools/ingest/", admin_tools.ingest_log, name="ingest-log"),
     path("admin-tools/claims/", admin_tools.label_claims, name="label-claims"),
+    path("account/tokens/", tokens.token_list, name="tokens"),
+    path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
 ]
 
 # The chargeback page, mounted at /chargeback/ under its own namespace (chargeback:statement).

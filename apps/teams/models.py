@@ -122,3 +122,20 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.at:%Y-%m-%d %H:%M} {self.action} {self.target}"
+
+
+class ApiToken(models.Model):
+    """What the portal adds to a knox token (docs/security.md, "API tokens"): the name its owner
+    gave it, its scope, and when it was last used. The key itself is never stored: knox keeps
+    its SHA-512 digest and the first characters, by which it is looked up."""
+
+    token = models.OneToOneField("knox.AuthToken", on_delete=models.CASCADE, related_name="portal")
+    name = models.CharField(max_length=100)
+    read_only = models.BooleanField(default=True, help_text="GET, HEAD and OPTIONS only")
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self):
+        return f"{self.name} ({'read-only' if self.read_only else 'read-write'})"

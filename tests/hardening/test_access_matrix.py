@@ -29,6 +29,9 @@ EXPECT = {
     "health/": ("login", ALL, ["/health/"]),
     "admin-tools/ingest/": ("login", ADMINS, ["/admin-tools/ingest/"]),
     "admin-tools/claims/": ("login", ADMINS, ["/admin-tools/claims/"]),
+    # Everyone's own API tokens (docs/security.md, "API tokens"); revoking is POST only.
+    "account/tokens/": ("login", ALL, ["/account/tokens/"]),
+    "account/tokens/<int:pk>/revoke/": ("login", (405,) * 4, ["/account/tokens/1/revoke/"]),
     "advice/": ("login", ALL, ["/advice/", "/advice/?cluster={cluster}"]),
     "advice/alerts/": ("login", ALL, ["/advice/alerts/"]),
     "chargeback/": ("login", MONEY, ["/chargeback/", "/chargeback/?period={open_period}&team={team_a}",
@@ -47,6 +50,7 @@ EXPECT = {
     "api/v1/chargeback/xlsx/": ("api", MONEY, ["/api/v1/chargeback/xlsx/?period={open_period}"]),
     "api/v1/chargeback/focus/": ("api", MONEY, ["/api/v1/chargeback/focus/?period={open_period}",
                                                 "/api/v1/chargeback/focus/?period={closed_period}&legacy_names=omit"]),
+    "api/v1/forecast/": ("api", MONEY, ["/api/v1/forecast/", "/api/v1/forecast/?format=csv"]),
     "api/v1/chargeback/close/": ("api", (405,) * 4, ["/api/v1/chargeback/close/"]),    # POST: see below
     "api/v1/chargeback/reopen/": ("api", (405,) * 4, ["/api/v1/chargeback/reopen/"]),
     "api/v1/rates/": ("api", ADMINS, ["/api/v1/rates/", "/api/v1/rates/?format=csv"]),

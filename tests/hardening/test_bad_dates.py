@@ -18,7 +18,7 @@ OUT_OF_RANGE = ["9999-12-31T23:00:00", "9999-12-31", "0001-01-01", "0001-01-01T0
 NOT_A_DATE = ["99999999999", "-99999999999", "nan", "NaN", "inf", "-inf", "1e308", "2026-02-30", "0000-00-00",
               "2026-10-25T24:00:01", "2026-10-25T10:00:00+99:00", "x" * 5000]
 PERIODED = ["/api/v1/chargeback/?", "/api/v1/chargeback/?format=csv&", "/api/v1/chargeback/?format=xlsx&",
-            "/api/v1/chargeback/xlsx/?", "/api/v1/chargeback/focus/?", "/chargeback/?", "/chargeback/close/?"]
+            "/api/v1/chargeback/xlsx/?", "/api/v1/chargeback/focus/?", "/api/v1/forecast/?", "/chargeback/?", "/chargeback/close/?"]
 OUT_OF_RANGE_PERIODS = ["9999-12", "1899-01", "1999-12", "2101-01", "0000-01"]
 NOT_A_PERIOD = ["99999999999", "nan", "2026-00", "2026-13", "2026-1", "２０２６-０３", "2026-03\n", "-2026-03", "x" * 5000]
 

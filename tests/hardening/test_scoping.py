@@ -52,6 +52,7 @@ def lead_roads(world):
         f"/api/v1/chargeback/xlsx/?period={world.closed_period}&group_by=namespace",
         f"/api/v1/chargeback/focus/?period={p}&team={n.team_b}",
         f"/api/v1/chargeback/focus/?period={world.closed_period}&team={n.team_b}",
+        f"/api/v1/forecast/?team={n.team_b}",
         f"/chargeback/?period={p}&team={n.team_b}", f"/chargeback/?period={world.closed_period}&team={n.team_b}",
         f"/api/v1/quota-recommendations/?cluster={n.cluster}&format=csv", f"/advice/?cluster={n.cluster}",
         "/api/v1/schema/", "/api/v1/schema/?format=json",
@@ -142,7 +143,7 @@ def test_viewer_sees_no_money_anywhere(as_role, world):
     advice = c.get("/api/v1/quota-recommendations/").json()["results"]
     assert advice and all(r["monthly_money_at_stake"] is None and r["currency"] is None for r in advice)
     for url in [f"/api/v1/chargeback/?period={world.open_period}", "/api/v1/chargeback/xlsx/", "/chargeback/",
-                "/api/v1/chargeback/focus/"]:
+                "/api/v1/chargeback/focus/", "/api/v1/forecast/"]:
         assert c.get(url).status_code == 403, url
     pages = [fill(u, world) for _, (_, st, us) in EXPECT.items() if st[0] == 200 for u in us]
     for url in pages + [f"/teams/{world.names.team_a}/", "/api/v1/idle/?format=csv"]:

@@ -10,9 +10,11 @@ from django.db.models import Max, Sum
 from django.db.models.functions import TruncDate
 from django.utils import timezone
 
+from apps.accounting.calc import period_of
 from apps.accounting.figures import gpu_hours
 from apps.accounting.models import QuotaHour
 from apps.accounting.pricing import price_usage_rows_detail
+from apps.accounting.runrate import forecast_payload, month_forecast
 from apps.accounting.usage import UsageFilter, UsageRow, billing_zone, group_cells, usage_cells
 from apps.accounting.days import day_of, day_start
 from apps.teams.resolve import TeamResolver
@@ -67,13 +69,21 @@ def month_bounds(now: datetime) -> tuple[datetime, datetime, datetime]:
     return last_start, this_start, now
 
 
-def month_costs(sel: Selection, team: str, now: datetime | None = None, card=None) -> list[MonthCost]:
+def money_cells(sel: Selection, team: str, now: datetime):
+    """The team's usage cells from last month's start to `now`: what the month costs and the
+    month-end forecast read (one usage query for both)."""
+    last_start, _this_start, now = month_bounds(now)
+    return usage_cells(UsageFilter(start=last_start, end=now, cluster=sel.cluster, teams=frozenset({team})))
+
+
+def month_costs(sel: Selection, team: str, now: datetime | None = None, card=None, cells=None) -> list[MonthCost]:
     """Month-to-date and last month for the team, priced by the rate card when it exists.
 
-    One usage query covers both months; its billing-zone days split them.
+    One usage query covers both months (`money_cells`); its billing-zone days split them.
     """
     last_start, this_start, now = month_bounds(now or timezone.now())
-    cells = usage_cells(UsageFilter(start=last_start, end=now, cluster=sel.cluster, teams=frozenset({team})))
+    if cells is None:
+        cells = money_cells(sel, team, now)
     parts = []
     for label, start, end, this_month in (("Month to date", this_start, now, True),
                                           ("Last month", last_start, this_start, False)):
@@ -82,6 +92,15 @@ def month_costs(sel: Selection, team: str, now: datetime | None = None, card=Non
     prices = price_usage_rows_detail([row for *_, row in parts], card)
     return [MonthCost(label, start, end, gpu_hours(row.allocated_gpu_seconds), cost, currency, True, unpriced)
             for (label, start, end, row), (cost, currency, unpriced) in zip(parts, prices)]
+
+
+def team_forecast(sel: Selection, team: str, now: datetime | None = None, card=None, cells=None) -> dict:
+    """The running month's month-end forecast of the team (docs/forecast.md), on the clusters
+    the page shows, as the API answers it. `cells`: `money_cells` up to the same `now`."""
+    now = now or timezone.now()
+    period = period_of(now.astimezone(billing_zone()).date())
+    return forecast_payload(month_forecast(period, now=now, teams={team}, cluster=sel.cluster, card=card,
+                                           cells=cells))
 
 
 @dataclass

@@ -9,6 +9,7 @@ from django.views.decorators.http import require_http_methods
 from apps.accounting.actions import ActionError, do_close_period
 from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
 from apps.accounting.models import BillingPeriod, UsageHour
+from apps.accounting.runrate import forecast_payload, forecasts_by_team, is_running, month_forecast
 from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
                                         period_has_ended, statement, statement_payload)
 from apps.accounting.timeparse import billing_zone
@@ -39,12 +40,17 @@ def statement_view(request):
         require_team(request.user, team)
     payload = statement_payload(statement(period, shared_idle=shared_idle), "team", team_scope(request.user),
                                 shared_idle, lines_of={team})
+    running = not payload["closed"] and is_running(period)
+    if running:   # the running month: each team's month-end forecast beside its cost (docs/forecast.md)
+        forecasts = forecasts_by_team(forecast_payload(month_forecast(period, teams=team_scope(request.user))))
+        for row in payload["results"]:
+            row["forecast"] = forecasts.get(row["key"], [])
     selected = next((row for row in payload["results"] if row["key"] == team), None) if team else None
     api = reverse("api-chargeback")
     query = f"period={period}&shared_idle={shared_idle}"
     closer = can_close_periods(request.user)
     return render(request, "chargeback/statement.html", {
-        "payload": payload, "period": period, "shared_idle": shared_idle,
+        "payload": payload, "period": period, "shared_idle": shared_idle, "running": running,
         "selected": selected, "team": team, "unallocated_key": UNALLOCATED_KEY,
         "prev_period": prev_period(period), "next_period": next_period(period),
         "closed": _closed(period) if payload["closed"] else None,

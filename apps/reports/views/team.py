@@ -1,4 +1,5 @@
 from django.http import Http404
+from django.utils import timezone
 
 from apps.accounting.usage import group_cells
 from apps.teams.access import require_team
@@ -7,7 +8,7 @@ from apps.teams.resolve import TeamResolver
 
 from .. import figures
 from ..money import load_rate_card, price_groups
-from ..data.team import mig_hours, month_costs, namespace_moves, namespace_series, quota_use, team_cells
+from ..data.team import mig_hours, money_cells, month_costs, team_forecast, namespace_moves, namespace_series, quota_use, team_cells
 from .common import page, report_view
 
 
@@ -24,10 +25,15 @@ def team_dashboard(request, sel, name):
     resolver = TeamResolver()     # one read of mappings and label history for the quota and the moves
     quotas = quota_use(sel, name, resolver)
     card = load_rate_card() if sel.money else None
-    costs = month_costs(sel, name, card=card) if sel.money else None
+    costs = forecast = None
+    if sel.money:
+        now = timezone.now()
+        money = money_cells(sel, name, now)
+        costs = month_costs(sel, name, now, card=card, cells=money)
+        forecast = team_forecast(sel, name, now, card=card, cells=money)
     priced = price_groups([r.cells for r in namespaces], card=card) if sel.money else [None] * len(namespaces)
     return page(request, sel, "reports/team.html", "team", {
-        "team": name, "namespaces": namespaces, "namespace_rows": list(zip(namespaces, priced)), "mig": mig, "quotas": quotas, "costs": costs,
+        "team": name, "namespaces": namespaces, "namespace_rows": list(zip(namespaces, priced)), "mig": mig, "quotas": quotas, "costs": costs, "forecast": forecast,
         "moves": namespace_moves(sel, name, resolver),
         "fig_namespaces": figures.namespace_lines(series),
         "fig_mig": figures.mig_bar(mig),
