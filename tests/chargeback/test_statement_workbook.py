@@ -223,3 +223,33 @@ def test_the_page_links_the_statement_workbook(march, finance, client):
     client.force_login(finance)
     page = client.get("/chargeback/", {"period": "2026-03"}).content.decode()
     assert 'href="/api/v1/chargeback/xlsx/?period=2026-03&amp;shared_idle=apart">Download statement (XLSX)</a>' in page
+
+
+def test_unallocated_cost_spread_over_teams(march, finance, api):
+    """The 2.345 unallocated H100 hour goes to the teams in proportion to their H100 cost on prod
+    (A 30.45, B 3.60 of 34.05): A 2.09712… and B 0.24793…; rounded per team A 32.547… -> 32.55,
+    B 3.60 + 2.345 + 0.24793 = 6.19293 -> 6.19, whose largest remainder gives the cent to the
+    shared-idle line: 3.60 + 2.34 + 0.25."""
+    client = api(finance)
+    book = read_book(client.get(URL + "xlsx/", {"period": "2026-03", "shared_idle": "spread"}).content)
+    body = client.get(URL, {"period": "2026-03", "shared_idle": "spread"}).json()
+    rows, totals = table(book["By team"])
+    assert [(r["Team"], r["Currency"], r["Cost"]) for r in rows] == [("A", "JPY", 450), ("A", "USD", 32.55),
+                                                                     ("B", "USD", 6.19)]
+    assert totals == {"JPY": 450, "USD": 38.74} and body["totals_by_currency"] == {"JPY": "450", "USD": "38.74"}
+    rows, totals = table(book["By namespace"])
+    assert costs(rows, "Team", "Namespace") == {
+        ("A", "ml", "USD"): Decimal("28.45"), ("A", "nb", "JPY"): Decimal("450"), ("A", "nb", "USD"): Decimal("2.00"),
+        ("A", "(shared idle)", "USD"): Decimal("2.10"), ("B", "cv", "USD"): Decimal("5.94"),
+        ("B", "(shared idle)", "USD"): Decimal("0.25")}
+    assert totals == {"JPY": 450, "USD": 38.74}
+    assert table(book["By GPU model"])[1] == {"JPY": 450, "USD": 38.74}
+    assert table(book["Adjustments"])[1] == {"USD": 2.34}
+    assert cover(book["Summary"])["Unallocated cost"] == "spread over teams"
+
+
+def test_a_month_without_usage_is_an_empty_workbook(march, finance, api):
+    book = read_book(api(finance).get(URL + "xlsx/", {"period": "2026-05"}).content)
+    for name in ("By team", "By namespace", "By GPU model", "Adjustments", "Lines"):
+        assert table(book[name]) == ([], {}), name
+    assert cover_table(book["Summary"], "Totals") == [] and cover_table(book["Summary"], "Rate card in force") == []
