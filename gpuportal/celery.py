@@ -29,3 +29,9 @@ def setup_periodic_tasks(sender, **kwargs):
         sender.signature("apps.recommendations.tasks.check_alerts"),
         name="budget and idle-GPU alerts",
     )
+    if settings.STATEMENT_SCHEDULE:
+        sender.add_periodic_task(
+            settings.STATEMENT_CRONTAB,
+            sender.signature("apps.reports.tasks.send_month_to_date_statements"),
+            name="e-mail the month-to-date statements (STATEMENT_SCHEDULE)",
+        )

@@ -243,6 +243,24 @@ EMAIL_HOST_USER = env.str("EMAIL_HOST_USER", default="")
 EMAIL_HOST_PASSWORD = env.str("EMAIL_HOST_PASSWORD", default="")
 EMAIL_USE_TLS = env.bool("EMAIL_USE_TLS", default=False)
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="gpuportal@localhost")
+EMAIL_TIMEOUT = _env_float("EMAIL_TIMEOUT", 30.0, 1.0)   # seconds; a silent SMTP server must not hold a worker
+
+# Statements by e-mail (docs/chargeback.md, "Statements by e-mail"): on every close, and with
+# STATEMENT_SCHEDULE (a five-field cron line, in UTC like Celery beat) the month to date.
+STATEMENT_SEND_MAX_RETRIES = _env_int("STATEMENT_SEND_MAX_RETRIES", 5, low=0)
+STATEMENT_SCHEDULE = env.str("STATEMENT_SCHEDULE", default="").strip()
+if STATEMENT_SCHEDULE:
+    from celery.schedules import crontab as _crontab
+
+    _cron = STATEMENT_SCHEDULE.split()
+    try:
+        if len(_cron) != 5:
+            raise ValueError("it needs five fields: minute hour day-of-month month day-of-week")
+        STATEMENT_CRONTAB = _crontab(minute=_cron[0], hour=_cron[1], day_of_month=_cron[2], month_of_year=_cron[3],
+                                     day_of_week=_cron[4])
+    except Exception as exc:  # noqa: BLE001 — celery's cron parser raises several classes
+        raise ImproperlyConfigured(f"STATEMENT_SCHEDULE={STATEMENT_SCHEDULE!r} is not a cron line like "
+                                   f"'0 7 * * 1' ({exc})") from None
 
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},

@@ -11,6 +11,7 @@ from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
 
 from .calc import cost_by_currency, last_day, parse_period, period_bounds, period_of, present
 from .models import BillingPeriod, FrozenCell, Rate, StatementLine
+from .signals import announce_close
 from .statements import compute_open, period_has_ended
 from .usage import billing_zone
 
@@ -155,6 +156,7 @@ def _close(period: str, actor) -> BillingPeriod:
     _audit(actor, "period.close", period, {"closed": False},
            {"closed": True, "lines": len(computed.lines), "cost_by_currency": totals,
             "adjusted_periods": sorted(computed.deltas)})
+    announce_close(bp)   # after commit: statements by e-mail (apps/accounting/signals.py)
     return bp
 
 

@@ -19,13 +19,14 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from .calc import (BASIS_PROFILE, Line, RateCard, RateEntry, UsageCell, apportion, billed_cost, line_sums,
+from .calc import (BASIS_PROFILE, Line, RateCard, UsageCell, apportion, billed_cost, line_sums,
                    period_bounds)
 from .days import day_start
 from .figures import shown_efficiency, shown_hours
-from .models import BillingPeriod, FrozenCell, Rate
-from .pricing import load_rate_card
-from .statements import _FROZEN_AS_CELL, UNALLOCATED_KEY, compute_open, line_group, shown_costs, statement, visible
+from .models import BillingPeriod, FrozenCell
+from .pricing import load_rate_card, rate_card_at
+from .statement_book import lines_as_shown
+from .statements import _FROZEN_AS_CELL, UNALLOCATED_KEY, compute_open, statement
 
 FOCUS_VERSION = "1.0"
 SERVICE_NAME = "GPU compute"
@@ -106,18 +107,6 @@ def day_figures(cells, card: RateCard, *, adjusts_period: str = "") -> dict[tupl
     return out
 
 
-def rate_card_at(version: int | None) -> RateCard:
-    """The rate card as it stood at a change of the rate history (a closed month's
-    `rate_card_version`): each rate's last record up to it, deleted rates left out."""
-    latest = {}
-    if version is not None:
-        for h in Rate.history.filter(history_id__lte=version).order_by("history_id"):
-            latest[h.id] = h
-    return RateCard(RateEntry(gpu_model=h.gpu_model, mig_profile=h.mig_profile, price_class=h.price_class,
-                              hourly_rate=h.hourly_rate, currency=h.currency, effective_from=h.effective_from)
-                    for h in latest.values() if h.history_type != "-")
-
-
 def focus_month(period: str) -> FocusMonth:
     bp = BillingPeriod.objects.filter(period=period, closed_at__isnull=False).first()
     if bp is None:
@@ -141,15 +130,9 @@ def focus_month(period: str) -> FocusMonth:
 
 def shown_lines(lines: list[Line], scope) -> list[tuple[Line, Decimal]]:
     """The priced lines the user may see with their cost as the statement by team shows it
-    (`statement_payload(group_by="team")`: rounded per team and currency). Unpriced lines
-    have no cost and no currency, which a FOCUS row must have: they are left out."""
-    groups: dict[tuple, list[Line]] = defaultdict(list)
-    for line in visible(lines, scope):
-        groups[line_group(line, "team")].append(line)
-    out = []
-    for key in sorted(groups, key=lambda k: (k[0] == UNALLOCATED_KEY, k[0])):
-        out += [(line, cost) for line, cost in zip(groups[key], shown_costs(groups[key])) if cost is not None]
-    return out
+    (`statement_book.lines_as_shown`). Unpriced lines have no cost and no currency, which a
+    FOCUS row must have: they are left out."""
+    return [(line, cost) for line, cost in lines_as_shown(lines, scope) if cost is not None]
 
 
 def focus_rows(month: FocusMonth, scope, zone: ZoneInfo, issuer: Issuer, *, legacy_names: bool = True) -> list[dict]:

@@ -29,6 +29,18 @@ def load_rate_card() -> RateCard:
     )
 
 
+def rate_card_at(version: int | None) -> RateCard:
+    """The rate card as it stood at a change of the rate history (a closed month's
+    `rate_card_version`): each rate's last record up to it, deleted rates left out."""
+    latest = {}
+    if version is not None:
+        for h in Rate.history.filter(history_id__lte=version).order_by("history_id"):
+            latest[h.id] = h
+    return RateCard(RateEntry(gpu_model=h.gpu_model, mig_profile=h.mig_profile, price_class=h.price_class,
+                              hourly_rate=h.hourly_rate, currency=h.currency, effective_from=h.effective_from)
+                    for h in latest.values() if h.history_type != "-")
+
+
 def rate_for(cluster_id: int | None, gpu_model: str, mig_profile: str, price_class: str,
              day: date, *, card: RateCard | None = None) -> tuple[Decimal, str] | None:
     """(hourly rate, currency) in force on `day` (billing-zone date), or None when unpriced.
@@ -121,4 +133,5 @@ def price_usage_rows_detail(rows, card: RateCard | None = None) -> list[tuple[st
 
 
 __all__ = ["rate_for", "rate_basis_for", "price_usage_row", "price_usage_rows_detail",
-           "price_cells", "price_cells_detail", "price_cells_by_currency", "idle_share", "load_rate_card", "BASIS_PROFILE"]
+           "price_cells", "price_cells_detail", "price_cells_by_currency", "idle_share", "load_rate_card",
+           "rate_card_at", "BASIS_PROFILE"]

@@ -1,22 +1,29 @@
-"""Chargeback statements as an XLSX workbook (finance lives in spreadsheets).
+"""XLSX cells and the XLSX renderer (finance lives in spreadsheets).
 
 Text cells are stored as strings, never as formulas, and escaped like CSV cells (a leading
 =, +, - or @ gets a quote): a team named "=HYPERLINK(...)" stays text.
-Money goes in as numbers, so sums in the sheet work, with a number format showing the row's
+Money goes in as numbers, so sums in the sheet work, with a number format showing the
 currency's minor unit (0 for JPY, 0.00 for USD, 0.000 for KWD; docs/dates-and-money.md).
+The statement workbook itself is apps/reports/statement_xlsx.py.
 """
 import io
+from datetime import date
 from decimal import Decimal
 
 from openpyxl import Workbook
 from openpyxl.cell.cell import TYPE_STRING
+from openpyxl.styles import Font
+from openpyxl.utils import get_column_letter
 from rest_framework.renderers import BaseRenderer
 
 from apps.accounting.currencies import minor_digits
 from apps.web.csv import safe_cell
 
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"
-MONEY_COLUMNS = {"cost", "hourly_rate"}
+HOURS_FORMAT = "#,##0.00"       # hours keep their 6 places as values; two are shown, as on the pages
+RATIO_FORMAT = "0.0%"
+DATE_FORMAT = "yyyy-mm-dd"
+BOLD = Font(bold=True)
 
 
 def money_format(currency: str | None, amount: Decimal | None = None) -> str:
@@ -27,7 +34,8 @@ def money_format(currency: str | None, amount: Decimal | None = None) -> str:
     return "0." + "0" * digits if digits else "0"
 
 
-def _put(ws, row, col, value, money=False, currency=None):
+def put(ws, row, col, value, *, money=False, currency=None, number_format=None, bold=False):
+    """One cell: money as a Decimal with the currency's format, text escaped and never a formula."""
     if isinstance(value, str) and money:
         value = Decimal(value)
     elif isinstance(value, str):
@@ -35,58 +43,47 @@ def _put(ws, row, col, value, money=False, currency=None):
     cell = ws.cell(row=row, column=col, value=value)
     if isinstance(value, str):
         cell.data_type = TYPE_STRING  # never a formula
-    elif isinstance(value, Decimal):
-        cell.number_format = money_format(currency, value) if money else "General"
+    elif money and isinstance(value, Decimal):
+        cell.number_format = money_format(currency, value)
+    elif number_format and isinstance(value, (int, float, Decimal, date)):
+        cell.number_format = number_format
+    if bold:
+        cell.font = BOLD
     return cell
 
 
-SUMMARY_COLUMNS = ["key", "team", "cluster", "namespace", "allocated_gpu_hours", "used_gpu_hours", "efficiency",
-                   "unpriced_gpu_hours", "cost", "currency", "costs_by_currency"]
+def fit_columns(ws, minimum=8, maximum=60):
+    """Column widths from the longest value shown in each column (within bounds)."""
+    widths: dict[int, int] = {}
+    for row in ws.iter_rows():
+        for cell in row:
+            if cell.value is not None:
+                length = len(str(cell.value)) + 2
+                widths[cell.column] = max(widths.get(cell.column, 0), length)
+    for col, width in widths.items():
+        ws.column_dimensions[get_column_letter(col)].width = max(minimum, min(maximum, width))
 
 
-def _table(ws, first_row, columns, rows):
-    for col, name in enumerate(columns, 1):
-        _put(ws, first_row, col, name)
-    for r, row in enumerate(rows, first_row + 1):
-        for col, name in enumerate(columns, 1):
-            value = row.get(name)
-            if isinstance(value, dict):
-                value = ", ".join(f"{k} {v}" for k, v in value.items())
-            elif isinstance(value, bool):
-                value = "yes" if value else "no"
-            _put(ws, r, col, value, money=name in MONEY_COLUMNS and value is not None, currency=row.get("currency"))
-
-
-def statement_workbook(payload: dict, line_columns: list[str]) -> bytes:
+def error_workbook(data) -> bytes:
+    """An error body: one sheet of key / value."""
     wb = Workbook()
-    summary = wb.active
-    summary.title = "Summary"
-    state = "closed" if payload.get("closed") else "open (may still change)"
-    _put(summary, 1, 1, f"Chargeback statement {payload.get('period')} ({state}), by {payload.get('group_by')}")
-    results = payload.get("results", [])
-    _table(summary, 3, SUMMARY_COLUMNS, results)
-    lines = wb.create_sheet("Lines")
-    _table(lines, 1, line_columns, [{"key": r["key"], **line} for r in results for line in r["lines"]])
+    ws = wb.active
+    for r, (k, v) in enumerate((data or {}).items(), 1):
+        put(ws, r, 1, str(k))
+        put(ws, r, 2, str(v))
     out = io.BytesIO()
     wb.save(out)
     return out.getvalue()
 
 
 class XLSXRenderer(BaseRenderer):
+    """Views hand over a finished workbook as bytes; anything else is an error body."""
     media_type = XLSX_MEDIA_TYPE
     format = "xlsx"
     charset = None
     render_style = "binary"
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
-        from apps.accounting.statements import CSV_COLUMNS
-        if isinstance(data, dict) and "results" in data:
-            return statement_workbook(data, CSV_COLUMNS)
-        wb = Workbook()  # an error body: one sheet of key / value
-        ws = wb.active
-        for r, (k, v) in enumerate((data or {}).items(), 1):
-            _put(ws, r, 1, str(k))
-            _put(ws, r, 2, str(v))
-        out = io.BytesIO()
-        wb.save(out)
-        return out.getvalue()
+        if isinstance(data, (bytes, bytearray)):
+            return bytes(data)
+        return error_workbook(data if isinstance(data, dict) else {"detail": data})

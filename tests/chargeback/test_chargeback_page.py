@@ -34,7 +34,8 @@ def test_finance_sees_teams_drills_down_and_closes(month, finance, django_assert
     assert page.status_code == 200 and "badge open" in html
     assert "$6.00" in html and "$2.00" in html and "$8.00" in html   # A, B, total (MONEY_LOCALE en_US)
     assert "$2.00/h" in html                                         # A's line, drilled down
-    assert "format=csv" in html and "format=xlsx" in html and "/chargeback/close/?period=2026-03" in html
+    assert "format=csv" in html and "/chargeback/close/?period=2026-03" in html
+    assert "/api/v1/chargeback/xlsx/?period=2026-03" in html and "Download statement (XLSX)" in html
 
     confirm = c.get("/chargeback/close/", {"period": "2026-03"})
     assert b"Yes, close 2026-03" in confirm.content and b"csrfmiddlewaretoken" in confirm.content

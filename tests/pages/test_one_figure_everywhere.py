@@ -101,11 +101,11 @@ def test_chargeback_page_csv_and_xlsx(login):
     lines = [r for r in csv.DictReader(io.StringIO(body)) if r["key"] == "vision"]
     assert sorted(float(r["efficiency"]) for r in lines) == [0.5, 0.625]
 
-    sheet = load_workbook(io.BytesIO(c.get("/api/v1/chargeback/xlsx/", {"period": period}).content))["Summary"]
-    header = [cell.value for cell in sheet[3]]
-    rows = {r[0]: dict(zip(header, r)) for r in sheet.iter_rows(min_row=4, values_only=True)}
-    assert rows["vision"]["efficiency"] == expected
-    assert rows["nlp"]["efficiency"] == shown_efficiency(NLP_USED_S, NLP_ALLOC_S)
+    sheet = load_workbook(io.BytesIO(c.get("/api/v1/chargeback/xlsx/", {"period": period}).content))["By team"]
+    header = [cell.value for cell in sheet[1]]
+    rows = {r[0]: dict(zip(header, r)) for r in sheet.iter_rows(min_row=2, values_only=True)}
+    assert rows["vision"]["Efficiency"] == expected
+    assert rows["nlp"]["Efficiency"] == shown_efficiency(NLP_USED_S, NLP_ALLOC_S)
 
     page = c.get("/chargeback/", {"period": period}).content.decode()
     assert percent_text(efficiency(VISION_USED_S, VISION_ALLOC_S)) in page

@@ -14,6 +14,8 @@ from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clu
                                         default_period, statement, statement_payload)
 from apps.accounting.usage import billing_zone
 from apps.teams.access import can_close_periods, can_see_money, require_team, team_scope
+from apps.accounting.statement_book import statement_book
+from apps.reports.statement_xlsx import statement_workbook, workbook_name
 from apps.reports.xlsx import XLSXRenderer
 
 from .params import iso, parse_choice
@@ -76,19 +78,28 @@ class ChargebackView(APIView):
             "closed": serializers.BooleanField(), "results": serializers.ListField(child=serializers.DictField()),
         }),
         description="A month's chargeback statement: groups with their lines. `?format=csv` gives one row "
-                    "per line, `?format=xlsx` a workbook.",
+                    "per line, `?format=xlsx` the statement workbook (a sheet per view, "
+                    "a cover with state, freshness and rates).",
     )
     def get(self, request, *args, **kwargs):
         params = request.query_params
         period = parse_period_param(params, default=default_period())
         group_by = parse_choice(params, "group_by", GROUP_BYS, default="team")
         shared_idle = parse_choice(params, "shared_idle", SHARED_IDLE, default="apart")
-        payload = chargeback_payload(request, period, group_by, shared_idle, params.get("team") or None)
+        team = params.get("team") or None
         fmt = getattr(request.accepted_renderer, "format", "")
+        if fmt == "xlsx":
+            # The statement workbook: every view of the month in one file (docs/chargeback.md).
+            book = statement_book(statement(period, shared_idle=shared_idle), statement_scope(request, team),
+                                  shared_idle)
+            response = Response(statement_workbook(book))
+            response["Content-Disposition"] = f'attachment; filename="{workbook_name(period)}"'
+            return response
+        payload = chargeback_payload(request, period, group_by, shared_idle, team)
         response = Response(payload)
         if fmt == "csv":
             response = Response({**payload, "results": csv_rows(payload)})
-        if fmt in ("csv", "xlsx"):
+        if fmt == "csv":
             response["Content-Disposition"] = f'attachment; filename="chargeback-{period}-{group_by}.{fmt}"'
         return response
 
@@ -99,7 +110,7 @@ class ChargebackView(APIView):
 
 
 class ChargebackXLSXView(ChargebackView):
-    """/api/v1/chargeback/xlsx/?period= : the same statement, always as a workbook."""
+    """/api/v1/chargeback/xlsx/?period= : the same statement, always as the statement workbook."""
     renderer_classes = [XLSXRenderer]
 
     def perform_content_negotiation(self, request, force=False):

@@ -59,7 +59,7 @@ def statement_view(request):
         "can_close": closer and not payload["closed"] and period_has_ended(period),
         "csv_url": f"{api}?{query}&group_by=team&format=csv",
         "csv_namespace_url": f"{api}?{query}&group_by=namespace&format=csv",
-        "xlsx_url": f"{api}?{query}&group_by=namespace&format=xlsx",
+        "xlsx_url": f"{reverse('api-chargeback-xlsx')}?{query}",   # the statement workbook, every view
     })
 
 

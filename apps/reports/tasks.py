@@ -1,0 +1,44 @@
+"""Celery tasks: the statements by e-mail, when a month is closed and on STATEMENT_SCHEDULE.
+
+Thin and safe to repeat: each sends only the deliveries not yet sent for its edition
+(apps/reports/delivery.py); on a worker, failed ones are retried with backoff and jitter.
+"""
+import logging
+import random
+
+from celery import shared_task
+from django.conf import settings
+from django.utils import timezone
+
+from apps.accounting.calc import period_of
+from apps.accounting.timeparse import billing_zone
+
+from .delivery import deliver_statements
+from .models import StatementDelivery
+
+log = logging.getLogger(__name__)
+
+
+@shared_task(bind=True, max_retries=settings.STATEMENT_SEND_MAX_RETRIES, soft_time_limit=900, time_limit=960,
+             acks_late=True)
+def send_statements(self, period: str, occasion: str, edition: str):
+    failed = deliver_statements(period, occasion, edition)
+    if failed and not self.request.is_eager:
+        # Eager Celery (no broker) runs this inside the close's request: the failures stay recorded
+        # for an admin to send again (Django admin → Statement deliveries), no waiting here.
+        countdown = min(3600, 60 * 2 ** self.request.retries) * random.uniform(0.5, 1.0)
+        raise self.retry(countdown=countdown)
+    return {"period": period, "failed": len(failed)}
+
+
+@shared_task(soft_time_limit=900, time_limit=960)
+def send_month_to_date_statements():
+    """Beat, on STATEMENT_SCHEDULE: the running month's statement so far, one edition per day."""
+    today = timezone.now().astimezone(billing_zone()).date()
+    return send_statements.delay(period_of(today), StatementDelivery.Occasion.MONTH_TO_DATE,
+                                 today.isoformat()).id
+
+
+def queue_close_statements(sender=None, period: str = "", closed_at=None, **kwargs):
+    """`accounting.signals.period_closed` receiver (connected in apps.py): queue the close's mail."""
+    send_statements.delay(period, StatementDelivery.Occasion.CLOSE, closed_at.isoformat())
