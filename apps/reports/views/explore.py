@@ -6,26 +6,44 @@ from apps.web.csv import rows_to_csv
 from apps.web.pages import bad_request
 
 from .. import figures
-from ..data.explore import CSV_COLUMNS, GRAINS, MONEY_COLUMNS, explore, parse_options
+from ..data.explore import CSV_COLUMNS, DEFAULT_SORT, GRAINS, MONEY_COLUMNS, SORTS, explore, parse_options, row_order
+from ..data.paging import page_of, parse_paging, sort_rows
 from ..money import price_groups
 from .common import csv_response, page, report_view
+from .listing import page_links, sort_links
+
+# The direction a first click on a column sorts in.
+FIRST_DIRECTION = {"period": "", "team": "", "namespace": "", "allocated_gpu_hours": "-", "idle_gpu_hours": "-",
+                   "efficiency": ""}
 
 
 @report_view
 def explorer(request, sel):
+    csv = request.GET.get("format") == "csv"
     try:
         opts = parse_options(request.GET, sel)
+        paging = parse_paging(request.GET, SORTS, DEFAULT_SORT)
     except ValidationError as exc:
         return bad_request(request, exc.detail)
     result = explore(sel, opts)
-    priced = price_groups([r.cells for r in result.rows]) if sel.money else [None] * len(result.rows)
-    if request.GET.get("format") == "csv":
+    if csv:
+        priced = price_groups([r.cells for r in result.rows]) if sel.money else [None] * len(result.rows)
         rows = [r.as_dict() | (_money_columns(p) if sel.money else {}) for r, p in zip(result.rows, priced)]
         return csv_response(rows_to_csv(rows, CSV_COLUMNS + (MONEY_COLUMNS if sel.money else [])), "utilization.csv")
+    try:
+        shown = page_of(sort_rows(result.rows, paging, SORTS, row_order), paging)
+    except ValidationError as exc:
+        return bad_request(request, exc.detail)
+    # Only the rows on the page are priced: the page costs what it shows, not the whole window.
+    priced = price_groups([r.cells for r in shown.rows]) if sel.money else [None] * len(shown.rows)
     csv_query = request.GET.copy()
+    for key in ("page", "page_size", "sort"):
+        csv_query.pop(key, None)
     csv_query["format"] = "csv"
     return page(request, sel, "reports/explore.html", "explore", {
-        "rows": list(zip(result.rows, priced)), "opts": opts, "grains": GRAINS, "csv_url": "?" + csv_query.urlencode(),
+        "rows": list(zip(shown.rows, priced)), "shown": shown, "paging": paging, "opts": opts, "grains": GRAINS,
+        "csv_url": "?" + csv_query.urlencode(),
+        "sort_links": sort_links(request, paging, FIRST_DIRECTION), "page_links": page_links(request, shown),
         "gpu_models": sorted(set(Device.objects.exclude(model_name="").values_list("model_name", flat=True))),
         "fig_heatmap": figures.efficiency_heatmap(result.heatmap),
     })

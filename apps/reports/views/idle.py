@@ -8,6 +8,7 @@ from ..data.idle import (DEFAULT_SORT, SORTS, idle_pods, parse_idle_options, pod
 from ..data.paging import page_of, parse_paging, sort_rows
 from ..money import load_rate_card, price_groups
 from .common import page, report_view
+from .listing import page_links, sort_links
 
 # The columns the table sorts by, and the direction a first click sorts in.
 FIRST_DIRECTION = {"idle_gpu_hours": "-", "gpus_held": "-", "longest_idle": "-", "utilization": "",
@@ -41,37 +42,6 @@ def idle(request, sel):
         "max_utilization_pct": opts.max_utilization * 100,
         "unallocated": unallocated_rows,
         "csv_url": "/api/v1/idle/?" + api_query.urlencode(),
-        "sort_links": _sort_links(request, paging), "page_links": _page_links(request, shown),
+        "sort_links": sort_links(request, paging, FIRST_DIRECTION), "page_links": page_links(request, shown),
         "fig_pods": figures.idle_pods_bar(pods),
     })
-
-
-def _link(request, **changes) -> str:
-    """This page's URL with `changes`, keeping every filter."""
-    q = request.GET.copy()
-    for key, value in changes.items():
-        q.pop(key, None)
-        if value is not None:
-            q[key] = str(value)
-    return "?" + q.urlencode()
-
-
-def _sort_links(request, paging) -> dict:
-    """column -> (href, arrow): a click sorts by the column, a second reverses it; back to page 1."""
-    out = {}
-    for key, first in FIRST_DIRECTION.items():
-        if paging.key == key:
-            sort, arrow = (key if paging.descending else f"-{key}"), ("▼" if paging.descending else "▲")
-        else:
-            sort, arrow = f"{first}{key}", ""
-        out[key] = (_link(request, sort=sort, page=None), arrow)
-    return out
-
-
-def _page_links(request, shown) -> dict:
-    return {
-        "previous": _link(request, page=shown.number - 1) if shown.number > 1 else None,
-        "next": _link(request, page=shown.number + 1) if shown.number < shown.pages else None,
-        "first": _link(request, page=None) if shown.number > 1 else None,
-        "last": _link(request, page=shown.pages) if shown.number < shown.pages else None,
-    }
