@@ -11,7 +11,7 @@ from datetime import date
 from decimal import Decimal
 
 from openpyxl import Workbook
-from openpyxl.cell.cell import TYPE_STRING
+from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, TYPE_STRING
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from rest_framework.renderers import BaseRenderer
@@ -40,6 +40,9 @@ def put(ws, row, col, value, *, money=False, currency=None, number_format=None, 
         value = Decimal(value)
     elif isinstance(value, str):
         value = safe_cell(value)  # as in the CSV: a copy-paste or re-save as CSV must not run it
+        # XML 1.0 cannot hold most control characters (a name typed into ?team= may carry one):
+        # shown as U+FFFD, visibly not the character, instead of failing the whole workbook.
+        value = ILLEGAL_CHARACTERS_RE.sub("\ufffd", value)
     cell = ws.cell(row=row, column=col, value=value)
     if isinstance(value, str):
         cell.data_type = TYPE_STRING  # never a formula

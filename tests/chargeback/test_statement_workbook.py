@@ -253,3 +253,14 @@ def test_a_month_without_usage_is_an_empty_workbook(march, finance, api):
     for name in ("By team", "By namespace", "By GPU model", "Adjustments", "Lines"):
         assert table(book[name]) == ([], {}), name
     assert cover_table(book["Summary"], "Totals") == [] and cover_table(book["Summary"], "Rate card in force") == []
+
+
+def test_a_team_name_with_control_characters_is_a_workbook_not_a_500(march, finance, api):
+    """Found by the API fuzz test: ?team= with a control character (U+0002) failed the whole
+    workbook with a 500, as XML cannot hold it. The name is shown with U+FFFD in its place."""
+    response = api(finance).get(URL + "xlsx/", {"period": "2026-03", "team": "\x02acme"})
+    assert response.status_code == 200
+    book = read_book(response.content)
+    assert table(book["By team"]) == ([], {})           # no such team: no lines
+    summary = [c.value for row in book["Summary"].iter_rows() for c in row if isinstance(c.value, str)]
+    assert any("\ufffdacme" in v for v in summary) and not any("\x02" in v for v in summary)
