@@ -101,6 +101,17 @@ class TeamResolver:
             out[cluster_id].update(t for t in history.changes(rows) if start < t < end)
         return {c: sorted(ts) for c, ts in out.items() if ts}
 
+    def namespaces_of(self, teams) -> set[str] | None:
+        """The names of the namespaces that resolve to one of `teams` at some time: mapped to it,
+        or labelled with it (as label trust counts labels). None when `unassigned` is among
+        them: any namespace nobody mapped or labelled is. Readers narrow their SQL with it and
+        still resolve each row (docs/teams-and-relabels.md)."""
+        if UNASSIGNED in teams:
+            return None
+        out = {key[1] for key, names in self._teams.items() if any(t in teams for t in names)}
+        out |= {key[1] for key, rows in self._history.items() if any(label in teams for _, label in rows)}
+        return out
+
     def namespaces(self) -> set[Key]:
         """Every namespace with a label history or an admin mapping."""
         return set(self._history) | set(self._dates)
