@@ -12,12 +12,13 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from .calc import (BASIS_PROFILE, Line, RateCard, UsageCell, build_lines, cost_by_currency, delta_cells,
-                   period_bounds, period_of, prev_period, present, round_to_total, spread_shared_idle, to_decimal)
+from .calc import (BASIS_PROFILE, Line, RateCard, build_lines, cost_by_currency, period_bounds, period_of,
+                   present, round_to_total, spread_shared_idle, to_decimal)
 from .figures import shown_efficiency, shown_hours, shown_ratio
-from .models import BillingPeriod, FrozenCell, Rate, StatementLine, UsageHour
+from .models import BillingPeriod, Rate, StatementLine, UsageHour
+from .months import _FROZEN_AS_CELL, closed_before, closed_periods, frozen_cells, late_cells, month_cells, month_lines
 from .pricing import load_rate_card
-from .usage import UsageFilter, billing_zone, usage_cells
+from .usage import billing_zone
 
 GROUP_BYS = ("team", "namespace")
 SHARED_IDLE = ("apart", "spread")
@@ -54,28 +55,11 @@ class OpenComputation:
     deltas: dict[str, list]
 
 
-def month_cells(period: str, *, per_day: bool = True) -> list:
-    start, end = period_bounds(period, billing_zone())
-    return usage_cells(UsageFilter(start=start, end=end), per_day=per_day)
-
-
-_FROZEN_AS_CELL = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class",
-                   "day", "gpu_seconds", "used_gpu_seconds", "mig_seconds")   # UsageCell's fields, in order
-
-
-def frozen_cells(bp: BillingPeriod) -> list[UsageCell]:
-    """The cells a closed month's statements carry (its own and its adjustments), as tuples
-    read straight into UsageCell: a month of a large fleet is hundreds of thousands of them."""
-    return [UsageCell(*row) for row in FrozenCell.objects.filter(period=bp).values_list(*_FROZEN_AS_CELL)]
-
-
-def closed_periods() -> dict[str, BillingPeriod]:
-    return {bp.period: bp for bp in BillingPeriod.objects.filter(closed_at__isnull=False)}
-
-
 def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool = False) -> OpenComputation:
-    """The live statement: this month's usage, plus adjustments for the closed months right
-    before it (a closed month's corrections go to the first open month after it).
+    """The live statement, computed directly: this month's usage, plus adjustments for the closed
+    months right before it (a closed month's corrections go to the first open month after it).
+    Closing and the FOCUS export's day figures call it; shown statements read the same lines
+    through the stored month answers (`months.month_lines`, docs/performance.md).
 
     Shown, the lines are priced from span cells (`usage_cells(per_day=False)`: a month is a few
     cells per namespace, not one per day). Closing (`for_closing`) reads the per-day cells once
@@ -89,15 +73,12 @@ def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool
     lines = build_lines(cells if for_closing else month_cells(period, per_day=False), card)
     closed = closed_periods()
     deltas = {}
-    earlier = prev_period(period)
-    while earlier in closed:
-        baseline = frozen_cells(closed[earlier])
-        delta = delta_cells(month_cells(earlier), baseline)
+    for earlier in closed_before(period, closed):
+        delta = late_cells(earlier, closed[earlier])
         if delta:
             deltas[earlier] = delta
             lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
                                  adjusts_period=earlier)
-        earlier = prev_period(earlier)
     return OpenComputation(lines=sorted(lines, key=Line.sort_key), cells=cells, deltas=deltas)
 
 
@@ -126,7 +107,7 @@ def statement(period: str, *, shared_idle: str = "apart") -> Statement:
                            closed_at=bp.closed_at, rate_card=_rate_card(bp.rate_card_version, bp.rate_card_changed_at))
     else:
         last = Rate.history.order_by("-history_id").values_list("history_id", "history_date").first()
-        result = Statement(period=period, closed=False, lines=compute_open(period).lines,
+        result = Statement(period=period, closed=False, lines=month_lines(period),
                            rate_card=_rate_card(*last) if last else None)
     if shared_idle == "spread":
         result.lines = spread_shared_idle(result.lines)
@@ -263,5 +244,5 @@ def period_has_ended(period: str) -> bool:
     return period_bounds(period, billing_zone())[1] <= timezone.now()
 
 
-__all__ = ["statement", "statement_payload", "compute_open", "csv_rows", "CSV_COLUMNS", "GROUP_BYS",
+__all__ = ["statement", "statement_payload", "compute_open", "frozen_cells", "_FROZEN_AS_CELL", "csv_rows", "CSV_COLUMNS", "GROUP_BYS",
            "SHARED_IDLE", "cost_by_currency"]

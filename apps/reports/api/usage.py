@@ -7,7 +7,8 @@ from rest_framework.views import APIView
 
 from apps.accounting.pricing import price_usage_rows_detail
 from apps.accounting.figures import shown_hours, shown_ratio
-from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells, usage_cells
+from apps.accounting.months import window_cells
+from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells
 from apps.clusters.models import Cluster
 from apps.teams.access import can_see_money, require_team, team_scope
 
@@ -48,7 +49,7 @@ def usage_filter_for(request, start, end, cluster=None, team=None):
 
 def usage_payload(request, group_by, usage_filter):
     """The usage rows as the API, the pages and the CSV all show them."""
-    rows = group_cells(usage_cells(usage_filter, per_day=False), group_by)
+    rows = group_cells(window_cells(usage_filter), group_by)
     money = can_see_money(request.user)
     prices = price_usage_rows_detail(rows) if money else [(None, None, None)] * len(rows)
     out = []
