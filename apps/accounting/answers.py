@@ -30,7 +30,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from .calc import Line, UsageCell, period_bounds, to_decimal
-from .models import InputChange, MonthAnswer, MonthCell, MonthLine
+from .models import InputChange, MonthAnswer, MonthBody, MonthCell, MonthLine
 from .usage import Cell
 
 # Part of every version: a deploy that changes how an answer is computed re-proves them all.
@@ -202,6 +202,24 @@ def _read_current(period: str, part: str, version: str) -> list | None:
                 for cid, cl, ns, team, model, profile, pc, day, g, u, _i, m in rows]
     return [Cell(cid, cl, ns, team, model, profile, day, g, u, i, m, pc)
             for cid, cl, ns, team, model, profile, pc, day, g, u, i, m in rows]
+
+
+def body(period: str, key: str, version: str, render) -> bytes:
+    """A month's API answer as sent, stored with `version`: the stored bytes when current,
+    else `render()` (which must read the answer after `version` was read), stored and returned."""
+    table = MonthBody._meta.db_table
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT body FROM {table} WHERE period = %s AND key = %s AND version = %s",
+                    [period, key, version])
+        row = cur.fetchone()
+    if row is not None:
+        return bytes(row[0])
+    rendered = render()
+    with connection.cursor() as cur:
+        cur.execute(f"INSERT INTO {table} (period, key, version, body, rendered_at) VALUES (%s, %s, %s, %s, now()) "
+                    "ON CONFLICT (period, key) DO UPDATE SET version = EXCLUDED.version, body = EXCLUDED.body, "
+                    "rendered_at = EXCLUDED.rendered_at", [period, key, version, rendered])
+    return rendered
 
 
 def compact_input_changes() -> int:

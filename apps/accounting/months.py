@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import timezone
 
-from .answers import Inputs, answer, read_inputs, store_current, stored_answers
+from .answers import CODE_VERSION, Inputs, answer, read_inputs, store_current, stored_answers
 from .calc import Line, UsageCell, build_lines, delta_cells, period_bounds, period_of, prev_period
 from .models import BillingPeriod, FrozenCell, MonthAnswer
 from .pricing import load_rate_card
@@ -123,3 +123,32 @@ def window_cells(f: UsageFilter) -> list[Cell]:
     if f.teams is not None:
         cells = [c for c in cells if c.namespace and c.team in f.teams]
     return cells
+
+
+# ---------------------------------------------------------------- versions of whole answers
+
+def statement_version(period: str) -> str | None:
+    """The version a month's statement is shown from (None: not kept, SQLite): a closed month's
+    by its close; an open month's by its lines and the late data of the closed months before it."""
+    if not stored_answers():
+        return None
+    closed = closed_periods()
+    if period in closed:
+        return f"{CODE_VERSION}|closed {closed[period].closed_at.isoformat()}"
+    chain = closed_before(period, closed)
+    inputs = read_inputs([period, *chain])
+    return "|".join([inputs.lines(period), *(f"{m} closed {closed[m].closed_at.isoformat()}:{inputs.delta(m)}"
+                                            for m in chain)])
+
+
+def usage_version(f: UsageFilter, priced: bool) -> tuple[str, str] | None:
+    """(period, version) of a usage window that is a whole month read from its stored cells
+    (`window_cells`) for the whole fleet; None for any other window, scope or database."""
+    if not stored_answers() or f.cluster or f.teams is not None or f.namespaces is not None \
+            or f.gpu_models is not None:
+        return None
+    period = whole_month(f)
+    if period is None:
+        return None
+    inputs = read_inputs([period])
+    return period, inputs.lines(period) if priced else inputs.cells(period)

@@ -1,4 +1,4 @@
-from .answers import InputChange, MonthAnswer, MonthCell, MonthLine
+from .answers import InputChange, MonthAnswer, MonthBody, MonthCell, MonthLine
 from .daily import UsageDay, UsageDayBuilt
 from .periods import BillingPeriod, FrozenCell, LineKind, StatementLine
 from .rates import ON_DEMAND, PRICE_CLASSES, NodePool, PriceClass, Rate
@@ -6,4 +6,4 @@ from .rollups import DeviceHealthHour, QueuedDemandHour, QuotaHour, UsageHour
 
 __all__ = ["UsageHour", "UsageDay", "UsageDayBuilt", "DeviceHealthHour", "QueuedDemandHour", "QuotaHour", "Rate", "NodePool", "PriceClass",
            "ON_DEMAND", "PRICE_CLASSES", "BillingPeriod", "StatementLine", "FrozenCell", "LineKind",
-           "InputChange", "MonthAnswer", "MonthCell", "MonthLine"]
+           "InputChange", "MonthAnswer", "MonthBody", "MonthCell", "MonthLine"]

@@ -91,3 +91,16 @@ class MonthLine(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["answer", "position"], name="month_line_order")]
+
+
+class MonthBody(models.Model):
+    """A month's API answer as sent (JSON bytes), for the requests every finance user makes
+    (the whole fleet, no team scope), with the version of the answer it was rendered from."""
+    period = models.CharField(max_length=7)
+    key = models.CharField(max_length=200, help_text="which answer: endpoint and parameters")
+    version = models.TextField()
+    body = models.BinaryField()
+    rendered_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["period", "key"], name="month_body_unique")]
