@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import time
 import zlib
+
+import psycopg
 from dataclasses import dataclass
 from datetime import timedelta, timezone
 
@@ -129,6 +131,22 @@ def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = 
     return result
 
 
+def proven(period: str, part: str, version: str) -> int | None:
+    """The stored part's id if it is stored with `version`, held so: its lock is taken (until
+    the transaction ends), so nobody replaces it while the caller copies it."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_CLASS, _lock_key(period, part)])
+        cur.execute(f"SELECT id FROM {MonthAnswer._meta.db_table} WHERE period = %s AND part = %s AND version = %s",
+                    [period, part, version])
+        row = cur.fetchone()
+    return row[0] if row else None
+
+
+def proven_rows(period: str, part: str, version: str) -> list | None:
+    """The stored part's rows if it is stored with `version` (`proven`, then read)."""
+    return _read_current(period, part, version) if proven(period, part, version) is not None else None
+
+
 def store_current(period: str, part: str, version_of, rows: list) -> None:
     """Store rows known to be the part's answer in this transaction's snapshot (closing knows a
     closed month has no late data yet), with the version read now, under the part's lock."""
@@ -208,9 +226,12 @@ def body(period: str, key: str, version: str, render) -> bytes:
     """A month's API answer as sent, stored with `version`: the stored bytes when current,
     else `render()` (which must read the answer after `version` was read), stored and returned."""
     table = MonthBody._meta.db_table
-    with connection.cursor() as cur:
+    connection.ensure_connection()
+    # A server-side-binding cursor reading in binary: megabytes of bytea come back as they are,
+    # not as hex text to decode (Django's client-side cursors read text only).
+    with psycopg.Cursor(connection.connection) as cur:
         cur.execute(f"SELECT body FROM {table} WHERE period = %s AND key = %s AND version = %s",
-                    [period, key, version])
+                    [period, key, version], binary=True)
         row = cur.fetchone()
     if row is not None:
         return bytes(row[0])

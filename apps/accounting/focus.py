@@ -27,7 +27,7 @@ from .days import day_start
 from .figures import shown_efficiency, shown_hours
 from .models import BillingPeriod, FrozenCell, Rate
 from .pricing import load_rate_card
-from .months import _FROZEN_AS_CELL, closed_before, closed_periods, month_cells, month_late_cells, month_lines
+from .months import _FROZEN_AS_CELL, closed_before, closed_periods, month_late_cells, month_lines, own_days
 from .statements import UNALLOCATED_KEY, line_group, shown_costs, statement, visible
 
 FOCUS_VERSION = "1.0"
@@ -125,7 +125,7 @@ def focus_month(period: str) -> FocusMonth:
     bp = BillingPeriod.objects.filter(period=period, closed_at__isnull=False).first()
     if bp is None:
         card = load_rate_card()
-        days = day_figures(month_cells(period), card)
+        days = day_figures(own_days(period), card)
         closed = closed_periods()
         for earlier in closed_before(period, closed):
             days.update(day_figures(month_late_cells(earlier, closed[earlier]), card, adjusts_period=earlier))

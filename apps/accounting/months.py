@@ -62,6 +62,14 @@ def own_cells(period: str, inputs: Inputs | None = None) -> list[Cell]:
                   lambda _inputs: month_cells(period, per_day=False), inputs)
 
 
+def own_days(period: str, inputs: Inputs | None = None) -> list[Cell]:
+    """The month's per-day cells (`usage_cells` of the whole month): what closing freezes, and
+    what the FOCUS export splits each line over. Same inputs, same version as the span cells."""
+    if not stored_answers():
+        return month_cells(period)
+    return answer(period, MonthAnswer.DAYS, lambda i: i.cells(period), lambda _i: month_cells(period), inputs)
+
+
 def own_lines(period: str, inputs: Inputs | None = None) -> list[Line]:
     """The month's own statement lines (usage and unallocated), sorted."""
     if not stored_answers():
@@ -93,6 +101,14 @@ def month_lines(period: str, card=None) -> list[Line]:
             lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
                                  adjusts_period=earlier)
     return sorted(lines, key=Line.sort_key)
+
+
+def prepare_month(period: str) -> None:
+    """Compute whatever of a month's answer is not current — its lines (and span cells), its
+    per-day cells, the late data of the closed months before it — so the next read or close
+    finds it stored (`tasks.prepare_month_answers`)."""
+    month_lines(period)
+    own_days(period)
 
 
 def record_closed(months: list[str]) -> None:

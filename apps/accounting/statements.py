@@ -15,8 +15,10 @@ from django.utils import timezone
 from .calc import (BASIS_PROFILE, Line, RateCard, build_lines, cost_by_currency, period_bounds, period_of,
                    present, round_to_total, spread_shared_idle, to_decimal)
 from .figures import shown_efficiency, shown_hours, shown_ratio
-from .models import BillingPeriod, Rate, StatementLine, UsageHour
-from .months import _FROZEN_AS_CELL, closed_before, closed_periods, frozen_cells, late_cells, month_cells, month_lines
+from .answers import proven, proven_rows, read_inputs, stored_answers
+from .models import BillingPeriod, MonthAnswer, Rate, StatementLine, UsageHour
+from .months import (_FROZEN_AS_CELL, closed_before, closed_periods, frozen_cells, late_cells, month_cells,
+                     month_late_cells, month_lines)
 from .pricing import load_rate_card
 from .usage import billing_zone
 
@@ -53,6 +55,7 @@ class OpenComputation:
     lines: list[Line]
     cells: list
     deltas: dict[str, list]
+    days_answer: int | None = None    # the month's cells are this stored answer's (MonthAnswer id)
 
 
 def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool = False) -> OpenComputation:
@@ -80,6 +83,32 @@ def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool
             lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
                                  adjusts_period=earlier)
     return OpenComputation(lines=sorted(lines, key=Line.sort_key), cells=cells, deltas=deltas)
+
+
+def closing_computation(period: str) -> OpenComputation:
+    """What closing a month freezes, read in the close's snapshot: when the month's stored per-day
+    cells and lines are proven current there (same inputs: spans and days give the same lines),
+    those, with the per-day cells left in the database for the close to copy server-side
+    (`days_answer`); otherwise `compute_open(period, for_closing=True)`. The closed months'
+    late data comes from their stored answers, proven the same way (docs/performance.md)."""
+    if not stored_answers():
+        return compute_open(period, for_closing=True)
+    closed = closed_periods()
+    chain = closed_before(period, closed)
+    inputs = read_inputs([period, *chain])
+    days = proven(period, MonthAnswer.DAYS, inputs.cells(period))
+    lines = proven_rows(period, MonthAnswer.LINES, inputs.lines(period)) if days is not None else None
+    if lines is None:
+        return compute_open(period, for_closing=True)
+    card = load_rate_card()
+    deltas = {}
+    for earlier in chain:
+        delta = month_late_cells(earlier, closed[earlier], inputs)
+        if delta:
+            deltas[earlier] = delta
+            lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
+                                 adjusts_period=earlier)
+    return OpenComputation(lines=sorted(lines, key=Line.sort_key), cells=[], deltas=deltas, days_answer=days)
 
 
 def line_from_row(r: StatementLine) -> Line:

@@ -36,6 +36,7 @@ class InputChange(models.Model):
 class MonthAnswer(models.Model):
     CELLS = "cells"      # usage_cells(month, per_day=False): the usage API's and the lines' cells
     LINES = "lines"      # build_lines of those cells: the month's own statement lines
+    DAYS = "days"        # usage_cells(month): the per-day cells closing freezes and FOCUS splits by day
     DELTA = "delta"      # a closed month: live per-day cells minus its frozen cells (late data)
 
     period = models.CharField(max_length=7)

@@ -70,8 +70,14 @@ class FrozenCell(models.Model):
     same period at close, or a later one for adjustments).
     """
 
-    period = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="frozen_cells")
-    booked_in = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="booked_cells")
+    # Not enforced by the database: a close writes a month's hundreds of thousands of cells in one
+    # statement, and a foreign-key check per row (two) took longer than the write itself. Only
+    # the close writes them, inside the transaction that holds both periods' rows; deletes go
+    # through Django, which cascades (docs/performance.md, "Closing a month").
+    period = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="frozen_cells",
+                               db_constraint=False)
+    booked_in = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="booked_cells",
+                                  db_constraint=False)
     cluster_id_value = models.BigIntegerField()
     cluster = models.CharField(max_length=100)
     namespace = models.CharField(max_length=253, blank=True)
@@ -83,6 +89,3 @@ class FrozenCell(models.Model):
     gpu_seconds = models.FloatField()
     used_gpu_seconds = models.FloatField()
     mig_seconds = models.FloatField()
-
-    class Meta:
-        indexes = [models.Index(fields=["period"])]

@@ -83,7 +83,7 @@ class ChargebackView(APIView):
     )
     def get(self, request, *args, **kwargs):
         params = request.query_params
-        period = parse_period_param(params, default=default_period())
+        period = parse_period_param(params, default=None if params.get("period") else default_period())
         group_by = parse_choice(params, "group_by", GROUP_BYS, default="team")
         shared_idle = parse_choice(params, "shared_idle", SHARED_IDLE, default="apart")
         team = params.get("team") or None
