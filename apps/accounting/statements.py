@@ -1,4 +1,5 @@
-"""Monthly chargeback statements: computed live for open periods, read back when closed.
+"""Monthly chargeback statements: open periods from the stored month answers (computed when
+stale, docs/performance.md), closed periods read back from their frozen lines.
 
 One function (`statement_payload`) turns a statement into the rows that the API, the CSV,
 the XLSX and the HTML page all show (STYLE §5), so they cannot disagree.
@@ -273,5 +274,5 @@ def period_has_ended(period: str) -> bool:
     return period_bounds(period, billing_zone())[1] <= timezone.now()
 
 
-__all__ = ["statement", "statement_payload", "compute_open", "frozen_cells", "_FROZEN_AS_CELL", "csv_rows", "CSV_COLUMNS", "GROUP_BYS",
-           "SHARED_IDLE", "cost_by_currency"]
+__all__ = ["statement", "statement_payload", "compute_open", "closing_computation", "frozen_cells", "_FROZEN_AS_CELL",
+           "csv_rows", "CSV_COLUMNS", "GROUP_BYS", "SHARED_IDLE", "cost_by_currency"]

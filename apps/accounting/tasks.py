@@ -25,3 +25,12 @@ def prepare_month_answers() -> list[str]:
     for period in prepared:
         prepare_month(period)
     return prepared
+
+
+@shared_task(soft_time_limit=300, time_limit=360)
+def compact_input_changes() -> int:
+    """Keep the input-change log small (answers.compact_input_changes): once a night, before
+    the morning's reads; every stored answer is re-proved once after it."""
+    from .answers import compact_input_changes as compact
+
+    return compact()

@@ -72,8 +72,8 @@ class FrozenCell(models.Model):
 
     # Not enforced by the database: a close writes a month's hundreds of thousands of cells in one
     # statement, and a foreign-key check per row (two) took longer than the write itself. Only
-    # the close writes them, inside the transaction that holds both periods' rows; deletes go
-    # through Django, which cascades (docs/performance.md, "Closing a month").
+    # the close writes them, inside its transaction, which holds the closing period's row; deletes
+    # go through Django, which cascades (docs/performance.md, "Stored month answers").
     period = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="frozen_cells",
                                db_constraint=False)
     booked_in = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="booked_cells",
