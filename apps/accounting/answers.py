@@ -8,8 +8,8 @@ A month's answer is stored in parts, each with the version of the inputs it was 
 - `lines`: the month's own statement lines (`build_lines` of those cells): the cells' version
   plus the rate card.
 - `delta`: for a closed month, its late data — live per-day cells minus the frozen ones —
-  priced on each read with the rate card in force. Version: the closed month's dates (its usage
-  and its frozen cells) and the mapping inputs. Ingest writing an hour into a closed month
+  priced on each read with the rate card in force. Version: the closed month's usage dates,
+  the mapping inputs and the frozen cells (written only by closes and reopens). Ingest writing an hour into a closed month
   logs that month's date (trigger), so the months after it re-check it; otherwise no read
   looks at frozen cells at all.
 
@@ -76,7 +76,7 @@ class Inputs:
         return f"{self.cells(period)}|r{self.undated.get('rates')}"
 
     def delta(self, period: str) -> str:
-        return f"{self.cells(period)}|delta"
+        return f"{self.cells(period)}|f{self.undated.get('frozen')}"
 
 
 def read_inputs(periods) -> Inputs:

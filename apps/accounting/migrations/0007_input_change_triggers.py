@@ -28,13 +28,14 @@ BEGIN
 END $$;
 
 CREATE OR REPLACE FUNCTION accounting_log_undated() RETURNS trigger LANGUAGE plpgsql AS $$
--- TG_ARGV[0]: the category; TG_ARGV[1] (updates): the columns whose change counts, or '*'.
+-- TG_ARGV[0]: the category; TG_ARGV[1] (updates): the columns whose change counts, or '*';
+-- 'always': log every statement (a trigger without transition tables).
 DECLARE
     changed boolean;
     cols text[];
     cond text;
 BEGIN
-    IF TG_OP = 'TRUNCATE' THEN
+    IF TG_OP = 'TRUNCATE' OR TG_ARGV[1] = 'always' THEN
         changed := true;
     ELSIF TG_OP = 'INSERT' THEN
         EXECUTE 'SELECT EXISTS (SELECT 1 FROM new_rows)' INTO changed;
@@ -55,9 +56,7 @@ BEGIN
 END $$;
 """
 
-# A closed month's frozen cells are dated too: closing November re-proves only November's answers.
-DATED = {"accounting_usagehour": "hour", "accounting_usageday": "day", "accounting_usagedaybuilt": "day",
-         "accounting_frozencell": "day"}
+DATED = {"accounting_usagehour": "hour", "accounting_usageday": "day", "accounting_usagedaybuilt": "day"}
 # table: [(category, columns whose update counts ('*': any), which events)]
 UNDATED = {
     "accounting_rate": [("rates", "*", "IUD"), ("mapping", "effective_from", "IUD")],
@@ -69,6 +68,10 @@ UNDATED = {
     "teams_namespace": [("mapping", "name,cluster_id", "UD")],   # a new namespace has no label yet
     "clusters_cluster": [("mapping", "name,label_trust", "IUD")],
 }
+# Logged on every statement, without transition tables: a close inserts a month's hundreds of
+# thousands of frozen cells at once, and only closes and reopens write them. Only the stored
+# late data of closed months reads them (and a close stores that afresh).
+ALWAYS = {"accounting_frozencell": "frozen"}
 
 
 def _trigger(table, name, event, function, args):
@@ -96,6 +99,10 @@ def statements():
                                         "accounting_log_undated", f"'{category}', '{columns}'"))
             out.append(f"CREATE TRIGGER {table}_{category}_truncate AFTER TRUNCATE ON {table} "
                        f"FOR EACH STATEMENT EXECUTE FUNCTION accounting_log_undated('{category}', '*');")
+    for table, category in ALWAYS.items():
+        for event in ("INSERT", "UPDATE", "DELETE", "TRUNCATE"):
+            out.append(f"CREATE TRIGGER {table}_{category}_{event.lower()} AFTER {event} ON {table} "
+                       f"FOR EACH STATEMENT EXECUTE FUNCTION accounting_log_undated('{category}', 'always');")
     return out
 
 
@@ -108,6 +115,9 @@ def drops():
         for category, _columns, _events in rules:
             for event in ("insert", "update", "delete", "truncate"):
                 out.append(f"DROP TRIGGER IF EXISTS {table}_{category}_{event} ON {table};")
+    for table, category in ALWAYS.items():
+        for event in ("insert", "update", "delete", "truncate"):
+            out.append(f"DROP TRIGGER IF EXISTS {table}_{category}_{event} ON {table};")
     out.append("DROP FUNCTION IF EXISTS accounting_log_dated(); DROP FUNCTION IF EXISTS accounting_log_undated();")
     return out
 

@@ -2,7 +2,7 @@
 
 `InputChange` is written only by Postgres triggers (migration 0006): every statement that
 changes an input of a month's answer — usage rows, rates, node pools, namespace mappings,
-labels and claims, team and cluster names, label trust, a closed month's frozen cells —
+labels and claims, team and cluster names, label trust, closed months' frozen cells —
 appends a row, so no writer (the ORM, raw SQL, ingest's COPY) can forget it. Usage rows are
 logged per touched date (the UTC date of an hour, the billing day of a daily row): November's
 ingest leaves October's answers current. Everything else is logged with no date: it may
@@ -16,9 +16,10 @@ from django.db import models
 
 
 class InputChange(models.Model):
-    USAGE = "usage"        # dated: usage rows (or a closed month's frozen cells) of `day`
+    USAGE = "usage"        # dated: usage rows of `day`
     MAPPING = "mapping"    # which team, cluster name, price class, span boundaries: any month
     RATES = "rates"        # hourly rates and currencies only: re-pricing, not re-reading usage
+    FROZEN = "frozen"      # closed months' frozen cells (closes and reopens): their late data
     EPOCH = "epoch"        # compaction of this log: every stored answer is re-proved
 
     id = models.BigAutoField(primary_key=True)
