@@ -243,6 +243,19 @@ def body(period: str, key: str, version: str, render) -> bytes:
     return rendered
 
 
+def drop_parts(period: str, parts) -> None:
+    """Delete stored parts of a month (each under its lock, so no computation is storing it)."""
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            for part in parts:
+                cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_CLASS, _lock_key(period, part)])
+                table = (MonthLine if part == MonthAnswer.LINES else MonthCell)._meta.db_table
+                cur.execute(f"DELETE FROM {table} WHERE answer_id IN (SELECT id FROM {MonthAnswer._meta.db_table} "
+                            "WHERE period = %s AND part = %s)", [period, part])
+                cur.execute(f"DELETE FROM {MonthAnswer._meta.db_table} WHERE period = %s AND part = %s",
+                            [period, part])
+
+
 def compact_input_changes() -> int:
     """Keep the log small: of each (category, date) only its last row, plus an epoch row that
     changes every version once (the counts shrink, so no stored answer may be trusted across).

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import timezone
 
-from .answers import CODE_VERSION, Inputs, answer, read_inputs, store_current, stored_answers
+from .answers import CODE_VERSION, Inputs, answer, drop_parts, read_inputs, store_current, stored_answers
 from .calc import Line, UsageCell, build_lines, delta_cells, period_bounds, period_of, prev_period
 from .models import BillingPeriod, FrozenCell, MonthAnswer
 from .pricing import load_rate_card
@@ -109,6 +109,21 @@ def prepare_month(period: str) -> None:
     finds it stored (`tasks.prepare_month_answers`)."""
     month_lines(period)
     own_days(period)
+
+
+def prune_closed_months() -> list[str]:
+    """Drop what closed months no longer read: their open-month parts (cells, lines, per-day
+    cells; a closed month shows its frozen lines). Their late data and bodies stay."""
+    if not stored_answers():
+        return []
+    closed = set(closed_periods())
+    stored = set(MonthAnswer.objects.filter(period__in=closed, part__in=OPEN_PARTS).values_list("period", flat=True))
+    for period in sorted(stored):
+        drop_parts(period, OPEN_PARTS)
+    return sorted(stored)
+
+
+OPEN_PARTS = (MonthAnswer.CELLS, MonthAnswer.LINES, MonthAnswer.DAYS)
 
 
 def record_closed(months: list[str]) -> None:

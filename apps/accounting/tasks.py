@@ -28,9 +28,11 @@ def prepare_month_answers() -> list[str]:
 
 
 @shared_task(soft_time_limit=300, time_limit=360)
-def compact_input_changes() -> int:
-    """Keep the input-change log small (answers.compact_input_changes): once a night, before
-    the morning's reads; every stored answer is re-proved once after it."""
+def compact_input_changes() -> dict:
+    """Nightly housekeeping of the stored month answers: trim the log of input changes they are
+    versioned by (every answer is re-proved once after it), and drop the parts closed months no
+    longer read."""
     from .answers import compact_input_changes as compact
+    from .months import prune_closed_months
 
-    return compact()
+    return {"log_rows_removed": compact(), "closed_months_pruned": prune_closed_months()}

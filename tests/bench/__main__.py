@@ -3,6 +3,8 @@
 Sizes (environment): BENCH_GPUS=1000 BENCH_DAYS=3 BENCH_INTERVAL=60 (the simulated cluster in a
 real Prometheus, cached in .bench-cache/), BENCH_API_GPUS=10000 BENCH_API_NAMESPACES=5000
 BENCH_API_TEAMS=250 BENCH_API_DAYS=31 (the seeded month), BENCH_REPEATS=10.
+The API part also closes the month (cold, then prepared), reads it closed, reads the month after
+it, and times the first read after an hour of ingest and after a rate edit (docs/performance.md).
 BENCH_SKIP_INGEST=1 / BENCH_SKIP_API=1 leave a part out. Needs Postgres: the bench works in its
 own database `<DATABASE_URL's name>_bench`, dropped and created at each run.
 Writes bench-results.json: every figure with its baseline and their ratio.

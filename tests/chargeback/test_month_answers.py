@@ -273,3 +273,19 @@ def test_the_usage_month_is_the_stored_cells_and_a_team_lead_sees_their_part(mar
     # A window that is not a whole month is computed as before.
     part = UsageFilter(start, end - timedelta(hours=1))
     assert sorted(window_cells(part), key=repr) == sorted(usage_cells(part, per_day=False), key=repr)
+
+
+def test_nightly_housekeeping_drops_what_closed_months_no_longer_read(march, finance, api):
+    from apps.accounting.tasks import compact_input_changes as nightly
+
+    teams(api, finance)
+    make_usage(march["gpu"], "ml", utc(2026, 2, 3), hours=1)
+    teams(api, finance, "2026-02")
+    do_close_period("2026-02", actor=finance)
+    done = nightly()
+    assert done["closed_months_pruned"] == ["2026-02"] and done["log_rows_removed"] > 0
+    assert set(MonthAnswer.objects.values_list("period", "part")) == {
+        ("2026-02", "delta"), ("2026-03", "cells"), ("2026-03", "lines")}
+    assert teams(api, finance, "2026-02") == {"A": (1.0, "2.00")}
+    assert teams(api, finance) == {"A": (3.0, "6.00"), "B": (1.0, "2.00")}
+    assert month_lines("2026-03") == compute_open("2026-03").lines
