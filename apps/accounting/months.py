@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from datetime import timezone
 
+from django.conf import settings
+
 from .answers import CODE_VERSION, Inputs, answer, drop_parts, read_inputs, store_current, stored_answers
 from .calc import Line, UsageCell, build_lines, delta_cells, period_bounds, period_of, prev_period
 from .models import BillingPeriod, FrozenCell, MonthAnswer
@@ -165,7 +167,8 @@ def statement_version(period: str) -> str | None:
         return None
     closed = closed_periods()
     if period in closed:
-        return f"{CODE_VERSION}|closed {closed[period].closed_at.isoformat()}"
+        # Its frozen lines change only by a reopen (and a new close); the zone shapes the window echoed.
+        return f"{CODE_VERSION}|{settings.BILLING_TIMEZONE}|closed {closed[period].closed_at.isoformat()}"
     chain = closed_before(period, closed)
     inputs = read_inputs([period, *chain])
     return "|".join([inputs.lines(period), *(f"{m} closed {closed[m].closed_at.isoformat()}:{inputs.delta(m)}"
