@@ -20,6 +20,16 @@ def setup_periodic_tasks(sender, **kwargs):
         name="ingest every closed hour of every cluster",
     )
     sender.add_periodic_task(
+        settings.INGEST_BEAT_MINUTES * 60.0,
+        sender.signature("apps.accounting.tasks.prepare_month_answers"),
+        name="keep this month's and last month's answers stored",
+    )
+    sender.add_periodic_task(
+        crontab(hour=2, minute=10),
+        sender.signature("apps.accounting.tasks.compact_input_changes"),
+        name="compact the log of input changes that versions month answers",
+    )
+    sender.add_periodic_task(
         crontab(hour=2, minute=30),
         sender.signature("apps.recommendations.tasks.snapshot_recommendations"),
         name="store the daily quota advice snapshot",

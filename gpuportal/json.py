@@ -11,14 +11,22 @@ import orjson
 from rest_framework.renderers import JSONRenderer
 from rest_framework.utils.encoders import JSONEncoder
 
+from apps.web.rendered import Rendered
+
 _OPTIONS = (orjson.OPT_NON_STR_KEYS | orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
             | orjson.OPT_PASSTHROUGH_SUBCLASS)
 
 
 class FastJSONRenderer(JSONRenderer):
+    sends_rendered = True    # a stored answer's bytes go out as they are (apps/web/rendered.py)
+
     def render(self, data, accepted_media_type=None, renderer_context=None):
         if data is None:
             return b""
+        if isinstance(data, Rendered):      # re-rendered only when indented JSON is asked for
+            if not self.get_indent(accepted_media_type, renderer_context or {}):
+                return data.body
+            data = orjson.loads(data.body)
         if self.get_indent(accepted_media_type, renderer_context or {}):
             return super().render(data, accepted_media_type, renderer_context)
         try:

@@ -5,8 +5,10 @@ usage cells it was priced from say how its hours fall on the days. Each line's s
 split over its days in the currency's minor unit (`calc.apportion`), so the rows' BilledCost
 adds up to the statement's total exactly, per currency (docs/chargeback.md, "FOCUS export").
 
-- Open month: the lines and the day figures come from one computation over the per-day cells
-  (`compute_open(for_closing=True)`, what closing would freeze).
+- Open month: the statement's lines (`months.month_lines`, the stored month answer every
+  surface reads), and per line its day figures from the month's per-day cells (the cells
+  closing would freeze; they give the same lines, `calc.line_sums` sums either grain exactly)
+  and the closed months' late-data cells.
 - Closed month: the frozen lines, and the frozen cells booked in that month (its own and its
   adjustments), matched to the lines with the rate card in force when it was closed.
 """
@@ -24,9 +26,10 @@ from .calc import (BASIS_PROFILE, Line, RateCard, UsageCell, apportion, billed_c
 from .days import day_start
 from .figures import shown_efficiency, shown_hours
 from .models import BillingPeriod, FrozenCell
+from .months import _FROZEN_AS_CELL, closed_before, closed_periods, month_late_cells, month_lines, own_days
 from .pricing import load_rate_card, rate_card_at
 from .statement_book import lines_as_shown
-from .statements import _FROZEN_AS_CELL, UNALLOCATED_KEY, compute_open, statement
+from .statements import UNALLOCATED_KEY, statement
 
 FOCUS_VERSION = "1.0"
 SERVICE_NAME = "GPU compute"
@@ -111,11 +114,11 @@ def focus_month(period: str) -> FocusMonth:
     bp = BillingPeriod.objects.filter(period=period, closed_at__isnull=False).first()
     if bp is None:
         card = load_rate_card()
-        computed = compute_open(period, card, for_closing=True)
-        days = day_figures(computed.cells, card)
-        for earlier, delta in computed.deltas.items():
-            days.update(day_figures(delta, card, adjusts_period=earlier))
-        return FocusMonth(period=period, closed=False, lines=computed.lines, days=days)
+        days = day_figures(own_days(period), card)
+        closed = closed_periods()
+        for earlier in closed_before(period, closed):
+            days.update(day_figures(month_late_cells(earlier, closed[earlier]), card, adjusts_period=earlier))
+        return FocusMonth(period=period, closed=False, lines=month_lines(period, card), days=days)
     card = rate_card_at(bp.rate_card_version)
     booked = defaultdict(list)
     for usage_period, *row in FrozenCell.objects.filter(booked_in=bp).values_list("period__period", *_FROZEN_AS_CELL):

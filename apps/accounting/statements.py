@@ -1,4 +1,5 @@
-"""Monthly chargeback statements: computed live for open periods, read back when closed.
+"""Monthly chargeback statements: open periods from the stored month answers (computed when
+stale, docs/performance.md), closed periods read back from their frozen lines.
 
 One function (`statement_payload`) turns a statement into the rows that the API, the CSV,
 the XLSX and the HTML page all show (STYLE §5), so they cannot disagree.
@@ -12,12 +13,15 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from .calc import (BASIS_PROFILE, Line, RateCard, UsageCell, build_lines, cost_by_currency, delta_cells,
-                   period_bounds, period_of, prev_period, present, round_to_total, spread_shared_idle, to_decimal)
+from .calc import (BASIS_PROFILE, Line, RateCard, build_lines, cost_by_currency, period_bounds, period_of,
+                   present, round_to_total, spread_shared_idle, to_decimal)
 from .figures import shown_efficiency, shown_hours, shown_ratio
-from .models import BillingPeriod, FrozenCell, Rate, StatementLine, UsageHour
+from .answers import proven, proven_rows, read_inputs, stored_answers
+from .models import BillingPeriod, MonthAnswer, Rate, StatementLine, UsageHour
+from .months import (_FROZEN_AS_CELL, closed_before, closed_periods, frozen_cells, late_cells, month_cells,
+                     month_late_cells, month_lines)
 from .pricing import load_rate_card
-from .usage import UsageFilter, billing_zone, usage_cells
+from .usage import billing_zone
 
 GROUP_BYS = ("team", "namespace")
 SHARED_IDLE = ("apart", "spread")
@@ -52,30 +56,14 @@ class OpenComputation:
     lines: list[Line]
     cells: list
     deltas: dict[str, list]
-
-
-def month_cells(period: str, *, per_day: bool = True) -> list:
-    start, end = period_bounds(period, billing_zone())
-    return usage_cells(UsageFilter(start=start, end=end), per_day=per_day)
-
-
-_FROZEN_AS_CELL = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class",
-                   "day", "gpu_seconds", "used_gpu_seconds", "mig_seconds")   # UsageCell's fields, in order
-
-
-def frozen_cells(bp: BillingPeriod) -> list[UsageCell]:
-    """The cells a closed month's statements carry (its own and its adjustments), as tuples
-    read straight into UsageCell: a month of a large fleet is hundreds of thousands of them."""
-    return [UsageCell(*row) for row in FrozenCell.objects.filter(period=bp).values_list(*_FROZEN_AS_CELL)]
-
-
-def closed_periods() -> dict[str, BillingPeriod]:
-    return {bp.period: bp for bp in BillingPeriod.objects.filter(closed_at__isnull=False)}
+    days_answer: int | None = None    # the month's cells are this stored answer's (MonthAnswer id)
 
 
 def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool = False) -> OpenComputation:
-    """The live statement: this month's usage, plus adjustments for the closed months right
-    before it (a closed month's corrections go to the first open month after it).
+    """The live statement, computed directly: this month's usage, plus adjustments for the closed
+    months right before it (a closed month's corrections go to the first open month after it).
+    Closing and the FOCUS export's day figures call it; shown statements read the same lines
+    through the stored month answers (`months.month_lines`, docs/performance.md).
 
     Shown, the lines are priced from span cells (`usage_cells(per_day=False)`: a month is a few
     cells per namespace, not one per day). Closing (`for_closing`) reads the per-day cells once
@@ -89,16 +77,39 @@ def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool
     lines = build_lines(cells if for_closing else month_cells(period, per_day=False), card)
     closed = closed_periods()
     deltas = {}
-    earlier = prev_period(period)
-    while earlier in closed:
-        baseline = frozen_cells(closed[earlier])
-        delta = delta_cells(month_cells(earlier), baseline)
+    for earlier in closed_before(period, closed):
+        delta = late_cells(earlier, closed[earlier])
         if delta:
             deltas[earlier] = delta
             lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
                                  adjusts_period=earlier)
-        earlier = prev_period(earlier)
     return OpenComputation(lines=sorted(lines, key=Line.sort_key), cells=cells, deltas=deltas)
+
+
+def closing_computation(period: str) -> OpenComputation:
+    """What closing a month freezes, read in the close's snapshot: when the month's stored per-day
+    cells and lines are proven current there (same inputs: spans and days give the same lines),
+    those, with the per-day cells left in the database for the close to copy server-side
+    (`days_answer`); otherwise `compute_open(period, for_closing=True)`. The closed months'
+    late data comes from their stored answers, proven the same way (docs/performance.md)."""
+    if not stored_answers():
+        return compute_open(period, for_closing=True)
+    closed = closed_periods()
+    chain = closed_before(period, closed)
+    inputs = read_inputs([period, *chain])
+    days = proven(period, MonthAnswer.DAYS, inputs.cells(period))
+    lines = proven_rows(period, MonthAnswer.LINES, inputs.lines(period)) if days is not None else None
+    if lines is None:
+        return compute_open(period, for_closing=True)
+    card = load_rate_card()
+    deltas = {}
+    for earlier in chain:
+        delta = month_late_cells(earlier, closed[earlier], inputs)
+        if delta:
+            deltas[earlier] = delta
+            lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
+                                 adjusts_period=earlier)
+    return OpenComputation(lines=sorted(lines, key=Line.sort_key), cells=[], deltas=deltas, days_answer=days)
 
 
 def line_from_row(r: StatementLine) -> Line:
@@ -126,7 +137,7 @@ def statement(period: str, *, shared_idle: str = "apart") -> Statement:
                            closed_at=bp.closed_at, rate_card=_rate_card(bp.rate_card_version, bp.rate_card_changed_at))
     else:
         last = Rate.history.order_by("-history_id").values_list("history_id", "history_date").first()
-        result = Statement(period=period, closed=False, lines=compute_open(period).lines,
+        result = Statement(period=period, closed=False, lines=month_lines(period),
                            rate_card=_rate_card(*last) if last else None)
     if shared_idle == "spread":
         result.lines = spread_shared_idle(result.lines)
@@ -263,5 +274,5 @@ def period_has_ended(period: str) -> bool:
     return period_bounds(period, billing_zone())[1] <= timezone.now()
 
 
-__all__ = ["statement", "statement_payload", "compute_open", "csv_rows", "CSV_COLUMNS", "GROUP_BYS",
-           "SHARED_IDLE", "cost_by_currency"]
+__all__ = ["statement", "statement_payload", "compute_open", "closing_computation", "frozen_cells", "_FROZEN_AS_CELL",
+           "csv_rows", "CSV_COLUMNS", "GROUP_BYS", "SHARED_IDLE", "cost_by_currency"]

@@ -70,8 +70,16 @@ class FrozenCell(models.Model):
     same period at close, or a later one for adjustments).
     """
 
-    period = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="frozen_cells")
-    booked_in = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="booked_cells")
+    # Not enforced by the database: a close writes a month's hundreds of thousands of cells in one
+    # statement, and a foreign-key check per row (two) took longer than the write itself. Only
+    # the close writes them, inside its transaction, which holds the closing period's row; deletes
+    # go through Django, which cascades. Indexed by BRIN on Postgres (migration 0010): a close
+    # writes its cells together, so block ranges find a month as well as a B-tree does, at a
+    # fraction of the cost of writing (docs/performance.md, "Stored month answers").
+    period = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="frozen_cells",
+                               db_constraint=False, db_index=False)
+    booked_in = models.ForeignKey(BillingPeriod, on_delete=models.CASCADE, related_name="booked_cells",
+                                  db_constraint=False, db_index=False)
     cluster_id_value = models.BigIntegerField()
     cluster = models.CharField(max_length=100)
     namespace = models.CharField(max_length=253, blank=True)
@@ -83,6 +91,3 @@ class FrozenCell(models.Model):
     gpu_seconds = models.FloatField()
     used_gpu_seconds = models.FloatField()
     mig_seconds = models.FloatField()
-
-    class Meta:
-        indexes = [models.Index(fields=["period"])]

@@ -7,9 +7,13 @@ from rest_framework.views import APIView
 
 from apps.accounting.pricing import price_usage_rows_detail
 from apps.accounting.figures import shown_hours, shown_ratio
-from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells, usage_cells
+from apps.accounting.answers import body as month_body
+from apps.accounting.months import usage_version, window_cells
+from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells
 from apps.clusters.models import Cluster
 from apps.teams.access import can_see_money, require_team, team_scope
+
+from apps.web.rendered import Rendered, render_plain, renders_stored
 
 from .params import iso, parse_choice, parse_window
 
@@ -48,7 +52,7 @@ def usage_filter_for(request, start, end, cluster=None, team=None):
 
 def usage_payload(request, group_by, usage_filter):
     """The usage rows as the API, the pages and the CSV all show them."""
-    rows = group_cells(usage_cells(usage_filter, per_day=False), group_by)
+    rows = group_cells(window_cells(usage_filter), group_by)
     money = can_see_money(request.user)
     prices = price_usage_rows_detail(rows) if money else [(None, None, None)] * len(rows)
     out = []
@@ -90,8 +94,18 @@ class UsageView(APIView):
         start, end = parse_window(params)
         group_by = parse_choice(params, "group_by", GROUP_BYS, default="namespace")
         f = usage_filter_for(request, start, end, params.get("cluster") or None, params.get("team") or None)
-        results = usage_payload(request, group_by, f)
-        return Response({"start": iso(start), "end": iso(end), "group_by": group_by, "results": results})
+
+        def answer():
+            return {"start": iso(start), "end": iso(end), "group_by": group_by,
+                    "results": usage_payload(request, group_by, f)}
+
+        money = can_see_money(request.user)
+        stored = usage_version(f, money) if renders_stored(request.accepted_renderer) else None
+        if stored is not None:      # a whole month of the whole fleet as sent, kept with its version
+            period, version = stored
+            return Response(Rendered(month_body(period, f"usage?group_by={group_by}&money={int(money)}", version,
+                                                lambda: render_plain(request.accepted_renderer, answer()))))
+        return Response(answer())
 
     def csv_columns(self, rows):
         group_by = self.request.query_params.get("group_by") or "namespace"

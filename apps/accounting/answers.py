@@ -1,0 +1,274 @@
+"""Stored month answers that can never be stale (docs/performance.md, "Stored month answers").
+
+A month's answer is stored in parts, each with the version of the inputs it was computed from:
+
+- `cells`: the month's span cells (`usage_cells(per_day=False)`), what the usage API's month
+  rows and the statement lines are built from. Version: the month's usage dates, the undated
+  mapping inputs (teams, labels, claims, pools, cluster names, rate dates), the zone, the code.
+- `lines`: the month's own statement lines (`build_lines` of those cells): the cells' version
+  plus the rate card.
+- `delta`: for a closed month, its late data — live per-day cells minus the frozen ones —
+  priced on each read with the rate card in force. Version: the closed month's usage dates,
+  the mapping inputs and the frozen cells (written only by closes and reopens). Ingest writing an hour into a closed month
+  logs that month's date (trigger), so the months after it re-check it; otherwise no read
+  looks at frozen cells at all.
+
+The version is read in one query over `InputChange`, which Postgres triggers append to on every
+write of an input (migration 0007), so no writer can forget it. A stale or missing part is
+recomputed under a transaction-scoped advisory lock; the version is read *before* computing and
+stored with the answer, so a write committed meanwhile makes the answer stale again rather than
+served stale. SQLite (the offline demo) has no triggers: every read computes live.
+"""
+from __future__ import annotations
+
+import time
+import zlib
+
+import psycopg
+from dataclasses import dataclass
+from datetime import timedelta, timezone
+
+from django.conf import settings
+from django.db import connection, transaction
+
+from .calc import Line, UsageCell, period_bounds, to_decimal
+from .models import InputChange, MonthAnswer, MonthBody, MonthCell, MonthLine
+from .usage import Cell
+
+# Part of every version: a deploy that changes how an answer is computed re-proves them all.
+CODE_VERSION = "month-answers-1"
+LOCK_CLASS = 0x6770   # pg_advisory_xact_lock(class, key): the class of month-answer locks
+
+
+def stored_answers() -> bool:
+    """Whether this database keeps month answers (Postgres, with its triggers)."""
+    return connection.vendor == "postgresql"
+
+
+def month_dates(period: str):
+    """The UTC dates a billing month's instants fall on: every date an input of its answer can
+    be logged under (an hour by its UTC date, a daily row by its billing day, which lies inside)."""
+    start, end = period_bounds(period, _zone())
+    return start.astimezone(timezone.utc).date(), (end - timedelta(microseconds=1)).astimezone(timezone.utc).date()
+
+
+def _zone():
+    from .timeparse import billing_zone
+    return billing_zone()
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The inputs' versions now: (count, last id) of the log rows per undated category and per
+    month's dates. The log only grows (compaction adds an epoch row), so equal counts mean no
+    row was added — not even by a transaction that took its id earlier and committed later."""
+    undated: dict
+    dated: dict
+
+    def _base(self) -> str:
+        u = self.undated
+        return f"{CODE_VERSION}|{settings.BILLING_TIMEZONE}|e{u.get('epoch')}|m{u.get('mapping')}"
+
+    def cells(self, period: str) -> str:
+        return f"{self._base()}|{period}:{self.dated[period]}"
+
+    def lines(self, period: str) -> str:
+        return f"{self.cells(period)}|r{self.undated.get('rates')}"
+
+    def delta(self, period: str) -> str:
+        return f"{self.cells(period)}|f{self.undated.get('frozen')}"
+
+
+def read_inputs(periods) -> Inputs:
+    """One query: the undated categories' counts and each month's dated count."""
+    periods = sorted(set(periods))
+    ranges = [month_dates(p) for p in periods]
+    parts = ["SELECT category, count(*), coalesce(max(id), 0) FROM accounting_inputchange "
+             "WHERE day IS NULL GROUP BY category"]
+    params: list = []
+    for p, (lo, hi) in zip(periods, ranges):
+        parts.append("SELECT %s, count(*), coalesce(max(id), 0) FROM accounting_inputchange "
+                     "WHERE day BETWEEN %s AND %s")
+        params += [f"month:{p}", lo, hi]
+    with connection.cursor() as cur:
+        cur.execute(" UNION ALL ".join(parts), params)
+        rows = cur.fetchall()
+    undated, dated = {}, {}
+    for key, count, last in rows:
+        if key.startswith("month:"):
+            dated[key[6:]] = (count, last)
+        else:
+            undated[key] = (count, last)
+    return Inputs(undated=undated, dated=dated)
+
+
+def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = None):
+    """The stored part when its version is current, else computed, stored and returned.
+
+    `version_of(inputs)` names the version the part needs; `compute(inputs)` computes it
+    directly. `inputs`: the versions already read for this request (`read_inputs`), else read
+    here. Either way they are read *before* computing and the answer is stored with them: a
+    write committed meanwhile makes it stale again, never served stale.
+    """
+    inputs = inputs or read_inputs([period])
+    rows = _read_current(period, part, version_of(inputs))
+    if rows is not None:
+        return rows
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            key = [LOCK_CLASS, _lock_key(period, part)]
+            cur.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", key)
+            if not cur.fetchone()[0]:
+                # Another request is computing it: wait, then take what it stored if still current.
+                cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
+                inputs = read_inputs([period])
+                rows = _read_current(period, part, version_of(inputs))
+                if rows is not None:
+                    return rows
+        started = time.perf_counter()
+        result = compute(inputs)
+        store(period, part, version_of(inputs), result, (time.perf_counter() - started) * 1000.0)
+    return result
+
+
+def proven(period: str, part: str, version: str) -> int | None:
+    """The stored part's id if it is stored with `version`, held so: its lock is taken (until
+    the transaction ends), so nobody replaces it while the caller copies it."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_CLASS, _lock_key(period, part)])
+        cur.execute(f"SELECT id FROM {MonthAnswer._meta.db_table} WHERE period = %s AND part = %s AND version = %s",
+                    [period, part, version])
+        row = cur.fetchone()
+    return row[0] if row else None
+
+
+def proven_rows(period: str, part: str, version: str) -> list | None:
+    """The stored part's rows if it is stored with `version` (`proven`, then read)."""
+    return _read_current(period, part, version) if proven(period, part, version) is not None else None
+
+
+def store_current(period: str, part: str, version_of, rows: list) -> None:
+    """Store rows known to be the part's answer in this transaction's snapshot (closing knows a
+    closed month has no late data yet), with the version read now, under the part's lock."""
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_CLASS, _lock_key(period, part)])
+        store(period, part, version_of(read_inputs([period])), rows)
+
+
+def _lock_key(period: str, part: str) -> int:
+    return zlib.crc32(f"{period}/{part}".encode()) - 2**31     # a signed 32-bit key
+
+
+# ---------------------------------------------------------------- rows in and out
+
+_CELL_COLUMNS = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class",
+                 "day", "gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "mig_seconds")
+_LINE_COLUMNS = ("kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model", "mig_profile",
+                 "price_class", "rate_basis", "hourly_rate", "currency", "allocated_gpu_seconds",
+                 "used_gpu_seconds", "billed_seconds")
+
+
+def store(period: str, part: str, version: str, rows: list, compute_ms: float = 0.0) -> None:
+    """Replace the stored part with `rows` (cells or lines, in their order) by COPY."""
+    table = (MonthLine if part == MonthAnswer.LINES else MonthCell)._meta.db_table
+    columns, values = (_LINE_COLUMNS, _line_values) if part == MonthAnswer.LINES else (_CELL_COLUMNS, _cell_values)
+    with connection.cursor() as cur:
+        cur.execute(f"INSERT INTO {MonthAnswer._meta.db_table} (period, part, version, computed_at, compute_ms) "
+                    "VALUES (%s, %s, %s, now(), %s) ON CONFLICT (period, part) DO UPDATE SET "
+                    "version = EXCLUDED.version, computed_at = EXCLUDED.computed_at, "
+                    "compute_ms = EXCLUDED.compute_ms RETURNING id", [period, part, version, round(compute_ms, 1)])
+        answer_id = cur.fetchone()[0]
+        cur.execute(f"DELETE FROM {table} WHERE answer_id = %s", [answer_id])
+        with cur.cursor.copy(f"COPY {table} (answer_id, position, {', '.join(columns)}) FROM STDIN") as copy:
+            for i, row in enumerate(rows):
+                copy.write_row((answer_id, i, *values(row)))
+
+
+def _cell_values(c) -> tuple:
+    return (c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile, c.price_class, c.day,
+            c.gpu_seconds, c.used_gpu_seconds, getattr(c, "idle_gpu_seconds", 0.0), c.mig_seconds)
+
+
+def _line_values(line: Line) -> tuple:
+    return (line.kind, line.adjusts_period, line.team, line.cluster, line.namespace, line.gpu_model,
+            line.mig_profile, line.price_class, line.rate_basis, line.hourly_rate, line.currency,
+            float(line.allocated_gpu_seconds), float(line.used_gpu_seconds), float(line.billed_seconds))
+
+
+def _read_current(period: str, part: str, version: str) -> list | None:
+    """The stored rows of a part if it is stored with `version`, else None. One statement, so
+    a replacement committing meanwhile is seen whole or not at all."""
+    columns = _LINE_COLUMNS if part == MonthAnswer.LINES else _CELL_COLUMNS
+    table = (MonthLine if part == MonthAnswer.LINES else MonthCell)._meta.db_table
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT a.version, r.position, {', '.join('r.' + c for c in columns)} "
+                    f"FROM {MonthAnswer._meta.db_table} a LEFT JOIN {table} r ON r.answer_id = a.id "
+                    "WHERE a.period = %s AND a.part = %s ORDER BY r.position", [period, part])
+        rows = cur.fetchall()
+    if not rows or rows[0][0] != version:
+        return None
+    rows = [r[2:] for r in rows if r[1] is not None]
+    if part == MonthAnswer.LINES:
+        return [Line(kind=k, team=team, cluster=cl, namespace=ns, gpu_model=model, mig_profile=profile,
+                     price_class=pc, rate_basis=basis, hourly_rate=rate, currency=cur_, adjusts_period=adj,
+                     allocated_gpu_seconds=to_decimal(g), used_gpu_seconds=to_decimal(u),
+                     billed_seconds=to_decimal(b))
+                for k, adj, team, cl, ns, model, profile, pc, basis, rate, cur_, g, u, b in rows]
+    if part == MonthAnswer.DELTA:
+        return [UsageCell(cid, cl, ns, team, model, profile, pc, day, g, u, m)
+                for cid, cl, ns, team, model, profile, pc, day, g, u, _i, m in rows]
+    return [Cell(cid, cl, ns, team, model, profile, day, g, u, i, m, pc)
+            for cid, cl, ns, team, model, profile, pc, day, g, u, i, m in rows]
+
+
+def body(period: str, key: str, version: str, render) -> bytes:
+    """A month's API answer as sent, stored with `version`: the stored bytes when current,
+    else `render()` (which must read the answer after `version` was read), stored and returned."""
+    table = MonthBody._meta.db_table
+    connection.ensure_connection()
+    # A server-side-binding cursor reading in binary: megabytes of bytea come back as they are,
+    # not as hex text to decode (Django's client-side cursors read text only).
+    with psycopg.Cursor(connection.connection) as cur:
+        cur.execute(f"SELECT body FROM {table} WHERE period = %s AND key = %s AND version = %s",
+                    [period, key, version], binary=True)
+        row = cur.fetchone()
+    if row is not None:
+        return bytes(row[0])
+    rendered = render()
+    with connection.cursor() as cur:
+        cur.execute(f"INSERT INTO {table} (period, key, version, body, rendered_at) VALUES (%s, %s, %s, %s, now()) "
+                    "ON CONFLICT (period, key) DO UPDATE SET version = EXCLUDED.version, body = EXCLUDED.body, "
+                    "rendered_at = EXCLUDED.rendered_at", [period, key, version, rendered])
+    return rendered
+
+
+def drop_parts(period: str, parts) -> None:
+    """Delete stored parts of a month (each under its lock, so no computation is storing it)."""
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            for part in parts:
+                cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", [LOCK_CLASS, _lock_key(period, part)])
+                table = (MonthLine if part == MonthAnswer.LINES else MonthCell)._meta.db_table
+                cur.execute(f"DELETE FROM {table} WHERE answer_id IN (SELECT id FROM {MonthAnswer._meta.db_table} "
+                            "WHERE period = %s AND part = %s)", [period, part])
+                cur.execute(f"DELETE FROM {MonthAnswer._meta.db_table} WHERE period = %s AND part = %s",
+                            [period, part])
+
+
+def compact_input_changes() -> int:
+    """Keep the log small: of each (category, date) only its last row, plus an epoch row that
+    changes every version once (the counts shrink, so no stored answer may be trusted across).
+    Returns the rows removed."""
+    if not stored_answers():
+        return 0
+    # No table lock (it would queue every ingest behind it): rows of transactions still open are
+    # not seen, so not deleted, and count when they commit; the epoch row changes every version.
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            cur.execute("DELETE FROM accounting_inputchange c USING (SELECT category, day, max(id) AS last "
+                        "FROM accounting_inputchange WHERE category <> 'epoch' GROUP BY category, day) k "
+                        "WHERE c.category = k.category AND c.day IS NOT DISTINCT FROM k.day AND c.id < k.last")
+            removed = cur.rowcount
+        InputChange.objects.create(category=InputChange.EPOCH, source="compaction")
+    return removed

@@ -1,0 +1,188 @@
+"""A billing month's answer, the one way every surface reads it (docs/performance.md).
+
+`month_lines(period)` is an open month's statement lines — its own usage lines and the
+adjustments for the closed months right before it — exactly `statements.compute_open(period)`,
+read from the stored answers (`answers.py`) when they are current. `window_cells(f)` is
+`usage_cells(f, per_day=False)`, from the month's stored cells when the window is a whole
+billing month. The chargeback API and page, its CSV and XLSX, the FOCUS export and the usage
+API's month rows all read through these two.
+"""
+from __future__ import annotations
+
+from datetime import timezone
+
+from django.conf import settings
+
+from .answers import CODE_VERSION, Inputs, answer, drop_parts, read_inputs, store_current, stored_answers
+from .calc import Line, UsageCell, build_lines, delta_cells, period_bounds, period_of, prev_period
+from .models import BillingPeriod, FrozenCell, MonthAnswer
+from .pricing import load_rate_card
+from .timeparse import billing_zone
+from .usage import Cell, UsageFilter, usage_cells
+
+
+def month_cells(period: str, *, per_day: bool = True) -> list:
+    start, end = period_bounds(period, billing_zone())
+    return usage_cells(UsageFilter(start=start, end=end), per_day=per_day)
+
+
+_FROZEN_AS_CELL = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class",
+                   "day", "gpu_seconds", "used_gpu_seconds", "mig_seconds")   # UsageCell's fields, in order
+
+
+def frozen_cells(bp: BillingPeriod) -> list[UsageCell]:
+    """The cells a closed month's statements carry (its own and its adjustments), as tuples
+    read straight into UsageCell: a month of a large fleet is hundreds of thousands of them."""
+    return [UsageCell(*row) for row in FrozenCell.objects.filter(period=bp).values_list(*_FROZEN_AS_CELL)]
+
+
+def closed_periods() -> dict[str, BillingPeriod]:
+    return {bp.period: bp for bp in BillingPeriod.objects.filter(closed_at__isnull=False)}
+
+
+def closed_before(period: str, closed: dict[str, BillingPeriod]) -> list[str]:
+    """The closed months right before `period`, latest first: their late data is booked in it."""
+    out, earlier = [], prev_period(period)
+    while earlier in closed:
+        out.append(earlier)
+        earlier = prev_period(earlier)
+    return out
+
+
+def late_cells(earlier: str, bp: BillingPeriod) -> list[UsageCell]:
+    """A closed month's late data, computed: its live per-day cells minus what statements carry."""
+    return delta_cells(month_cells(earlier), frozen_cells(bp))
+
+
+# ---------------------------------------------------------------- through the stored answers
+
+def own_cells(period: str, inputs: Inputs | None = None) -> list[Cell]:
+    """The month's span cells (`usage_cells(per_day=False)` of the whole month)."""
+    if not stored_answers():
+        return month_cells(period, per_day=False)
+    return answer(period, MonthAnswer.CELLS, lambda i: i.cells(period),
+                  lambda _inputs: month_cells(period, per_day=False), inputs)
+
+
+def own_days(period: str, inputs: Inputs | None = None) -> list[Cell]:
+    """The month's per-day cells (`usage_cells` of the whole month): what closing freezes, and
+    what the FOCUS export splits each line over. Same inputs, same version as the span cells."""
+    if not stored_answers():
+        return month_cells(period)
+    return answer(period, MonthAnswer.DAYS, lambda i: i.cells(period), lambda _i: month_cells(period), inputs)
+
+
+def own_lines(period: str, inputs: Inputs | None = None) -> list[Line]:
+    """The month's own statement lines (usage and unallocated), sorted."""
+    if not stored_answers():
+        return build_lines(month_cells(period, per_day=False), load_rate_card())
+    # The rate card is read inside, after the version: a rate edit meanwhile makes it stale.
+    return answer(period, MonthAnswer.LINES, lambda i: i.lines(period),
+                  lambda i: build_lines(own_cells(period, i), load_rate_card()), inputs)
+
+
+def month_late_cells(earlier: str, bp: BillingPeriod, inputs: Inputs | None = None) -> list[UsageCell]:
+    """A closed month's late data, stored until an input of that month changes (ingest writing
+    into it logs its dates): the months after it read no frozen cells unless something changed."""
+    if not stored_answers():
+        return late_cells(earlier, bp)
+    return answer(earlier, MonthAnswer.DELTA, lambda i: i.delta(earlier), lambda _i: late_cells(earlier, bp), inputs)
+
+
+def month_lines(period: str, card=None) -> list[Line]:
+    """`compute_open(period).lines`, through the stored answers: the month's own lines, then
+    per closed month before it its late data priced as adjustment lines with the card now."""
+    closed = closed_periods()
+    chain = closed_before(period, closed)
+    inputs = read_inputs([period, *chain]) if stored_answers() else None
+    lines = list(own_lines(period, inputs))
+    for earlier in chain:
+        delta = month_late_cells(earlier, closed[earlier], inputs)
+        if delta:
+            card = card or load_rate_card()
+            lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
+                                 adjusts_period=earlier)
+    return sorted(lines, key=Line.sort_key)
+
+
+def prepare_month(period: str) -> None:
+    """Compute whatever of a month's answer is not current — its lines (and span cells), its
+    per-day cells, the late data of the closed months before it — so the next read or close
+    finds it stored (`tasks.prepare_month_answers`)."""
+    month_lines(period)
+    own_days(period)
+
+
+def prune_closed_months() -> list[str]:
+    """Drop what closed months no longer read: their open-month parts (cells, lines, per-day
+    cells; a closed month shows its frozen lines). Their late data and bodies stay."""
+    if not stored_answers():
+        return []
+    closed = set(closed_periods())
+    stored = set(MonthAnswer.objects.filter(period__in=closed, part__in=OPEN_PARTS).values_list("period", flat=True))
+    for period in sorted(stored):
+        drop_parts(period, OPEN_PARTS)
+    return sorted(stored)
+
+
+OPEN_PARTS = (MonthAnswer.CELLS, MonthAnswer.LINES, MonthAnswer.DAYS)
+
+
+def record_closed(months: list[str]) -> None:
+    """Inside a close: the closed month and those whose late data it booked now have none."""
+    if stored_answers():
+        for m in months:
+            store_current(m, MonthAnswer.DELTA, lambda i, m=m: i.delta(m), [])
+
+
+def whole_month(f: UsageFilter) -> str | None:
+    """The billing month a window is exactly, or None."""
+    zone = billing_zone()
+    period = period_of(f.start.astimezone(zone).date())
+    start, end = period_bounds(period, zone)
+    if f.start.astimezone(timezone.utc) == start.astimezone(timezone.utc) and \
+            f.end.astimezone(timezone.utc) == end.astimezone(timezone.utc):
+        return period
+    return None
+
+
+def window_cells(f: UsageFilter) -> list[Cell]:
+    """`usage_cells(f, per_day=False)`; a whole billing month of every cluster from its stored
+    cells (a team scope filters them afterwards, as `usage_cells` does)."""
+    period = whole_month(f) if stored_answers() else None
+    if period is None or f.cluster or f.namespaces is not None or f.gpu_models is not None:
+        return usage_cells(f, per_day=False)
+    cells = own_cells(period)
+    if f.teams is not None:
+        cells = [c for c in cells if c.namespace and c.team in f.teams]
+    return cells
+
+
+# ---------------------------------------------------------------- versions of whole answers
+
+def statement_version(period: str) -> str | None:
+    """The version a month's statement is shown from (None: not kept, SQLite): a closed month's
+    by its close; an open month's by its lines and the late data of the closed months before it."""
+    if not stored_answers():
+        return None
+    closed = closed_periods()
+    if period in closed:
+        # Its frozen lines change only by a reopen (and a new close); the zone shapes the window echoed.
+        return f"{CODE_VERSION}|{settings.BILLING_TIMEZONE}|closed {closed[period].closed_at.isoformat()}"
+    chain = closed_before(period, closed)
+    inputs = read_inputs([period, *chain])
+    return "|".join([inputs.lines(period), *(f"{m} closed {closed[m].closed_at.isoformat()}:{inputs.delta(m)}"
+                                            for m in chain)])
+
+
+def usage_version(f: UsageFilter, priced: bool) -> tuple[str, str] | None:
+    """(period, version) of a usage window that is a whole month read from its stored cells
+    (`window_cells`) for the whole fleet; None for any other window, scope or database."""
+    if not stored_answers() or f.cluster or f.teams is not None or f.namespaces is not None \
+            or f.gpu_models is not None:
+        return None
+    period = whole_month(f)
+    if period is None:
+        return None
+    inputs = read_inputs([period])
+    return period, inputs.lines(period) if priced else inputs.cells(period)
