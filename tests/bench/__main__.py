@@ -25,7 +25,8 @@ from urllib.parse import urlparse, urlunparse
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".bench-cache"
 RESULTS = ROOT / "bench-results.json"
-TARGETS = {"ingest_ratio": 1.5, "peak_rss_mb": 300.0, "api_p95_ratio": 1.0, "page_ms": 500.0, "close_seconds": 2.0}
+TARGETS = {"ingest_ratio": 1.5, "peak_rss_mb": 300.0, "api_p95_ratio": 1.0, "page_api_ratio": 2.0,
+           "close_seconds": 2.0}
 
 
 def env_int(name, default):
@@ -250,11 +251,25 @@ def bench_api(results: dict) -> None:
     plain = override_settings(STORAGES={"default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
                                         "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"}})
     plain.enable()
-    for name, path in (("overview", "/"), ("chargeback", f"/chargeback/?period={period}")):
-        took = timed(api.get(path), max(5, repeats // 2))
-        pages[name] = {"p50_ms": figure(took["p50"], None, "ms"), "p95_ms": figure(took["p95"], None, "ms",
-                                                                                   TARGETS["page_ms"])}
-        print(f"  page {path}: p50 {took['p50']} ms, p95 {took['p95']} ms", flush=True)
+    # Every page over the seeded month, against the API call answering its question (the
+    # explorer has none: its own CSV of the same rows). Each is warmed once first, as the API is.
+    window = f"start={first}&end={end}"
+    team = "team-001"
+    for name, path, api_path in (
+            ("overview", f"/?{window}", f"/api/v1/usage/?{window}&group_by=team"),
+            ("team", f"/teams/{team}/?{window}", f"/api/v1/usage/?{window}&group_by=namespace&team={team}"),
+            ("idle", f"/idle/?{window}", f"/api/v1/idle/?{window}"),
+            ("explorer", f"/explore/?{window}&grain=day", f"/explore/?{window}&grain=day&format=csv"),
+            ("chargeback", f"/chargeback/?period={period}", f"/api/v1/chargeback/?period={period}")):
+        page_call, api_call = api.get(path), api.get(api_path)
+        page_call(), api_call()
+        took = timed(page_call, max(5, repeats // 2))
+        base = timed(api_call, max(5, repeats // 2))
+        pages[name] = {"p50_ms": figure(took["p50"], base["p50"], "ms"),
+                       "p95_ms": figure(took["p95"], base["p95"], "ms", TARGETS["page_api_ratio"],
+                                        f"baseline: {api_path}")}
+        print(f"  page {path}: p50 {took['p50']} ms, p95 {took['p95']} ms "
+              f"(its API call p95 {base['p95']} ms: {api_path})", flush=True)
 
     # The month after a closed one: the first half of November rolled up, October closed.
     nov = date(2026, 11, 1)
@@ -334,7 +349,7 @@ def check_targets(results: dict) -> list[str]:
     if "close_seconds" in api:
         checks.append(("closing a month", api["close_seconds"]["value"], TARGETS["close_seconds"], " s"))
     for name, fig in (results.get("pages") or {}).items():
-        checks.append((f"page {name} p95", fig["p95_ms"]["value"], TARGETS["page_ms"], " ms"))
+        checks.append((f"page {name} p95 / its API call p95", fig["p95_ms"]["ratio"], TARGETS["page_api_ratio"], "×"))
     for name, value, target, unit in checks:
         verdict = "met" if value <= target else f"MISSED by {value / target:.1f}×"
         lines.append(f"target {name}: {value}{unit} (≤ {target}{unit}) {verdict}")

@@ -17,7 +17,7 @@ from django.db import connection
 
 from apps.accounting.models import UsageDay, UsageDayBuilt, UsageHour
 from apps.clusters.models import Cluster, Device
-from apps.teams.models import SINCE_EVER, Namespace, NamespaceLabel
+from apps.teams.models import SINCE_EVER, Namespace, NamespaceLabel, Team
 
 H100, A100 = "NVIDIA H100 80GB HBM3", "NVIDIA A100-SXM4-80GB"
 MIG_LAYOUT = (("3g.40gb", 3 / 7), ("2g.20gb", 2 / 7), ("1g.10gb", 1 / 7), ("1g.10gb", 1 / 7))
@@ -55,6 +55,9 @@ def seed_month(first_day: date, days: int, gpus: int, namespaces: int, teams: in
     ], batch_size=5000)
     NamespaceLabel.objects.bulk_create([NamespaceLabel(namespace=n, valid_from=SINCE_EVER, team_label=n.label_team)
                                         for n in created], batch_size=5000)
+    # As ingest does on a trusted cluster: every label value is a team with its page.
+    Team.objects.bulk_create([Team(name=name) for name in sorted({n.label_team for n in created})],
+                             ignore_conflicts=True)
     fleet = Fleet(rng, cluster_objs, cluster_ns, gpus, mig_share)
     rows = fleet.seed_days(first_day, days, occupancy)
     return {"usage_day_rows": rows, "clusters": clusters, "gpus": gpus, "namespaces": namespaces, "teams": teams,
