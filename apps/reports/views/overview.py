@@ -4,38 +4,43 @@ from apps.accounting.usage import group_cells, usage_cells
 
 from .. import figures
 from ..data.overview import daily_totals, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
+from ..data.overview_store import kept_or_computed
 from ..money import load_rate_card, price_groups
 from .common import page, report_view
 
 
 @report_view
 def overview(request, sel):
-    # Per billing day for the daily chart and each day's cost; the window, its teams and its
-    # models from span cells, as the usage API and the statement read them: a month of a large
-    # fleet is ten times fewer span cells than day cells (docs/performance.md, "Pages").
     f = sel.usage_filter()
+    data = kept_or_computed(f, sel.money, sel.fleet, lambda: _figures(f, sel.money, sel.fleet))
+    freshness = ingest_freshness()
+    ctx = {**data, "totals": window_totals(data["days"]), "freshness": freshness,
+           "stale": [x for x in freshness if x.stale]}
+    return page(request, sel, "reports/overview.html", "overview", ctx)
+
+
+def _figures(f, money: bool, fleet: bool) -> dict:
+    """The window's figures: per billing day for the daily chart and each day's cost; the
+    window, its teams and its models from span cells, as the usage API and the statement read
+    them (a month of a large fleet is ten times fewer span cells than day cells). A whole month
+    of the whole fleet is kept as a stored answer (`overview_store`, docs/performance.md)."""
     cells = usage_cells(f)
     spans = usage_cells(f, per_day=False)
     days = daily_totals(cells)
-    idle_teams = top_idle_teams(spans)
-    models = fleet_by_model(spans)
-    freshness = ingest_freshness()
-    totals = window_totals(days)
     teams = group_cells(spans, "team")
-    ctx = {
-        "days": days, "teams": teams, "totals": totals, "idle_teams": idle_teams, "models": models,
-        "freshness": freshness, "stale": [f for f in freshness if f.stale],
-        "fig_fleet": figures.fleet_area(days, sel.fleet),
-        "fig_efficiency": figures.efficiency_trend(days),
-        "fig_idle_teams": figures.idle_teams_bar(idle_teams),
-        "fig_models": figures.models_bar(models) if sel.fleet else None,
-    }
-    if sel.money:
-        ctx.update(_money(cells, spans, days, teams, models))
+    models = fleet_by_model(spans)
+    idle_teams = top_idle_teams(spans)
+    data = {"days": days, "teams": teams, "idle_teams": idle_teams, "models": models,
+            "fig_fleet": figures.fleet_area(days, fleet),
+            "fig_efficiency": figures.efficiency_trend(days),
+            "fig_idle_teams": figures.idle_teams_bar(idle_teams),
+            "fig_models": figures.models_bar(models) if fleet else None}
+    if money:
+        data.update(_money(cells, spans, days, teams, models))
     else:
-        ctx.update(total_cost=None, day_rows=[(d, None) for d in days], team_rows=[(t, None) for t in teams],
-                   model_rows=[(m, None, None) for m in models])
-    return page(request, sel, "reports/overview.html", "overview", ctx)
+        data.update(total_cost=None, day_rows=[(d, None) for d in days], team_rows=[(t, None) for t in teams],
+                    model_rows=[(m, None, None) for m in models])
+    return data
 
 
 def _money(cells, spans, days, teams, models):
