@@ -18,9 +18,10 @@ from apps.reports.models import StatementDelivery
 from .factories import make_user
 from .smtp_sink import smtp_sink
 from .workbook import build_march, read_book, table
+from ..worker_redis import drop, key_prefix
 
 ROOT = Path(__file__).resolve().parents[2]
-REDIS_URL = "redis://127.0.0.1:6379/11"   # a database of its own, flushed by this test
+REDIS_URL = "redis://127.0.0.1:6379/11"   # this run's keys carry their own prefix (tests/worker_redis.py)
 
 
 @pytest.fixture
@@ -30,14 +31,15 @@ def clean_redis():
         conn.ping()
     except redis.exceptions.ConnectionError:
         pytest.fail("Redis is not running on 127.0.0.1:6379")
-    conn.flushdb()
+    drop(conn)
     yield conn
-    conn.flushdb()
+    drop(conn)
 
 
 def env_for(port: int) -> dict:
     name = connection.settings_dict["NAME"]
     return dict(os.environ, DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{name}", REDIS_URL=REDIS_URL,
+               CELERY_KEY_PREFIX=key_prefix(),
                 EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend", EMAIL_HOST="127.0.0.1",
                 EMAIL_PORT=str(port), BILLING_TIMEZONE="UTC", CELERY_WORKER_HIJACK_ROOT_LOGGER="false")
 

@@ -26,6 +26,7 @@ from apps.simulator.promserver import PrometheusServer, backfill
 
 from ..spine.fake_http import slow_proxy
 from ..spine.prom import served
+from ..worker_redis import drop, key_prefix
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/12"
@@ -54,14 +55,15 @@ def small_history():
 @pytest.fixture
 def clean_redis():
     conn = redis.Redis.from_url(REDIS_URL)
-    conn.flushdb()
+    drop(conn)
     yield conn
-    conn.flushdb()
+    drop(conn)
 
 
 def worker_env(**extra):
     name = connection.settings_dict["NAME"]
     env = dict(os.environ, DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{name}", REDIS_URL=REDIS_URL,
+               CELERY_KEY_PREFIX=key_prefix(),
                INGEST_CHUNK_HOURS="1", INGEST_RETRY_BACKOFF_SECONDS="1",
                # a chunk's 14 queries take ~2 s through the slow proxy: the lock outlives a chunk,
                # and the visibility timeout outlives the whole task (no double delivery)

@@ -22,14 +22,16 @@ from apps.simulator.expected import expected_figures
 
 from .fixtures import H, T0, dt, small_cluster_fetcher
 from .prom import served
+from ..worker_redis import drop, key_prefix
 
 ROOT = Path(__file__).resolve().parents[2]
-REDIS_URL = "redis://127.0.0.1:6379/13"  # a database of its own, flushed by these tests
+REDIS_URL = "redis://127.0.0.1:6379/13"  # this run's keys carry their own prefix (tests/worker_redis.py)
 
 
 def worker_env():
     name = connection.settings_dict["NAME"]
     return dict(os.environ, DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{name}", REDIS_URL=REDIS_URL,
+               CELERY_KEY_PREFIX=key_prefix(),
                 CELERY_WORKER_HIJACK_ROOT_LOGGER="false")
 
 
@@ -45,9 +47,9 @@ def clean_redis():
         conn.ping()
     except redis.exceptions.ConnectionError:
         pytest.fail("Redis is not running on 127.0.0.1:6379")
-    conn.flushdb()
+    drop(conn)
     yield conn
-    conn.flushdb()
+    drop(conn)
 
 
 @pytest.mark.celery_worker
