@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from operator import itemgetter
 
 import orjson
 import requests
@@ -18,6 +20,7 @@ from urllib3.util.retry import Retry
 
 from .rollup import HOT_TEMPERATURE_C, HourlySeries, Series
 
+_timestamp = itemgetter(0)
 GPU_RESOURCES_RE = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"
 
 
@@ -222,11 +225,11 @@ class PrometheusClient:
                 item = result.pop()   # each answer item is freed once converted: peak memory ~ one copy
                 labels = item["metric"]
                 labels.pop("__name__", None)
-                samples = []
-                for ts, value in item["values"]:
-                    ts = float(ts)
-                    if start <= ts < end:
-                        samples.append((ts, float(value)))
+                samples = [(float(ts), float(value)) for ts, value in item["values"]]
+                if samples and not (start <= samples[0][0] and samples[-1][0] < end):
+                    # Prometheus answers each series in time order: cut [start, end) as a slice
+                    samples = samples[bisect_left(samples, start, key=_timestamp):
+                                      bisect_left(samples, end, key=_timestamp)]
                 if samples:
                     out.append(Series(labels=labels, samples=samples))
         except (KeyError, TypeError, ValueError):
