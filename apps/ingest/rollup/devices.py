@@ -5,35 +5,179 @@ how copies of a stream (replicas, scrape jobs, per-pod copies) are told apart.
 """
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left
 from collections import defaultdict
+from operator import itemgetter
 from typing import Iterable, Sequence
+
+import numpy as np
 
 from .labels import canonical, device_identity, gpu_fraction, is_time_slice, names_the_exporter, workload_of
 from .records import (HOUR_SECONDS, DeviceInfo, DeviceRollup, HourlySeries,
                       RollupConfig, Series, UsageRecord, Window, _finite, hour_of)
+from .arrays import columns, idle_runs, sequential_sums
 from .health import device_health
 from .timeline import Coverage, durations, merge_copies, typical_spacing
 from .timeline import priority as _priority
 
 
 class _Acc:
-    __slots__ = ("rec", "marks", "present")
+    __slots__ = ("rec", "marks", "present", "index")
 
     def __init__(self, rec):
         self.rec = rec
+        self.index = -1
         self.marks = []     # (ts, seconds, idle?) with None for unknown utilization
         self.present = 0.0  # wall-clock seconds the record's samples stand for
 
 
 class _Stream:
     """One logical stream: all copies of a device's series for one workload, merged."""
-    __slots__ = ("key", "info", "namespace", "pod", "scale", "samples", "seconds", "sliced")
+    __slots__ = ("key", "info", "namespace", "pod", "scale", "samples", "seconds", "sliced", "ts", "values", "inside")
 
-    def __init__(self, key, info, namespace, pod, scale, samples, sliced):
+    def __init__(self, key, info, namespace, pod, scale, samples, sliced, window):
         self.key, self.info, self.namespace, self.pod = key, info, namespace, pod
         self.scale, self.samples, self.sliced = scale, samples, sliced
-        self.seconds: list[float] = []
+        self.ts, self.values = columns(samples)
+        self.inside = (self.ts >= window.start) & (self.ts < window.end)
+        self.seconds = np.empty(0)
+
+
+class _Batch:
+    """The samples that count, stream by stream, and the records they add to
+    (docs/accounting.md for what each adds)."""
+
+    def __init__(self, accs: dict):
+        self.accs = accs
+        self.order: list[_Acc] = []        # records by index
+        self.streams_of: list[int] = []    # how many stream segments fed each record
+        self.parts: list[tuple] = []       # per stream: arrays of the samples that count
+        self.shares: list[tuple] = []      # per stream: (share, used share)
+        self.meta: list[tuple] = []        # per stream: (samples, scale, workload?, fraction, MIG?)
+
+    def add(self, st: _Stream, d: dict, counts, seconds, share, used_share):
+        at = np.flatnonzero(counts)
+        if not len(at):
+            return
+        ts = st.ts[at]
+        hours = (ts // HOUR_SECONDS) * HOUR_SECONDS
+        cuts = np.flatnonzero(hours[1:] != hours[:-1]) + 1
+        bounds = [0, *cuts.tolist(), len(at)]
+        record = np.empty(len(at), dtype=np.int64)
+        for lo, hi in zip(bounds, bounds[1:]):
+            hour = int(hours[lo])
+            acc_key = (st.key, st.namespace, st.pod, hour)
+            acc = self.accs.get(acc_key)
+            if acc is None:
+                acc = self.accs[acc_key] = _Acc(UsageRecord(
+                    device_key=st.key, namespace=st.namespace, pod=st.pod, hour_start=hour, node=d["host"],
+                    gpu_model=d["model_name"], mig_profile=d["mig_profile"], gpu_fraction=d["gpu_fraction"],
+                ))
+                acc.index = len(self.order)
+                self.order.append(acc)
+                self.streams_of.append(0)
+            self.streams_of[acc.index] += 1
+            record[lo:hi] = acc.index
+        self.parts.append((record, ts, st.values[at], seconds[at]))
+        # shares: one number for a whole-device stream, one per sample for a time-sliced pod
+        self.shares.append((share, used_share))
+        self.meta.append((len(at), st.scale, bool(st.namespace), d["gpu_fraction"], bool(d["mig_profile"])))
+
+    def settle(self, cfg: RollupConfig) -> tuple[int, int]:
+        """Every record's sums and idle runs; (clamped samples, samples counted)."""
+        if not self.parts:
+            return 0, 0
+        record, ts, value, seconds = (np.concatenate(col) for col in zip(*self.parts))
+        lengths, scale, named, fraction, mig = (np.array(col) for col in zip(*self.meta))
+        scale, named, fraction, mig = (np.repeat(col, lengths) for col in (scale, named, fraction, mig))
+        share, used_share = (self._per_sample(col, lengths) for col in zip(*self.shares))
+        self.parts, self.shares, self.meta = [], [], []
+        n = len(self.order)
+        with np.errstate(invalid="ignore"):
+            known = named & np.isfinite(value)
+            util = value * scale
+            clamped = known & ((util < 0.0) | (util > 1.0))
+            util = np.minimum(1.0, np.maximum(0.0, util))
+            idle = known & (util < cfg.idle_threshold)
+            gpu = seconds * share
+            sums = sequential_sums(record, np.vstack([
+                gpu, seconds,
+                np.where(mig, seconds * (share / fraction), 0.0),
+                np.where(known, seconds * used_share * util, 0.0),
+                np.where(idle, gpu, 0.0),
+            ]), n)
+        sample_count = np.bincount(record, minlength=n)
+        unknown = np.bincount(record, weights=named & ~known, minlength=n)
+        for i, acc in enumerate(self.order):
+            rec = acc.rec
+            rec.sample_count += int(sample_count[i])
+            rec.gpu_seconds = float(sums[0, i])
+            acc.present = float(sums[1, i])
+            rec.mig_seconds = float(sums[2, i])
+            rec.used_gpu_seconds = float(sums[3, i])
+            rec.idle_gpu_seconds = float(sums[4, i])
+            rec.unknown_util_samples += int(unknown[i])
+        self._idle(record, ts, seconds, named, known, idle)
+        return int(clamped.sum()), len(record)
+
+    @staticmethod
+    def _per_sample(values, lengths) -> np.ndarray:
+        """Per-stream numbers (a float, or an array of one per sample) as one per sample."""
+        out = np.repeat(np.array([float(v) if np.ndim(v) == 0 else np.nan for v in values]), lengths)
+        offsets = np.concatenate([[0], np.cumsum(lengths)])
+        for i, v in enumerate(values):
+            if np.ndim(v):
+                out[offsets[i]:offsets[i + 1]] = v
+        return out
+
+    def _idle(self, record, ts, seconds, named, known, idle):
+        """Idle stretches of the records with a workload; a record fed by more than one stream
+        (or whose samples share an instant) takes the per-record loop, which sorts its marks."""
+        order = np.argsort(record, kind="stable")
+        order = order[named[order]]
+        record, ts, seconds, known, idle = record[order], ts[order], seconds[order], known[order], idle[order]
+        n = len(self.order)
+        tangled = np.array(self.streams_of) > 1
+        repeat = np.flatnonzero((record[1:] == record[:-1]) & (ts[1:] <= ts[:-1]))
+        tangled[record[repeat + 1]] = True
+        simple = ~tangled[record]
+        hour_start = np.array([acc.rec.hour_start for acc in self.order], dtype=float)
+        longest, prefix, suffix, whole = idle_runs(record[simple], ts[simple], seconds[simple], idle[simple],
+                                                   hour_start, n)
+        for i in np.unique(record[simple]).tolist():
+            rec = self.order[i].rec
+            rec.idle_max_run_seconds = float(longest[i])
+            rec.idle_prefix_seconds = float(prefix[i])
+            rec.idle_suffix_seconds = float(suffix[i])
+            rec.idle_whole_hour = bool(whole[i])
+        for i in np.unique(record[~simple]).tolist():
+            acc = self.order[i]
+            at = np.flatnonzero(record == i)
+            acc.marks = [(t, s, (bool(b) if k else None)) for t, s, k, b in
+                         zip(ts[at].tolist(), seconds[at].tolist(), known[at].tolist(), idle[at].tolist())]
+            _idle_runs(acc)
+
+
+_first = itemgetter(0)
+
+
+def _count_in(samples, window: Window) -> int:
+    """How many of the time-ordered samples lie in the window."""
+    return bisect_left(samples, window.end, key=_first) - bisect_left(samples, window.start, key=_first)
+
+
+def _holders(pods: Sequence[_Stream], ts: np.ndarray) -> np.ndarray:
+    """How many pods hold a time-sliced GPU at each instant (each pod stream covers its
+    samples' spans)."""
+    n = np.zeros(len(ts), dtype=np.int64)
+    for st in pods:
+        if not len(st.ts):
+            continue
+        i = np.searchsorted(st.ts, ts, side="right") - 1
+        held = i >= 0
+        i = np.where(held, i, 0)
+        n += held & (ts < st.ts[i] + st.seconds[i])
+    return n
 
 
 class _Workloads:
@@ -133,96 +277,62 @@ def rollup_devices(
     for (key, namespace, pod, sliced), members in groups.items():
         members.sort(key=lambda m: m[0])
         for m in members:
-            raw_in_window += sum(1 for ts, _ in m[2].samples if window.contains(ts))
+            raw_in_window += _count_in(m[2].samples, window)
         merged = merge_copies([list(m[2].samples) for m in members])
-        streams.append(_Stream(key, members[0][4], namespace, pod, members[0][3], merged, sliced))
-    fallback = typical_spacing([[t for t, _ in st.samples] for st in streams]) or cfg.interval_seconds
-    for st in streams:
-        st.seconds = durations([t for t, _ in st.samples], fallback, cfg.pinned_interval_seconds)
+        streams.append(_Stream(key, members[0][4], namespace, pod, members[0][3], merged, sliced, window))
+    times = [st.ts.tolist() for st in streams]
+    fallback = typical_spacing(times) or cfg.interval_seconds
+    for st, ts in zip(streams, times):
+        st.seconds = np.array(durations(ts, fallback, cfg.pinned_interval_seconds), dtype=float)
 
     by_device: dict[tuple, list[_Stream]] = defaultdict(list)
     for st in streams:
         by_device[st.key].append(st)
 
+    # Each sample that counts is one entry of a chunk-wide batch; the records' sums are then
+    # taken all at once, in the very order the samples were met (docs/performance.md).
     accs: dict[tuple, _Acc] = {}
-    clamped = 0
-    counted = 0
-
-    def account(st: _Stream, d: dict, ts, seconds, value, share, used_share):
-        nonlocal clamped, counted
-        counted += 1
-        fraction = d["gpu_fraction"]
-        hour = hour_of(ts)
-        acc_key = (st.key, st.namespace, st.pod, hour)
-        acc = accs.get(acc_key)
-        if acc is None:
-            acc = accs[acc_key] = _Acc(UsageRecord(
-                device_key=st.key, namespace=st.namespace, pod=st.pod, hour_start=hour, node=d["host"],
-                gpu_model=d["model_name"], mig_profile=d["mig_profile"], gpu_fraction=fraction,
-            ))
-        rec = acc.rec
-        rec.sample_count += 1
-        rec.gpu_seconds += seconds * share
-        acc.present += seconds
-        if d["mig_profile"]:
-            rec.mig_seconds += seconds * (share / fraction)
-        if not st.namespace:
-            return
-        if _finite(value):
-            util = value * st.scale
-            if util < 0.0 or util > 1.0:
-                clamped += 1
-                util = min(1.0, max(0.0, util))
-            rec.used_gpu_seconds += seconds * used_share * util
-            idle = util < cfg.idle_threshold
-            if idle:
-                rec.idle_gpu_seconds += seconds * share
-            acc.marks.append((ts, seconds, idle))
-        else:
-            rec.unknown_util_samples += 1
-            acc.marks.append((ts, seconds, None))
-
+    batch = _Batch(accs)
     for key, dev_streams in by_device.items():
-        in_window = [st for st in dev_streams if any(window.contains(t) for t, _ in st.samples)]
+        in_window = [st for st in dev_streams if st.inside.any()]
         if not in_window:
             continue
-        firsts = [t for st in in_window for t, _ in st.samples if window.contains(t)]
-        d = note_device(key, in_window[0].info, min(firsts), max(firsts))
+        d = note_device(key, in_window[0].info, min(float(st.ts[st.inside].min()) for st in in_window),
+                        max(float(st.ts[st.inside].max()) for st in in_window))
         fraction = d["gpu_fraction"]
         pods = [st for st in dev_streams if st.sliced]
         plain = [st for st in dev_streams if not st.sliced]
-        holders = _SliceHolders(pods)
         own = _own_values(cfg.time_slicing, pods, plain) if pods else False
         for st in pods:
-            for (ts, value), seconds in zip(st.samples, st.seconds):
-                if not window.contains(ts):
-                    continue
-                n = holders.count(ts)
-                share = fraction / n
-                account(st, d, ts, seconds, value, share, fraction if own else share)
+            holding = _holders(pods, st.ts[st.inside])
+            if not holding.all():
+                # a sample that stands for no time (two copies at one instant, each alone in
+                # its series): the per-sample loop divided by zero here, and so does this
+                raise ZeroDivisionError("float division by zero")
+            share = fraction / holding
+            batch.add(st, d, st.inside, st.seconds, share, fraction if own else share)
         # Whole-device streams: tiled, the workloads' first, so every instant counts once.
         plain.sort(key=lambda st: (not st.namespace, st.namespace, st.pod))
         coverage = Coverage() if len(plain) > 1 else None
         for st in plain:
-            spans = [(t, t + sec) for (t, _), sec in zip(st.samples, st.seconds)]
-            free = coverage.claim(spans) if coverage is not None else [b - a for a, b in spans]
-            for (ts, value), seconds in zip(st.samples, free):
-                if not window.contains(ts) or seconds <= 1e-9:
-                    continue
-                if pods and holders.count(ts):
-                    continue  # the device series of a time-sliced GPU: its pods hold it
-                account(st, d, ts, seconds, value, fraction, fraction)
+            if coverage is not None:
+                free = coverage.claim(st.ts, st.ts + st.seconds)
+            else:
+                free = (st.ts + st.seconds) - st.ts
+            counts = st.inside & (free > 1e-9)
+            if pods:
+                # the device series of a time-sliced GPU counts nothing while its pods hold it
+                at = np.flatnonzero(counts)
+                counts[at[_holders(pods, st.ts[at]) > 0]] = False
+            batch.add(st, d, counts, free, fraction, fraction)
 
+    clamped, counted = batch.settle(cfg)
     if clamped:
         warnings.append(f"{clamped} utilization sample(s) outside 0-100 % were clamped")
     unknown = sum(a.rec.unknown_util_samples for a in accs.values())
     if unknown:
         warnings.append(f"{unknown} utilization sample(s) were NaN/Inf: counted as allocated, not as used or idle")
     warnings.extend(workloads.warnings())
-
-    for acc in accs.values():
-        if acc.rec.namespace:
-            _idle_runs(acc)
 
     _attach_memory(cfg, window, accs, fb_used, workloads)
     health = device_health(cfg, window, devices, accs, power, temperature, xid, fallback)
@@ -232,22 +342,6 @@ def rollup_devices(
         usage=[a.rec for a in accs.values()], devices=device_infos, health=health,
         warnings=warnings, samples_read=raw_in_window, duplicates=max(0, raw_in_window - counted),
     )
-
-
-class _SliceHolders:
-    """How many pods hold a time-sliced GPU at an instant (each pod stream covers its samples'
-    spans)."""
-
-    def __init__(self, pods: Sequence[_Stream]):
-        self.spans = [([t for t, _ in st.samples], st.seconds) for st in pods]
-
-    def count(self, ts: float) -> int:
-        n = 0
-        for times, seconds in self.spans:
-            i = bisect_right(times, ts) - 1
-            if i >= 0 and ts < times[i] + seconds[i]:
-                n += 1
-        return n
 
 
 def _own_values(mode: str, pods: Sequence[_Stream], plain: Sequence[_Stream]) -> bool:
