@@ -40,7 +40,7 @@ def sequential_sums(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarra
 
 def idle_runs(groups, ts, seconds, idle, hour_start, n: int):
     """Idle stretches of each group's samples (one record: time-ordered, one hour), as
-    `devices._idle_runs` computes them per record: (longest, prefix, suffix, whole hour).
+    `batch._idle_runs` computes them per record: (longest, prefix, suffix, whole hour).
 
     `groups` must be sorted (each record's samples together, in time order); `idle` is True
     only for samples below the idle threshold (unknown utilization breaks a run like a busy
