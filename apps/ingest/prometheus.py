@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import math
 import re
+from bisect import bisect_left
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from operator import itemgetter
 
 import orjson
 import requests
@@ -18,6 +20,7 @@ from urllib3.util.retry import Retry
 
 from .rollup import HOT_TEMPERATURE_C, HourlySeries, Series
 
+_timestamp = itemgetter(0)
 GPU_RESOURCES_RE = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"
 
 
@@ -190,7 +193,8 @@ class PrometheusClient:
         if response.status_code != 200:
             raise PrometheusError(self._http_error(metric, f"HTTP Status Code {response.status_code} ({response.content[:300]!r})"))
         try:
-            result = self._call(metric, response.json)["data"]["result"]
+            result = self._call(metric, _json, response.content)["data"]["result"]
+            del response
             grouped: dict[tuple, dict[int, list]] = {}
             labels_of: dict[tuple, dict] = {}
             for item in result:
@@ -222,11 +226,11 @@ class PrometheusClient:
                 item = result.pop()   # each answer item is freed once converted: peak memory ~ one copy
                 labels = item["metric"]
                 labels.pop("__name__", None)
-                samples = []
-                for ts, value in item["values"]:
-                    ts = float(ts)
-                    if start <= ts < end:
-                        samples.append((ts, float(value)))
+                samples = [(float(ts), float(value)) for ts, value in item["values"]]
+                if samples and not (start <= samples[0][0] and samples[-1][0] < end):
+                    # Prometheus answers each series in time order: cut [start, end) as a slice
+                    samples = samples[bisect_left(samples, start, key=_timestamp):
+                                      bisect_left(samples, end, key=_timestamp)]
                 if samples:
                     out.append(Series(labels=labels, samples=samples))
         except (KeyError, TypeError, ValueError):
@@ -343,6 +347,14 @@ class PrometheusClient:
             out["requests"] = [s for s in self.raw_samples(metric, (*matchers, f'pod=~"{alternation}"'), start, end)
                                if (s.labels.get("namespace", ""), s.labels.get("pod", "")) in pods]
         return out
+
+
+def _json(body: bytes):
+    """orjson's parse, failing as requests' `.json()` does (so `_call` names a non-JSON answer)."""
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise requests.exceptions.JSONDecodeError("not JSON", "", 0) from None
 
 
 def promql_regex_literal(value: str) -> str:

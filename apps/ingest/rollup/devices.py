@@ -5,35 +5,54 @@ how copies of a stream (replicas, scrape jobs, per-pod copies) are told apart.
 """
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left
 from collections import defaultdict
+from operator import itemgetter
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from .labels import canonical, device_identity, gpu_fraction, is_time_slice, names_the_exporter, workload_of
-from .records import (HOUR_SECONDS, DeviceInfo, DeviceRollup, HourlySeries,
-                      RollupConfig, Series, UsageRecord, Window, _finite, hour_of)
+from .records import DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series, Window, _finite, hour_of
+from .arrays import columns
+from .batch import _Acc, _Batch
 from .health import device_health
 from .timeline import Coverage, durations, merge_copies, typical_spacing
 from .timeline import priority as _priority
 
 
-class _Acc:
-    __slots__ = ("rec", "marks", "present")
-
-    def __init__(self, rec):
-        self.rec = rec
-        self.marks = []     # (ts, seconds, idle?) with None for unknown utilization
-        self.present = 0.0  # wall-clock seconds the record's samples stand for
-
-
 class _Stream:
     """One logical stream: all copies of a device's series for one workload, merged."""
-    __slots__ = ("key", "info", "namespace", "pod", "scale", "samples", "seconds", "sliced")
+    __slots__ = ("key", "info", "namespace", "pod", "scale", "samples", "seconds", "sliced", "ts", "values", "inside")
 
-    def __init__(self, key, info, namespace, pod, scale, samples, sliced):
+    def __init__(self, key, info, namespace, pod, scale, samples, sliced, window):
         self.key, self.info, self.namespace, self.pod = key, info, namespace, pod
         self.scale, self.samples, self.sliced = scale, samples, sliced
-        self.seconds: list[float] = []
+        self.ts, self.values = columns(samples)
+        self.inside = (self.ts >= window.start) & (self.ts < window.end)
+        self.seconds = np.empty(0)
+
+
+_first = itemgetter(0)
+
+
+def _count_in(samples, window: Window) -> int:
+    """How many of the time-ordered samples lie in the window."""
+    return bisect_left(samples, window.end, key=_first) - bisect_left(samples, window.start, key=_first)
+
+
+def _holders(pods: Sequence[_Stream], ts: np.ndarray) -> np.ndarray:
+    """How many pods hold a time-sliced GPU at each instant (each pod stream covers its
+    samples' spans)."""
+    n = np.zeros(len(ts), dtype=np.int64)
+    for st in pods:
+        if not len(st.ts):
+            continue
+        i = np.searchsorted(st.ts, ts, side="right") - 1
+        held = i >= 0
+        i = np.where(held, i, 0)
+        n += held & (ts < st.ts[i] + st.seconds[i])
+    return n
 
 
 class _Workloads:
@@ -133,96 +152,62 @@ def rollup_devices(
     for (key, namespace, pod, sliced), members in groups.items():
         members.sort(key=lambda m: m[0])
         for m in members:
-            raw_in_window += sum(1 for ts, _ in m[2].samples if window.contains(ts))
+            raw_in_window += _count_in(m[2].samples, window)
         merged = merge_copies([list(m[2].samples) for m in members])
-        streams.append(_Stream(key, members[0][4], namespace, pod, members[0][3], merged, sliced))
-    fallback = typical_spacing([[t for t, _ in st.samples] for st in streams]) or cfg.interval_seconds
-    for st in streams:
-        st.seconds = durations([t for t, _ in st.samples], fallback, cfg.pinned_interval_seconds)
+        streams.append(_Stream(key, members[0][4], namespace, pod, members[0][3], merged, sliced, window))
+    times = [st.ts.tolist() for st in streams]
+    fallback = typical_spacing(times) or cfg.interval_seconds
+    for st, ts in zip(streams, times):
+        st.seconds = np.array(durations(ts, fallback, cfg.pinned_interval_seconds), dtype=float)
 
     by_device: dict[tuple, list[_Stream]] = defaultdict(list)
     for st in streams:
         by_device[st.key].append(st)
 
+    # Each sample that counts is one entry of a chunk-wide batch; the records' sums are then
+    # taken all at once, in the very order the samples were met (docs/performance.md).
     accs: dict[tuple, _Acc] = {}
-    clamped = 0
-    counted = 0
-
-    def account(st: _Stream, d: dict, ts, seconds, value, share, used_share):
-        nonlocal clamped, counted
-        counted += 1
-        fraction = d["gpu_fraction"]
-        hour = hour_of(ts)
-        acc_key = (st.key, st.namespace, st.pod, hour)
-        acc = accs.get(acc_key)
-        if acc is None:
-            acc = accs[acc_key] = _Acc(UsageRecord(
-                device_key=st.key, namespace=st.namespace, pod=st.pod, hour_start=hour, node=d["host"],
-                gpu_model=d["model_name"], mig_profile=d["mig_profile"], gpu_fraction=fraction,
-            ))
-        rec = acc.rec
-        rec.sample_count += 1
-        rec.gpu_seconds += seconds * share
-        acc.present += seconds
-        if d["mig_profile"]:
-            rec.mig_seconds += seconds * (share / fraction)
-        if not st.namespace:
-            return
-        if _finite(value):
-            util = value * st.scale
-            if util < 0.0 or util > 1.0:
-                clamped += 1
-                util = min(1.0, max(0.0, util))
-            rec.used_gpu_seconds += seconds * used_share * util
-            idle = util < cfg.idle_threshold
-            if idle:
-                rec.idle_gpu_seconds += seconds * share
-            acc.marks.append((ts, seconds, idle))
-        else:
-            rec.unknown_util_samples += 1
-            acc.marks.append((ts, seconds, None))
-
+    batch = _Batch(accs)
     for key, dev_streams in by_device.items():
-        in_window = [st for st in dev_streams if any(window.contains(t) for t, _ in st.samples)]
+        in_window = [st for st in dev_streams if st.inside.any()]
         if not in_window:
             continue
-        firsts = [t for st in in_window for t, _ in st.samples if window.contains(t)]
-        d = note_device(key, in_window[0].info, min(firsts), max(firsts))
+        d = note_device(key, in_window[0].info, min(float(st.ts[st.inside].min()) for st in in_window),
+                        max(float(st.ts[st.inside].max()) for st in in_window))
         fraction = d["gpu_fraction"]
         pods = [st for st in dev_streams if st.sliced]
         plain = [st for st in dev_streams if not st.sliced]
-        holders = _SliceHolders(pods)
         own = _own_values(cfg.time_slicing, pods, plain) if pods else False
         for st in pods:
-            for (ts, value), seconds in zip(st.samples, st.seconds):
-                if not window.contains(ts):
-                    continue
-                n = holders.count(ts)
-                share = fraction / n
-                account(st, d, ts, seconds, value, share, fraction if own else share)
+            holding = _holders(pods, st.ts[st.inside])
+            if not holding.all():
+                # a sample that stands for no time (two copies at one instant, each alone in
+                # its series): the per-sample loop divided by zero here, and so does this
+                raise ZeroDivisionError("float division by zero")
+            share = fraction / holding
+            batch.add(st, d, st.inside, st.seconds, share, fraction if own else share)
         # Whole-device streams: tiled, the workloads' first, so every instant counts once.
         plain.sort(key=lambda st: (not st.namespace, st.namespace, st.pod))
         coverage = Coverage() if len(plain) > 1 else None
         for st in plain:
-            spans = [(t, t + sec) for (t, _), sec in zip(st.samples, st.seconds)]
-            free = coverage.claim(spans) if coverage is not None else [b - a for a, b in spans]
-            for (ts, value), seconds in zip(st.samples, free):
-                if not window.contains(ts) or seconds <= 1e-9:
-                    continue
-                if pods and holders.count(ts):
-                    continue  # the device series of a time-sliced GPU: its pods hold it
-                account(st, d, ts, seconds, value, fraction, fraction)
+            if coverage is not None:
+                free = coverage.claim(st.ts, st.ts + st.seconds)
+            else:
+                free = (st.ts + st.seconds) - st.ts
+            counts = st.inside & (free > 1e-9)
+            if pods:
+                # the device series of a time-sliced GPU counts nothing while its pods hold it
+                at = np.flatnonzero(counts)
+                counts[at[_holders(pods, st.ts[at]) > 0]] = False
+            batch.add(st, d, counts, free, fraction, fraction)
 
+    clamped, counted = batch.settle(cfg)
     if clamped:
         warnings.append(f"{clamped} utilization sample(s) outside 0-100 % were clamped")
     unknown = sum(a.rec.unknown_util_samples for a in accs.values())
     if unknown:
         warnings.append(f"{unknown} utilization sample(s) were NaN/Inf: counted as allocated, not as used or idle")
     warnings.extend(workloads.warnings())
-
-    for acc in accs.values():
-        if acc.rec.namespace:
-            _idle_runs(acc)
 
     _attach_memory(cfg, window, accs, fb_used, workloads)
     health = device_health(cfg, window, devices, accs, power, temperature, xid, fallback)
@@ -232,22 +217,6 @@ def rollup_devices(
         usage=[a.rec for a in accs.values()], devices=device_infos, health=health,
         warnings=warnings, samples_read=raw_in_window, duplicates=max(0, raw_in_window - counted),
     )
-
-
-class _SliceHolders:
-    """How many pods hold a time-sliced GPU at an instant (each pod stream covers its samples'
-    spans)."""
-
-    def __init__(self, pods: Sequence[_Stream]):
-        self.spans = [([t for t, _ in st.samples], st.seconds) for st in pods]
-
-    def count(self, ts: float) -> int:
-        n = 0
-        for times, seconds in self.spans:
-            i = bisect_right(times, ts) - 1
-            if i >= 0 and ts < times[i] + seconds[i]:
-                n += 1
-        return n
 
 
 def _own_values(mode: str, pods: Sequence[_Stream], plain: Sequence[_Stream]) -> bool:
@@ -265,45 +234,6 @@ def _own_values(mode: str, pods: Sequence[_Stream], plain: Sequence[_Stream]) ->
             if ts in at and _finite(v):
                 at[ts].append(v)
     return any(max(vs) - min(vs) > 1e-9 for vs in at.values() if len(vs) > 1)
-
-
-def _idle_runs(acc: _Acc) -> None:
-    """Idle stretches within the hour, joinable with the neighbouring hours' stretches."""
-    rec = acc.rec
-    marks = sorted(acc.marks)
-    if not marks:
-        return
-    hour_end = rec.hour_start + HOUR_SECONDS
-    runs = []  # [first index, last index, seconds]
-    current = None
-    previous_end = None
-    for i, (ts, seconds, idle) in enumerate(marks):
-        contiguous = previous_end is not None and ts - previous_end <= 0.5 * seconds + 1e-6
-        if idle:
-            if current is None or not contiguous:
-                if current is not None:
-                    runs.append(current)
-                current = [i, i, 0.0]
-            current[1] = i
-            current[2] += seconds
-        elif current is not None:
-            runs.append(current)
-            current = None
-        previous_end = ts + seconds
-    if current is not None:
-        runs.append(current)
-    lengths = [r[2] for r in runs]
-    rec.idle_max_run_seconds = max(lengths, default=0.0)
-    first_ts, first_seconds = marks[0][0], marks[0][1]
-    if runs and runs[0][0] == 0 and first_ts - rec.hour_start <= first_seconds + 1e-6:
-        rec.idle_prefix_seconds = lengths[0]
-    last_ts, last_seconds = marks[-1][0], marks[-1][1]
-    if runs and runs[-1][1] == len(marks) - 1 and hour_end - (last_ts + last_seconds) <= 0.5 * last_seconds + 1e-6:
-        rec.idle_suffix_seconds = lengths[-1]
-    rec.idle_whole_hour = (
-        len(runs) == 1 and rec.idle_prefix_seconds > 0 and rec.idle_suffix_seconds > 0
-        and runs[0][0] == 0 and runs[0][1] == len(marks) - 1
-    )
 
 
 def _attach_memory(cfg, window, accs, fb_used, workloads: _Workloads):

@@ -6,9 +6,13 @@ so each record gets its share of the board's energy (docs/accounting.md "Power a
 from __future__ import annotations
 
 from collections import defaultdict
+from math import isfinite
+
+import numpy as np
 
 from .labels import canonical, device_identity
-from .records import HOT_TEMPERATURE_C, HealthRecord, HourlySeries, _finite, hour_of
+from .arrays import columns, sequential_sums
+from .records import HOT_TEMPERATURE_C, HOUR_SECONDS, HealthRecord, HourlySeries, hour_of
 from .timeline import durations, merge_copies
 from .timeline import priority as _priority
 
@@ -34,7 +38,7 @@ def _board_streams(series_list, replica_labels, fallback, pinned, per_board=True
     out = {}
     for uuid, members in by_uuid.items():
         members.sort(key=lambda m: m[0])
-        merged = merge_copies([[(t, v) for t, v in m[1] if _finite(v)] for m in members])
+        merged = merge_copies([[(t, v) for t, v in m[1] if isfinite(v)] for m in members])
         out[uuid] = (merged, durations([t for t, _ in merged], fallback, pinned))
     return out
 
@@ -81,13 +85,7 @@ def device_health(cfg, window, devices, accs, power, temperature, xid, fallback)
 
     # Power: energy is additive, so the board's joules are counted once and shared among the
     # MIG instances (and pods) by their GPU-seconds in the hour.
-    board: dict[tuple, list] = defaultdict(lambda: [0.0, 0.0])   # joules, seconds covered
-    for uuid, (samples, seconds) in _board_streams(power, cfg.replica_labels, fallback, pinned).items():
-        for (ts, v), sec in zip(samples, seconds):
-            if window.contains(ts):
-                acc = board[(uuid, hour_of(ts))]
-                acc[0] += v * cfg.power_scale * sec
-                acc[1] += sec
+    board = _board_hours(_board_streams(power, cfg.replica_labels, fallback, pinned), window, cfg.power_scale)
     usage_by_board: dict[tuple, list] = defaultdict(list)
     for acc in accs.values():
         usage_by_board[(acc.rec.device_key[0], acc.rec.hour_start)].append(acc)
@@ -122,6 +120,33 @@ def device_health(cfg, window, devices, accs, power, temperature, xid, fallback)
             if code not in r.xid_codes:
                 r.xid_codes.append(code)
     return list(records.values())
+
+
+def _board_hours(streams, window, scale) -> dict[tuple, list]:
+    """{(uuid, hour): [joules, seconds covered]} of each board's merged power stream: the
+    sum over its samples in the hour of power × the seconds each stands for, added in time
+    order (arrays.sequential_sums: the same floats as a loop)."""
+    keys: dict[tuple, int] = {}
+    groups, joules, covered = [], [], []
+    for uuid, (samples, seconds) in streams.items():
+        ts, watts = columns(samples)
+        at = np.flatnonzero((ts >= window.start) & (ts < window.end))
+        if not len(at):
+            continue
+        sec = np.asarray(seconds, dtype=float)[at]
+        hours = (ts[at] // HOUR_SECONDS) * HOUR_SECONDS
+        bounds = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(at)]
+        group = np.empty(len(at), dtype=np.int64)
+        for lo, hi in zip(bounds, bounds[1:]):
+            group[lo:hi] = keys.setdefault((uuid, int(hours[lo])), len(keys))
+        groups.append(group)
+        joules.append(watts[at] * scale * sec)
+        covered.append(sec)
+    if not keys:
+        return {}
+    sums = sequential_sums(np.concatenate(groups), np.vstack([np.concatenate(joules), np.concatenate(covered)]),
+                           len(keys))
+    return {key: [float(sums[0, i]), float(sums[1, i])] for key, i in keys.items()}
 
 
 _POD_LABELS = ("namespace", "pod", "exported_namespace", "exported_pod", "pod_namespace", "pod_name")

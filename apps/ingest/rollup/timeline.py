@@ -26,6 +26,8 @@ from bisect import bisect_left
 from statistics import median
 from typing import Sequence
 
+import numpy as np
+
 STALENESS_SECONDS = 300.0     # Prometheus' default lookback: no sample stands for longer
 MIN_STALE_SECONDS = 120.0     # a gap this short is a missed scrape or a restart, never an absence
 GAP_FACTOR = 4.0              # ... and so is a gap of up to four local spacings
@@ -63,22 +65,42 @@ def durations(ts: Sequence[float], fallback: float, pinned: float | None = None)
         # a regular stream (the common case): every sample counts the one gap; the rules below
         # give exactly this, since a gap is never longer than its own spacings' limit
         return [gaps[0]] * (n - 1) + [median(gaps[-NEIGHBOURS:])]
-    out = []
-    for i in range(n):
-        before = gaps[max(0, i - NEIGHBOURS):i]
-        after = gaps[i + 1:i + 1 + NEIGHBOURS]
-        spacing_before = median(before) if before else None
-        spacing_after = median(after) if after else None
-        local = spacing_before if spacing_before is not None else spacing_after
-        if i == n - 1:
-            out.append(local if local is not None else float(fallback))
-            continue
-        gap = gaps[i]
-        if local is None:   # two samples only
-            local = gap
-        widest = max(x for x in (spacing_before, spacing_after, local) if x is not None)
-        limit = min(STALENESS_SECONDS, max(MIN_STALE_SECONDS, GAP_FACTOR * widest))
-        out.append(gap if gap <= limit else min(local, gap))
+    # The rules, for every sample at once (NaN: no such spacing).
+    gaps = np.array(gaps)
+    i = np.arange(n)
+    before_start = np.maximum(0, i - NEIGHBOURS)
+    spacing_before = window_medians(gaps, before_start, i - before_start)
+    spacing_after = window_medians(gaps, i + 1, np.clip(n - 1 - (i + 1), 0, NEIGHBOURS))
+    local = np.where(np.isnan(spacing_before), spacing_after, spacing_before)
+    last = local[-1] if not np.isnan(local[-1]) else float(fallback)
+    gap = gaps
+    local = local[:-1]
+    local = np.where(np.isnan(local), gap, local)   # two samples only
+    widest = np.fmax(np.fmax(spacing_before[:-1], spacing_after[:-1]), local)
+    limit = np.minimum(STALENESS_SECONDS, np.maximum(MIN_STALE_SECONDS, GAP_FACTOR * widest))
+    out = np.where(gap <= limit, gap, np.minimum(local, gap))
+    return [*out.tolist(), float(last)]
+
+
+def window_medians(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """statistics.median of values[start:start + count] for each (start, count); NaN where
+    count is 0. The same additions and halvings as statistics.median, so the same floats."""
+    width = int(counts.max()) if len(counts) else 0
+    out = np.full(len(starts), np.nan)
+    if width == 0:
+        return out
+    k = np.arange(width)
+    idx = starts[:, None] + k
+    valid = k < counts[:, None]
+    window = np.where(valid, values[np.clip(idx, 0, len(values) - 1)], np.inf)
+    window.sort(axis=1)
+    has = counts > 0
+    rows = np.flatnonzero(has)
+    c = counts[has]
+    mid = c // 2
+    odd = window[rows, mid]
+    even = (window[rows, np.maximum(mid - 1, 0)] + window[rows, mid]) / 2
+    out[rows] = np.where(c % 2 == 1, odd, even)
     return out
 
 
@@ -91,25 +113,36 @@ def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple
     if len(streams) == 1:
         return list(streams[0])
     kept = sorted(streams[0])
-    kept_ts = [t for t, _ in kept]
+    kept_list = [t for t, _ in kept]
+    kept_ts = np.array(kept_list, dtype=float)
     for stream in streams[1:]:
-        ts = [t for t, _ in stream]
-        gaps = gaps_of(ts)
-        spacing_all = median(gaps) if gaps else None
-        additions = []
-        for i, (t, v) in enumerate(stream):
-            near = gaps[max(0, i - NEIGHBOURS):i + NEIGHBOURS]
-            spacing = median(near) if near else spacing_all
-            if spacing is None:
-                spacing = _nearest_gap(kept_ts) or 0.0
-            j = bisect_left(kept_ts, t)
-            close = ((j < len(kept_ts) and kept_ts[j] - t < spacing)
-                     or (j > 0 and t - kept_ts[j - 1] < spacing))
-            if not close:
-                additions.append((t, v))
+        if not len(stream):
+            continue
+        times = [t for t, _ in stream]
+        if len(times) > 1 and times == kept_list and min(gaps_of(times)) > 0:
+            continue   # the same instants as the kept samples (a board's power on each MIG instance)
+        ts = np.array(times, dtype=float)
+        gaps = np.diff(ts)
+        if len(gaps) and gaps.max() == gaps.min():
+            spacing = gaps[0]   # the median of equal gaps is that gap
+        elif len(gaps):
+            # the median of the gaps around each sample (up to NEIGHBOURS on each side)
+            i = np.arange(len(ts))
+            lo = np.maximum(0, i - NEIGHBOURS)
+            hi = np.minimum(len(gaps), i + NEIGHBOURS)
+            spacing = window_medians(gaps, lo, hi - lo)
+        else:
+            spacing = _nearest_gap(kept_list) or 0.0
+        j = np.searchsorted(kept_ts, ts, side="left")
+        m = len(kept_ts)
+        after = np.where(j < m, kept_ts[np.minimum(j, m - 1)] - ts, np.inf) if m else np.full(len(ts), np.inf)
+        before = np.where(j > 0, ts - kept_ts[np.maximum(j - 1, 0)], np.inf) if m else np.full(len(ts), np.inf)
+        close = (after < spacing) | (before < spacing)
+        additions = [stream[k] for k in np.flatnonzero(~close).tolist()]
         if additions:
             kept = sorted(kept + additions)
-            kept_ts = [t for t, _ in kept]
+            kept_list = [t for t, _ in kept]
+            kept_ts = np.array(kept_list, dtype=float)
     return kept
 
 
@@ -124,43 +157,37 @@ class Coverage:
     __slots__ = ("starts", "ends")
 
     def __init__(self):
-        self.starts: list[float] = []
-        self.ends: list[float] = []
+        self.starts = np.empty(0)
+        self.ends = np.empty(0)
 
-    def claim(self, spans: Sequence[tuple[float, float]]) -> list[float]:
-        """For each span (start, end) of a time-ordered, non-overlapping list: the seconds of it
-        not yet covered. Then all the spans count as covered."""
+    def claim(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """For each span [a, b) of a time-ordered list (arrays of starts and ends): the seconds
+        of it not yet covered, the overlaps with earlier intervals added in time order. Then
+        all the spans count as covered."""
         starts, ends = self.starts, self.ends
-        free = []
-        j = 0
-        m = len(starts)
-        for a, b in spans:
-            while j < m and ends[j] <= a:
-                j += 1
-            overlap = 0.0
-            k = j
-            while k < m and starts[k] < b:
-                overlap += min(b, ends[k]) - max(a, starts[k])
-                k += 1
-            free.append(max(0.0, (b - a) - overlap))
-        self._union(spans)
+        first = np.searchsorted(ends, a, side="right")              # the first interval ending after a
+        stop = np.maximum(first, np.searchsorted(starts, b, side="left"))   # ... up to those starting before b
+        overlap = np.zeros(len(a))
+        one = np.flatnonzero(stop - first == 1)
+        k = first[one]
+        overlap[one] = np.minimum(b[one], ends[k]) - np.maximum(a[one], starts[k])
+        for i in np.flatnonzero(stop - first > 1).tolist():   # a span over several intervals
+            total = 0.0
+            for k in range(int(first[i]), int(stop[i])):
+                total += min(b[i], ends[k]) - max(a[i], starts[k])
+            overlap[i] = total
+        free = np.maximum(0.0, (b - a) - overlap)
+        self._union(a, b)
         return free
 
-    def _union(self, spans):
-        merged_s, merged_e = [], []
-        i = j = 0
-        a_s, a_e = self.starts, self.ends
-        while i < len(a_s) or j < len(spans):
-            if j >= len(spans) or (i < len(a_s) and a_s[i] <= spans[j][0]):
-                s, e = a_s[i], a_e[i]
-                i += 1
-            else:
-                s, e = spans[j]
-                j += 1
-            if merged_e and s <= merged_e[-1]:
-                if e > merged_e[-1]:
-                    merged_e[-1] = e
-            else:
-                merged_s.append(s)
-                merged_e.append(e)
-        self.starts, self.ends = merged_s, merged_e
+    def _union(self, a, b):
+        s = np.concatenate([self.starts, a])
+        e = np.concatenate([self.ends, b])
+        order = np.argsort(s, kind="stable")   # on a tie the interval already held comes first
+        s, e = s[order], e[order]
+        reach = np.maximum.accumulate(e)
+        opens = np.ones(len(s), dtype=bool)
+        opens[1:] = s[1:] > reach[:-1]
+        closes = np.ones(len(s), dtype=bool)
+        closes[:-1] = opens[1:]
+        self.starts, self.ends = s[opens], reach[closes]

@@ -1,0 +1,98 @@
+"""Per-record sums and idle runs over a whole chunk's samples at once, with numpy.
+
+Each function gives, bit for bit, what the per-sample Python loop it replaced gave (the loops
+are kept as the oracle in tests/rollup_oracle/ and compared on random streams): floats are
+added one after another in the samples' order, never pairwise as `numpy.sum` would, because a
+different order of additions rounds differently and finance signs the figures
+(docs/performance.md, "Ingest: what was measured, what was chosen").
+"""
+from __future__ import annotations
+
+import numpy as np
+
+
+def columns(samples) -> tuple[np.ndarray, np.ndarray]:
+    """(timestamps, values) of a list of (ts, value) samples, as float arrays."""
+    if not len(samples):
+        return np.empty(0), np.empty(0)
+    pairs = np.array(samples, dtype=float).reshape(-1, 2)
+    return pairs[:, 0].copy(), pairs[:, 1].copy()
+
+
+def sequential_sums(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Σ of each row of `values` (k × N) per group (0 ≤ group < n), added one after another in
+    the order of the samples, starting from 0.0: what `total += v` in a loop gives."""
+    values = np.atleast_2d(values)
+    out = np.zeros((values.shape[0], n))
+    if not len(groups):
+        return out
+    order = np.argsort(groups, kind="stable")
+    g = groups[order]
+    v = values[:, order]
+    position = np.arange(len(g)) - np.searchsorted(g, g, side="left")   # k-th sample of its group
+    by_position = np.argsort(position, kind="stable")
+    bounds = np.searchsorted(position[by_position], np.arange(int(position.max()) + 2), side="left")
+    for p in range(len(bounds) - 1):
+        at = by_position[bounds[p]:bounds[p + 1]]   # the p-th sample of every group that has one
+        out[:, g[at]] += v[:, at]
+    return out
+
+
+def idle_runs(groups, ts, seconds, idle, hour_start, n: int):
+    """Idle stretches of each group's samples (one record: time-ordered, one hour), as
+    `batch._idle_runs` computes them per record: (longest, prefix, suffix, whole hour).
+
+    `groups` must be sorted (each record's samples together, in time order); `idle` is True
+    only for samples below the idle threshold (unknown utilization breaks a run like a busy
+    sample does).
+    """
+    longest = np.zeros(n)
+    prefix = np.zeros(n)
+    suffix = np.zeros(n)
+    whole = np.zeros(n, dtype=bool)
+    m = len(groups)
+    if not m:
+        return longest, prefix, suffix, whole
+    first = np.ones(m, dtype=bool)
+    first[1:] = groups[1:] != groups[:-1]
+    last = np.ones(m, dtype=bool)
+    last[:-1] = first[1:]
+    previous_end = np.empty(m)
+    previous_end[1:] = ts[:-1] + seconds[:-1]
+    previous_end[0] = 0.0
+    contiguous = ~first & (ts - previous_end <= 0.5 * seconds + 1e-6)
+    idle_before = np.zeros(m, dtype=bool)
+    idle_before[1:] = idle[:-1]
+    starts = idle & (first | ~contiguous | ~idle_before)
+    run_of = np.cumsum(starts) - 1
+    runs = int(starts.sum())
+    if not runs:
+        return longest, prefix, suffix, whole
+    members = np.flatnonzero(idle)
+    lengths = sequential_sums(run_of[members], seconds[members], runs)[0]
+    run_first = np.flatnonzero(starts)
+    run_last = np.full(runs, -1, dtype=np.int64)
+    np.maximum.at(run_last, run_of[members], members)   # members ascend: the last one wins
+    run_group = groups[run_first]
+    np.maximum.at(longest, run_group, lengths)   # lengths are ≥ 0, so 0.0 stays the default
+    # a group's first and last run (runs are in sample order, so groups' runs are together)
+    group_first_run = np.full(n, -1)
+    group_last_run = np.full(n, -1)
+    group_runs = np.bincount(run_group, minlength=n)
+    rev = np.arange(runs)[::-1]
+    group_first_run[run_group[::-1]] = rev      # the last assignment wins: the first run
+    group_last_run[run_group] = np.arange(runs)
+    has = group_runs > 0
+    g = np.flatnonzero(has)
+    fr, lr = group_first_run[g], group_last_run[g]
+    start_at_first = first[run_first[fr]]
+    first_ts, first_sec = ts[run_first[fr]], seconds[run_first[fr]]
+    hour = hour_start[g]
+    at_prefix = start_at_first & (first_ts - hour <= first_sec + 1e-6)
+    prefix[g[at_prefix]] = lengths[fr[at_prefix]]
+    end_at_last = last[run_last[lr]]
+    last_ts, last_sec = ts[run_last[lr]], seconds[run_last[lr]]
+    at_suffix = end_at_last & ((hour + 3600) - (last_ts + last_sec) <= 0.5 * last_sec + 1e-6)
+    suffix[g[at_suffix]] = lengths[lr[at_suffix]]
+    whole[g] = (group_runs[g] == 1) & (prefix[g] > 0) & (suffix[g] > 0) & start_at_first & end_at_last
+    return longest, prefix, suffix, whole
