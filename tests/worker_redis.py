@@ -2,7 +2,9 @@
 its own (CELERY_KEY_PREFIX, kombu's global_keyprefix), so two runs on one machine sharing a Redis
 database never take each other's tasks, and cleaning up deletes only this run's keys."""
 import os
+from contextlib import contextmanager
 
+import pytest
 import redis
 from django.db import connection
 
@@ -11,13 +13,19 @@ def key_prefix() -> str:
     return f"test-{connection.settings_dict['NAME']}-{os.getpid()}:"
 
 
-def clean(url: str):
-    """A connection to `url` with this run's keys deleted, before and (by the caller) after."""
-    conn = redis.Redis.from_url(url)
-    drop(conn)
-    return conn
-
-
 def drop(conn) -> None:
     for key in conn.scan_iter(match=key_prefix() + "*"):
         conn.delete(key)
+
+
+@contextmanager
+def own_keys(url: str):
+    """A connection to the Redis at `url`, this run's keys deleted before and after."""
+    conn = redis.Redis.from_url(url)
+    try:
+        conn.ping()
+    except redis.exceptions.ConnectionError:
+        pytest.fail(f"Redis is not running at {url}")
+    drop(conn)
+    yield conn
+    drop(conn)

@@ -9,7 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-import redis
 from django.db import connection
 
 from apps.accounting.models import BillingPeriod
@@ -18,7 +17,7 @@ from apps.reports.models import StatementDelivery
 from .factories import make_user
 from .smtp_sink import smtp_sink
 from .workbook import build_march, read_book, table
-from ..worker_redis import drop, key_prefix
+from ..worker_redis import key_prefix, own_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/11"   # this run's keys carry their own prefix (tests/worker_redis.py)
@@ -26,14 +25,8 @@ REDIS_URL = "redis://127.0.0.1:6379/11"   # this run's keys carry their own pref
 
 @pytest.fixture
 def clean_redis():
-    conn = redis.Redis.from_url(REDIS_URL)
-    try:
-        conn.ping()
-    except redis.exceptions.ConnectionError:
-        pytest.fail("Redis is not running on 127.0.0.1:6379")
-    drop(conn)
-    yield conn
-    drop(conn)
+    with own_keys(REDIS_URL) as conn:
+        yield conn
 
 
 def env_for(port: int) -> dict:

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import psycopg
 import pytest
-import redis
 from django.db import connection
 from django.db.models import Sum
 from django.test import override_settings
@@ -26,7 +25,7 @@ from apps.simulator.promserver import PrometheusServer, backfill
 
 from ..spine.fake_http import slow_proxy
 from ..spine.prom import served
-from ..worker_redis import drop, key_prefix
+from ..worker_redis import key_prefix, own_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/12"
@@ -54,10 +53,8 @@ def small_history():
 
 @pytest.fixture
 def clean_redis():
-    conn = redis.Redis.from_url(REDIS_URL)
-    drop(conn)
-    yield conn
-    drop(conn)
+    with own_keys(REDIS_URL) as conn:
+        yield conn
 
 
 def worker_env(**extra):

@@ -7,7 +7,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
-import redis
 from django.db import connection
 from django.db.models import Sum
 from django.test import override_settings
@@ -22,7 +21,7 @@ from apps.simulator.expected import expected_figures
 
 from .fixtures import H, T0, dt, small_cluster_fetcher
 from .prom import served
-from ..worker_redis import drop, key_prefix
+from ..worker_redis import key_prefix, own_keys
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/13"  # this run's keys carry their own prefix (tests/worker_redis.py)
@@ -42,14 +41,8 @@ def celery(*args, env, **kw):
 
 @pytest.fixture
 def clean_redis():
-    conn = redis.Redis.from_url(REDIS_URL)
-    try:
-        conn.ping()
-    except redis.exceptions.ConnectionError:
-        pytest.fail("Redis is not running on 127.0.0.1:6379")
-    drop(conn)
-    yield conn
-    drop(conn)
+    with own_keys(REDIS_URL) as conn:
+        yield conn
 
 
 @pytest.mark.celery_worker
