@@ -58,8 +58,9 @@ def all_containers(spec):
 
 
 def settings_reads() -> set[str]:
-    """The environment variables gpuportal/settings.py reads, from its source."""
-    source = (ROOT / "gpuportal" / "settings.py").read_text()
+    """The environment variables the settings read, from their source (gpuportal/settings.py and
+    the background jobs' part it star-imports, gpuportal/settings_jobs.py)."""
+    source = "\n".join((ROOT / "gpuportal" / name).read_text() for name in ("settings.py", "settings_jobs.py"))
     names = set(re.findall(r'(?:\benv\.\w+|\b_env_\w+)\(\s*"([A-Z][A-Z0-9_]*)"', source))
     oidc = re.search(r"OIDC_ENV = \(([^)]*)\)", source)
     names |= set(re.findall(r'"([A-Z][A-Z0-9_]*)"', oidc.group(1)))
