@@ -177,10 +177,11 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # Celery, quota advice and alerts, e-mail and statement delivery: what the background jobs read
 # (REDIS_URL among them).
 from .settings_jobs import *  # noqa: E402,F401,F403
-from .settings_jobs import REDIS_URL  # noqa: E402
+from .settings_jobs import REDIS_KEY_PREFIX, REDIS_URL  # noqa: E402
 
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL}}
+    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": REDIS_KEY_PREFIX}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 

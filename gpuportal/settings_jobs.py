@@ -22,11 +22,13 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_interval": _env_int("CELERY_UNACKED_RESTORE_SECONDS", 100),
     "unacked_restore_throttle": 1,
 }
-# Every broker key starts with this (kombu's global_keyprefix): two portals, or two test runs,
-# can share one Redis database without taking each other's tasks (docs/configuration.md).
-CELERY_KEY_PREFIX = env.str("CELERY_KEY_PREFIX", default="")
-if CELERY_KEY_PREFIX:
-    CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = CELERY_KEY_PREFIX
+# Every key the portal writes to Redis starts with this: the broker's (kombu's global_keyprefix)
+# and the cache's (KEY_PREFIX, gpuportal/settings.py), e.g. ingest's "already queued" marks. Two
+# portals, or two test runs, can then share one Redis database without taking each other's
+# tasks or seeing each other's marks (docs/configuration.md).
+REDIS_KEY_PREFIX = env.str("REDIS_KEY_PREFIX", default="")
+if REDIS_KEY_PREFIX:
+    CELERY_BROKER_TRANSPORT_OPTIONS["global_keyprefix"] = REDIS_KEY_PREFIX
 CELERY_TIMEZONE = "UTC"
 INGEST_BEAT_MINUTES = _env_int("INGEST_BEAT_MINUTES", 10)
 

@@ -1,6 +1,7 @@
-"""Redis for tests that start real Celery workers: each test run's broker keys carry a prefix of
-its own (CELERY_KEY_PREFIX, kombu's global_keyprefix), so two runs on one machine sharing a Redis
-database never take each other's tasks, and cleaning up deletes only this run's keys."""
+"""Redis for tests that start real Celery workers: each test run's keys carry a prefix of its own
+(REDIS_KEY_PREFIX: the broker's and the cache's, such as ingest's "already queued" marks), so two
+runs on one machine sharing a Redis database never take each other's tasks or marks, and cleaning
+up deletes every key of this run and no other."""
 import os
 from contextlib import contextmanager
 

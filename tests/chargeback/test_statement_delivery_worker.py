@@ -32,7 +32,7 @@ def clean_redis():
 def env_for(port: int) -> dict:
     name = connection.settings_dict["NAME"]
     return dict(os.environ, DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{name}", REDIS_URL=REDIS_URL,
-               CELERY_KEY_PREFIX=key_prefix(),
+               REDIS_KEY_PREFIX=key_prefix(),
                 EMAIL_BACKEND="django.core.mail.backends.smtp.EmailBackend", EMAIL_HOST="127.0.0.1",
                 EMAIL_PORT=str(port), BILLING_TIMEZONE="UTC", CELERY_WORKER_HIJACK_ROOT_LOGGER="false")
 

@@ -60,7 +60,7 @@ def clean_redis():
 def worker_env(**extra):
     name = connection.settings_dict["NAME"]
     env = dict(os.environ, DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{name}", REDIS_URL=REDIS_URL,
-               CELERY_KEY_PREFIX=key_prefix(),
+               REDIS_KEY_PREFIX=key_prefix(),
                INGEST_CHUNK_HOURS="1", INGEST_RETRY_BACKOFF_SECONDS="1",
                # a chunk's 14 queries take ~2 s through the slow proxy: the lock outlives a chunk,
                # and the visibility timeout outlives the whole task (no double delivery)

@@ -30,7 +30,7 @@ REDIS_URL = "redis://127.0.0.1:6379/13"  # this run's keys carry their own prefi
 def worker_env():
     name = connection.settings_dict["NAME"]
     return dict(os.environ, DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{name}", REDIS_URL=REDIS_URL,
-               CELERY_KEY_PREFIX=key_prefix(),
+               REDIS_KEY_PREFIX=key_prefix(),
                 CELERY_WORKER_HIJACK_ROOT_LOGGER="false")
 
 
