@@ -249,3 +249,23 @@ def test_a_pod_that_moves_between_gpus():
     pod_seconds = sum(u.gpu_seconds for u in result.usage if u.pod == "jupyter")
     assert pod_seconds == pytest.approx(240.0)  # 8 samples × 30 s, one GPU at a time
     assert sum(u.used_gpu_seconds for u in result.usage) == pytest.approx(240.0 * 0.4)
+
+
+@pytest.mark.parametrize("pinned", [None, 30.0])
+@pytest.mark.parametrize("sliced", [False, True])
+def test_two_copies_with_one_sample_each_at_the_same_instant_count_once(pinned, sliced):
+    """An HA pair whose replicas each kept only one sample of a stream, at the same instant: the
+    copies are one sample (docs/accounting.md, "Replicas and duplicates"), counted for one
+    interval. It used to be kept twice, each standing for a 0-second gap (and, with time
+    slicing or a pinned interval, the roll-up crashed)."""
+    extra = dict(vgpu="0", pod_uid="ua") if sliced else {}
+    a = Series(gpu(namespace="ml", pod="p", prometheus_replica="a", **extra), [(T0 + 60, 50.0)])
+    b = Series(gpu(namespace="ml", pod="p", prometheus_replica="b", **extra), [(T0 + 60, 70.0)])
+    config = cfg(interval=30.0, pinned_interval_seconds=pinned)
+    result = rollup.rollup_devices(config, Window(T0, T0 + H), [b, a], [])
+    rows = {(u.namespace, u.pod): u for u in result.usage}
+    assert set(rows) == {("ml", "p")}
+    # one sample of 30 s (the chunk's interval, or the pinned one), replica "a"'s value: 50 %
+    assert rows[("ml", "p")].gpu_seconds == pytest.approx(30.0)
+    assert rows[("ml", "p")].used_gpu_seconds == pytest.approx(15.0)
+    assert result.duplicates == 1

@@ -104,6 +104,7 @@ def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple
                 spacing = _nearest_gap(kept_ts) or 0.0
             j = bisect_left(kept_ts, t)
             close = ((j < len(kept_ts) and kept_ts[j] - t < spacing)
+                     or (j < len(kept_ts) and kept_ts[j] == t)
                      or (j > 0 and t - kept_ts[j - 1] < spacing))
             if not close:
                 additions.append((t, v))

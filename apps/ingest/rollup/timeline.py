@@ -137,7 +137,9 @@ def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple
         m = len(kept_ts)
         after = np.where(j < m, kept_ts[np.minimum(j, m - 1)] - ts, np.inf) if m else np.full(len(ts), np.inf)
         before = np.where(j > 0, ts - kept_ts[np.maximum(j - 1, 0)], np.inf) if m else np.full(len(ts), np.inf)
-        close = (after < spacing) | (before < spacing)
+        # a sample at the very instant of a kept one is that sample again, whatever the spacing
+        # (0 when every copy holds a single sample): never kept twice
+        close = (after < spacing) | (before < spacing) | (after == 0)
         additions = [stream[k] for k in np.flatnonzero(~close).tolist()]
         if additions:
             kept = sorted(kept + additions)
