@@ -1,7 +1,8 @@
 """`make load`: gunicorn (DEBUG off) on Postgres with the bench's month of a large fleet
 (10,000 GPUs, 5,000 namespaces, 250 teams: tests/bench/seed.py), then 50 concurrent API clients
 for 60 s on 127.0.0.1, all asking the month endpoints (usage and chargeback, by team and by
-namespace, as finance, an admin and two team leads). Prints requests per second, p50 / p95 / p99,
+namespace, as finance, an admin and two team leads). Prints requests per second, p50 / p95 / p99
+and the megabytes received (answers are read whole, gzip-compressed as sent, not decoded),
 writes var/load.json, exits 1 on any error. Bounded: stops itself after LOAD_SECONDS.
 
 Environment: DATABASE_URL (default postgres://postgres@127.0.0.1:5432/gpuportal_load; created and
@@ -39,6 +40,7 @@ GPUS = int(os.environ.get("LOAD_GPUS", "10000"))
 NAMESPACES = int(os.environ.get("LOAD_NAMESPACES", "5000"))
 TEAMS = int(os.environ.get("LOAD_TEAMS", "250"))
 REQUEST_TIMEOUT_SECONDS = 120
+LOAD_TOKEN_NAME = "make load"
 
 
 def ensure_database():
@@ -61,10 +63,11 @@ def month() -> tuple[date, date]:
 
 def seed():
     """The bench's fleet for last month, seeded once per database (a second run reuses it, so
-    its figures compare); the example rate card; five users with API tokens."""
+    its figures compare); the example rate card; four users with personal API tokens."""
     from django.contrib.auth.models import Group, User
     from django.core.management import call_command
-    from rest_framework.authtoken.models import Token
+    from apps.teams.models import ApiToken
+    from apps.teams.tokens import EXPIRY_DAYS, do_create_api_token
 
     from apps.accounting.models import Rate, UsageDay
     from apps.teams.models import Namespace, Team
@@ -87,7 +90,11 @@ def seed():
         user.groups.add(Group.objects.get_or_create(name=role)[0])
         if team:
             Team.objects.get_or_create(name=team)[0].members.add(user)
-        tokens[name] = Token.objects.get_or_create(user=user)[0].key
+        # A personal read-only token, as API consumers use (the one key shown once); this run's
+        # replaces the previous run's.
+        for old in ApiToken.objects.filter(token__user=user, name=LOAD_TOKEN_NAME):
+            old.token.delete()
+        tokens[name] = do_create_api_token(user, name=LOAD_TOKEN_NAME, days=min(EXPIRY_DAYS), read_only=True)[1]
     return tokens
 
 
@@ -142,7 +149,7 @@ def run_clients(base, plan):
     import requests
     stop_at = time.monotonic() + SECONDS
     lock = threading.Lock()
-    latencies, statuses, errors, by_url = [], Counter(), [], {}
+    latencies, statuses, errors, by_url, sizes = [], Counter(), [], {}, []
 
     def client(n):
         session = requests.Session()
@@ -151,15 +158,22 @@ def run_clients(base, plan):
             url, token = plan[i % len(plan)]
             i += 7
             t = time.monotonic()
+            received = 0
             try:
-                r = session.get(base + url, headers={"Authorization": f"Token {token}"},
-                                timeout=REQUEST_TIMEOUT_SECONDS)
-                code = r.status_code
+                # Every byte of the answer is read, as sent (gzip when the server compressed it),
+                # and not decompressed or parsed: like wrk, the clients measure the server, and
+                # 50 Python clients inflating megabytes would take the cores they share with it.
+                with session.get(base + url, headers={"Authorization": f"Token {token}", "Accept-Encoding": "gzip"},
+                                 timeout=REQUEST_TIMEOUT_SECONDS, stream=True) as r:
+                    for chunk in r.raw.stream(1 << 16, decode_content=False):
+                        received += len(chunk)
+                    code = r.status_code
             except requests.RequestException as exc:
                 code = type(exc).__name__
             elapsed = time.monotonic() - t
             with lock:
                 statuses[code] += 1
+                sizes.append(received)
                 if code == 200:
                     latencies.append(elapsed)
                     by_url.setdefault(url, []).append(elapsed)
@@ -172,7 +186,7 @@ def run_clients(base, plan):
         t.start()
     for t in threads:
         t.join(SECONDS + REQUEST_TIMEOUT_SECONDS + 10)
-    return time.monotonic() - t0, latencies, statuses, errors, by_url
+    return time.monotonic() - t0, latencies, statuses, errors, by_url, sizes
 
 
 def main():
@@ -189,7 +203,7 @@ def main():
     try:
         wait_ready(base, proc)
         print(f"gunicorn ({WORKERS} workers × {THREADS} threads) on {base}; {CLIENTS} clients for {SECONDS} s ...", flush=True)
-        wall, latencies, statuses, errors, by_url = run_clients(base, targets(tokens))
+        wall, latencies, statuses, errors, by_url, sizes = run_clients(base, targets(tokens))
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         try:
@@ -203,6 +217,7 @@ def main():
               "errors": len(errors), "statuses": {str(k): v for k, v in statuses.items()},
               "requests_per_second": round(total / wall, 1), "p50_ms": round(q[49] * 1000),
               "p95_ms": round(q[94] * 1000), "p99_ms": round(q[98] * 1000), "cpu_cores": os.cpu_count(),
+              "megabytes_received": round(sum(sizes) / 1e6, 1),
               "median_ms_by_url": {u: round(statistics.median(v) * 1000) for u, v in sorted(by_url.items())}}
     result["targets"] = {"requests_per_second >= 50": result["requests_per_second"] >= 50,
                          "p95_ms < 500": result["p95_ms"] < 500, "errors == 0": not errors}

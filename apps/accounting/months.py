@@ -175,10 +175,12 @@ def statement_version(period: str) -> str | None:
                                             for m in chain)])
 
 
-def usage_version(f: UsageFilter, priced: bool) -> tuple[str, str] | None:
+def usage_version(f: UsageFilter, priced: bool, *, scoped: bool = False) -> tuple[str, str] | None:
     """(period, version) of a usage window that is a whole month read from its stored cells
-    (`window_cells`) for the whole fleet; None for any other window, scope or database."""
-    if not stored_answers() or f.cluster or f.teams is not None or f.namespaces is not None \
+    (`window_cells`) for the whole fleet — or, with `scoped`, for a set of teams too (their rows
+    are filtered from the same cells, so the version is the same); None for any other window,
+    filter or database."""
+    if not stored_answers() or f.cluster or (f.teams is not None and not scoped) or f.namespaces is not None \
             or f.gpu_models is not None:
         return None
     period = whole_month(f)

@@ -25,7 +25,7 @@ from urllib.parse import urlparse, urlunparse
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = ROOT / ".bench-cache"
 RESULTS = ROOT / "bench-results.json"
-TARGETS = {"ingest_ratio": 1.5, "peak_rss_mb": 300.0, "api_p95_ratio": 1.0, "page_api_ratio": 2.0,
+TARGETS = {"ingest_ratio": 1.3, "peak_rss_mb": 300.0, "api_p95_ratio": 1.0, "page_api_ratio": 2.0,
            "close_seconds": 2.0}
 
 

@@ -67,7 +67,7 @@ def assert_stale_then_right(api, finance, expected, period="2026-03"):
 def test_first_read_stores_the_answer_and_the_next_reads_it_back(march, finance, api):
     assert teams(api, finance) == {"A": (3.0, "6.00"), "B": (1.0, "2.00")}
     assert lines_current() and cells_current()
-    body = MonthBody.objects.get(period="2026-03", key="chargeback?group_by=team&shared_idle=apart")
+    body = MonthBody.objects.get(period="2026-03", key="chargeback?group_by=team&shared_idle=apart&scope=all")
     again = api(finance).get(URL, {"period": "2026-03", "group_by": "team"})
     assert again.content == bytes(body.body)            # served as stored, byte for byte
     assert month_lines("2026-03") == compute_open("2026-03").lines
@@ -96,12 +96,12 @@ def test_rows_copied_in_with_raw_sql_are_seen_too(march, finance, api):
 
 def test_another_months_ingest_leaves_this_month_current(march, finance, api):
     teams(api, finance)
-    before = MonthBody.objects.get(period="2026-03", key="chargeback?group_by=team&shared_idle=apart").rendered_at
+    before = MonthBody.objects.get(period="2026-03", key="chargeback?group_by=team&shared_idle=apart&scope=all").rendered_at
     make_usage(march["gpu"], "ml", utc(2026, 4, 2), hours=5)
     make_usage(march["gpu"], "ml", utc(2026, 2, 27), hours=5)
     assert lines_current() and cells_current()
     assert teams(api, finance) == {"A": (3.0, "6.00"), "B": (1.0, "2.00")}
-    after = MonthBody.objects.get(period="2026-03", key="chargeback?group_by=team&shared_idle=apart").rendered_at
+    after = MonthBody.objects.get(period="2026-03", key="chargeback?group_by=team&shared_idle=apart&scope=all").rendered_at
     assert after == before                                # not even re-rendered
 
 

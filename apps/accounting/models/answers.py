@@ -102,6 +102,7 @@ class MonthBody(models.Model):
     key = models.CharField(max_length=200, help_text="which answer: endpoint and parameters")
     version = models.TextField()
     body = models.BinaryField()
+    gzipped = models.BinaryField(null=True, help_text="the same body gzip-compressed, for clients that accept it")
     rendered_at = models.DateTimeField(auto_now=True)
 
     class Meta:

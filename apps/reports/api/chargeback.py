@@ -9,7 +9,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from apps.accounting.actions import ActionError, NotAllowed, do_close_period, do_reopen_period
-from apps.accounting.answers import body as month_body
+from apps.accounting.answers import scope_tag
 from apps.accounting.calc import parse_period, period_bounds
 from apps.accounting.months import statement_version
 from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clusters_behind, csv_rows,
@@ -19,9 +19,10 @@ from apps.teams.access import can_close_periods, can_see_money, require_team, te
 from apps.accounting.statement_book import statement_book
 from apps.reports.statement_xlsx import statement_workbook, workbook_name
 from apps.reports.xlsx import XLSXRenderer
-from apps.web.rendered import Rendered, render_plain, renders_stored
+from apps.web.rendered import renders_stored
 
 from .params import iso, parse_choice
+from .stored import stored_response
 
 
 class SeesMoney(BasePermission):
@@ -90,13 +91,13 @@ class ChargebackView(APIView):
         group_by = parse_choice(params, "group_by", GROUP_BYS, default="team")
         shared_idle = parse_choice(params, "shared_idle", SHARED_IDLE, default="apart")
         team = params.get("team") or None
-        if renders_stored(request.accepted_renderer) and not team and team_scope(request.user) is None:
+        if renders_stored(request.accepted_renderer):
+            scope = statement_scope(request, team)   # 403 for a team not the user's, before anything
             version = statement_version(period)
-            if version is not None:     # the whole fleet's statement as sent, kept with its version
-                return Response(Rendered(month_body(
-                    period, f"chargeback?group_by={group_by}&shared_idle={shared_idle}", version,
-                    lambda: render_plain(request.accepted_renderer,
-                                         chargeback_payload(request, period, group_by, shared_idle)))))
+            if version is not None:     # the statement as sent to this set of teams, kept with its version
+                return stored_response(
+                    request, period, f"chargeback?group_by={group_by}&shared_idle={shared_idle}&scope={scope_tag(scope)}",
+                    version, lambda: chargeback_payload(request, period, group_by, shared_idle, team))
         fmt = getattr(request.accepted_renderer, "format", "")
         if fmt == "xlsx":
             # The statement workbook: every view of the month in one file (docs/chargeback.md).

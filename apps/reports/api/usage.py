@@ -7,15 +7,16 @@ from rest_framework.views import APIView
 
 from apps.accounting.pricing import price_usage_rows_detail
 from apps.accounting.figures import shown_hours, shown_ratio
-from apps.accounting.answers import body as month_body
+from apps.accounting.answers import scope_tag
 from apps.accounting.months import usage_version, window_cells
 from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells
 from apps.clusters.models import Cluster
 from apps.teams.access import can_see_money, require_team, team_scope
 
-from apps.web.rendered import Rendered, render_plain, renders_stored
+from apps.web.rendered import renders_stored
 
 from .params import iso, parse_choice, parse_window
+from .stored import stored_response
 
 WINDOW_PARAMS = [
     OpenApiParameter("start", OpenApiTypes.STR, description="ISO 8601 instant or date, years 2000-2100; a date or "
@@ -100,11 +101,11 @@ class UsageView(APIView):
                     "results": usage_payload(request, group_by, f)}
 
         money = can_see_money(request.user)
-        stored = usage_version(f, money) if renders_stored(request.accepted_renderer) else None
-        if stored is not None:      # a whole month of the whole fleet as sent, kept with its version
+        stored = usage_version(f, money, scoped=True) if renders_stored(request.accepted_renderer) else None
+        if stored is not None:      # a whole month as sent to this set of teams, kept with its version
             period, version = stored
-            return Response(Rendered(month_body(period, f"usage?group_by={group_by}&money={int(money)}", version,
-                                                lambda: render_plain(request.accepted_renderer, answer()))))
+            key = f"usage?group_by={group_by}&money={int(money)}&scope={scope_tag(f.teams)}"
+            return stored_response(request, period, key, version, answer)
         return Response(answer())
 
     def csv_columns(self, rows):
