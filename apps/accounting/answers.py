@@ -92,7 +92,10 @@ def read_inputs(periods) -> Inputs:
         parts.append("SELECT %s, count(*), coalesce(max(id), 0) FROM accounting_inputchange "
                      "WHERE day BETWEEN %s AND %s")
         params += [f"month:{p}", lo, hi]
-    with connection.cursor() as cur:
+    connection.ensure_connection()
+    # Server-side binding: read on every request with the same text, so psycopg prepares it on
+    # the connection after a few uses and Postgres stops planning it (~1 ms a read).
+    with psycopg.Cursor(connection.connection) as cur:
         cur.execute(" UNION ALL ".join(parts), params)
         rows = cur.fetchall()
     undated, dated = {}, {}

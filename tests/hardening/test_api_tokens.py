@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 from knox.models import AuthToken
 from rest_framework.authtoken.models import Token
@@ -117,6 +118,28 @@ def test_an_expired_token_is_401(client, finance, month):
     assert api.get("/api/v1/usage/").status_code == 200
     AuthToken.objects.update(expiry=timezone.now() - timedelta(seconds=1))      # a week later
     assert api.get("/api/v1/usage/").status_code == 401
+
+
+def test_a_call_reads_only_its_own_token_and_expired_ones_go_when_the_owner_lists_them(client, finance, month):
+    """One API call looks up its own token (knox would also read every other token of the owner,
+    one more query per call); the owner's expired tokens are removed when they open the list."""
+    old_key = make_token(client, finance, name="old export", days=7)
+    key = make_token(client, finance, name="nightly export")
+    AuthToken.objects.filter(portal__name="old export").update(expiry=timezone.now() - timedelta(seconds=1))
+    api = with_key(key)
+    api.get("/api/v1/usage/")
+    with CaptureQueriesContext(connection) as queries:
+        assert api.get("/api/v1/usage/").status_code == 200
+    token_reads = [q["sql"] for q in queries.captured_queries if 'FROM "knox_authtoken"' in q["sql"]]
+    assert len(token_reads) == 1 and '"token_key" =' in token_reads[0]
+    assert AuthToken.objects.count() == 2                       # the expired one is still there ...
+    assert with_key(old_key).get("/api/v1/usage/").status_code == 401   # ... refused, and deleted
+    assert AuthToken.objects.count() == 1
+    make_token(client, finance, name="old export", days=7)
+    AuthToken.objects.filter(portal__name="old export").update(expiry=timezone.now() - timedelta(seconds=1))
+    listing = client.get(PAGE).content.decode()
+    assert "nightly export" in listing and "old export" not in listing
+    assert list(ApiToken.objects.values_list("name", flat=True)) == ["nightly export"]
 
 
 def test_a_revoked_token_is_401_and_only_its_owner_revokes_it(client, finance, viewer, month):

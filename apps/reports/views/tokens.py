@@ -6,7 +6,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
-from apps.teams.tokens import EXPIRY_DAYS, TokenError, do_create_api_token, do_revoke_api_token, tokens_of
+from apps.teams.tokens import (EXPIRY_DAYS, TokenError, do_create_api_token, do_revoke_api_token, drop_expired_tokens,
+                               tokens_of)
 
 
 @login_required
@@ -17,6 +18,7 @@ def token_list(request):
     new_key = new_token = None
     errors = []
     status = 200
+    drop_expired_tokens(request.user)
     if request.method == "POST":
         try:
             days = int(request.POST.get("days", ""))
