@@ -205,3 +205,21 @@ def test_idle_api_answers_csv_by_accept_header_and_is_in_the_schema(login):
     assert response.content.decode().splitlines()[1].startswith("alpha,nlp-dev,notebook-0,nlp,node-a,1.0,2.0")
     schema = c.get("/api/v1/schema/", HTTP_ACCEPT="application/json").content.decode()
     assert "/api/v1/idle/" in schema and "min_idle_minutes" in schema
+
+
+def test_every_chart_carries_plotly_whites_template_as_plotly_would_set_it():
+    """Charts take the template's JSON made once, not plotly's per-figure template copy
+    (docs/performance.md, "Pages"): the layout must be what `update_layout(template=…)` gives."""
+    import json
+
+    import plotly.graph_objects as go
+
+    from apps.reports import figures
+
+    fragment = figures.efficiency_trend([type("Day", (), {"day": "2026-03-01", "efficiency": 0.5})(),
+                                         type("Day", (), {"day": "2026-03-02", "efficiency": 0.25})()])
+    spec = json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', fragment, re.S).group(1))
+    plotly_way = go.Figure()
+    plotly_way.update_layout(template="plotly_white")
+    assert spec["layout"]["template"] == json.loads(plotly_way.to_json())["layout"]["template"]
+    assert spec["data"][0]["y"] == [0.5, 0.25] and spec["layout"]["height"] == 320
