@@ -86,3 +86,23 @@ def test_other_windows_are_not_stored(march, finance, client):
     client.force_login(finance)
     assert client.get("/?start=2026-03-01&end=2026-03-15").status_code == 200
     assert not MonthBody.objects.filter(key__startswith=KEY).exists()
+
+
+def test_the_figures_are_stored_as_html_and_follow_the_links_query_and_the_money_locale(march, finance, client,
+                                                                                     settings):
+    client.force_login(finance)
+    first = view(client)
+    [html_key] = MonthBody.objects.filter(period="2026-03", key__startswith=f"{KEY}-html?money=1&fleet=1")\
+        .values_list("key", flat=True)
+    stored = bytes(MonthBody.objects.get(key=html_key).body).decode()
+    assert stored in first and 'href="/teams/A/?start=2026-03-01&amp;end=2026-04-01"' in stored
+    with CaptureQueriesContext(connection) as queries:
+        second = view(client)
+    assert stored in second        # the page around it is rendered per request (its CSRF token)
+    assert not [q for q in queries if "usageday" in q["sql"] or "usagehour" in q["sql"]]
+    # the same month asked with another parameter: its links keep that parameter
+    other = client.get(MARCH + "&cluster=").content.decode()
+    assert team_costs(other) == team_costs(first)
+    # another money locale is another stored fragment, formatted in it
+    settings.MONEY_LOCALE = "de_DE"
+    assert team_costs(view(client)) == {"A": ("3.00", "6,00\xa0$"), "B": ("1.00", "2,00\xa0$")}

@@ -5,10 +5,15 @@ figure is rebuilt as the same object the page computes, so the template cannot t
 """
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 from dataclasses import asdict, fields
 from datetime import date
 from decimal import Decimal
+from pathlib import Path
+
+from django.conf import settings
 
 from apps.accounting.answers import body as month_body
 from apps.accounting.months import usage_version
@@ -32,6 +37,39 @@ def kept_or_computed(f: UsageFilter, money: bool, fleet: bool, compute) -> dict:
     period, version = kept
     stored = month_body(period, f"{KEY}?money={int(money)}&fleet={int(fleet)}", version, lambda: _dumps(compute()))
     return _loads(bytes(stored))
+
+
+def kept_html(f: UsageFilter, money: bool, fleet: bool, qs: str, compute, render) -> str:
+    """The figures rendered as HTML, `render(figures)`; for the whole fleet over a whole month,
+    stored beside the figures with the same version, so a warm view renders no table at all.
+    The key names everything else the HTML depends on: the view (money, fleet), the page's query
+    string (its links carry it), the money locale and the templates' and filters' source."""
+    kept = usage_version(f, priced=money)
+    if kept is None:
+        return render(compute())
+    period, version = kept
+    key = (f"{KEY}-html?money={int(money)}&fleet={int(fleet)}&locale={settings.MONEY_LOCALE}"
+           f"&source={_fragment_source()}&qs={hashlib.sha256(qs.encode()).hexdigest()}")
+    return month_body(period, key, version,
+                      lambda: render(kept_or_computed(f, money, fleet, compute)).encode()).decode()
+
+
+FRAGMENT_TEMPLATES = ("reports/_overview_figures.html", "reports/_chart.html")
+
+
+@functools.cache
+def _fragment_source() -> str:
+    """A digest of what renders the stored HTML besides the figures: the templates and the
+    formatting filters. A deploy that changes either makes every stored fragment a miss."""
+    from django.template.loader import get_template
+
+    from ..templatetags import report_format
+
+    digest = hashlib.sha256()
+    for name in FRAGMENT_TEMPLATES:
+        digest.update(get_template(name).template.source.encode())
+    digest.update(Path(report_format.__file__).read_bytes())
+    return digest.hexdigest()[:32]
 
 
 def _row(r: UsageRow) -> dict:

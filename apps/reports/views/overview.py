@@ -1,10 +1,13 @@
 from collections import defaultdict
 
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
+
 from apps.accounting.usage import group_cells, usage_cells
 
 from .. import figures
 from ..data.overview import daily_totals, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
-from ..data.overview_store import kept_or_computed
+from ..data.overview_store import kept_html
 from ..money import load_rate_card, price_groups
 from .common import page, report_view
 
@@ -12,9 +15,15 @@ from .common import page, report_view
 @report_view
 def overview(request, sel):
     f = sel.usage_filter()
-    data = kept_or_computed(f, sel.money, sel.fleet, lambda: _figures(f, sel.money, sel.fleet))
-    freshness = ingest_freshness()
-    ctx = {**data, "totals": window_totals(data["days"]), "freshness": freshness,
+
+    def render(data) -> str:
+        return render_to_string("reports/_overview_figures.html", {
+            **data, "totals": window_totals(data["days"]), "sel": sel, "qs": sel.querystring})
+
+    figures_html = kept_html(f, sel.money, sel.fleet, sel.querystring, lambda: _figures(f, sel.money, sel.fleet),
+                             render)
+    freshness = ingest_freshness()     # always live
+    ctx = {"figures_html": mark_safe(figures_html), "freshness": freshness,   # rendered by our template
            "stale": [x for x in freshness if x.stale]}
     return page(request, sel, "reports/overview.html", "overview", ctx)
 
