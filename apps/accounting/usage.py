@@ -66,7 +66,7 @@ class Cell:
         return bool(self.namespace)
 
 
-def usage_cells(f: UsageFilter, *, per_day: bool = True) -> list[Cell]:
+def usage_cells(f: UsageFilter, *, per_day: bool = True, resolver: TeamResolver | None = None) -> list[Cell]:
     """Cells of the window: whole billing days already rolled up from UsageDay, the rest (the
     partial days at either end, days not rolled up) from UsageHour.
 
@@ -74,13 +74,17 @@ def usage_cells(f: UsageFilter, *, per_day: bool = True) -> list[Cell]:
     moves team, no rate takes effect): each cell's `day` is then its span's first day, which
     resolves the team and the rate of the whole span exactly. Totals and prices are those of
     the per-day cells; there are just far fewer cells (a month: a few per namespace, not 31).
+
+    `resolver`: one already read in this request (a page reading several windows), used when it
+    knows every cluster read; otherwise one is read here.
     """
     clusters = Cluster.objects.filter(name=f.cluster) if f.cluster else Cluster.objects.all()
     cluster_names = dict(clusters.values_list("id", "name"))
     cluster_ids = set(cluster_names)
-    resolver = TeamResolver(cluster_ids)
+    if resolver is None or (resolver.cluster_ids is not None and not cluster_ids <= resolver.cluster_ids):
+        resolver = TeamResolver(cluster_ids)
     f = _narrowed(f, resolver)
-    relabels = resolver.label_changes(f.start, f.end)
+    relabels = {c: ts for c, ts in resolver.label_changes(f.start, f.end).items() if c in cluster_ids}
     spans = None if per_day else _span_starts(f, relabels)
     rows = []
     for ids, day_ranges, hour_ranges in _read_plan(f, cluster_ids, relabels):

@@ -24,6 +24,7 @@ Key = tuple[int, str]   # (cluster id, namespace)
 class TeamResolver:
     def __init__(self, cluster_ids=None):
         zone = ZoneInfo(settings.BILLING_TIMEZONE)
+        self.cluster_ids = None if cluster_ids is None else frozenset(cluster_ids)   # None: every cluster
         labels = NamespaceLabel.objects.all()
         assignments = NamespaceAssignment.objects.select_related("team", "namespace__cluster")
         if cluster_ids is not None:

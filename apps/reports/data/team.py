@@ -24,8 +24,9 @@ from ..selection import Selection
 GPU_QUOTA_RESOURCE = "requests.nvidia.com/gpu"
 
 
-def team_cells(sel: Selection, team: str):
-    return usage_cells(UsageFilter(start=sel.start, end=sel.end, cluster=sel.cluster, teams=frozenset({team})))
+def team_cells(sel: Selection, team: str, resolver: TeamResolver | None = None):
+    return usage_cells(UsageFilter(start=sel.start, end=sel.end, cluster=sel.cluster, teams=frozenset({team})),
+                       resolver=resolver)
 
 
 def namespace_series(cells) -> dict[str, list[tuple[date, float, float]]]:
@@ -69,11 +70,12 @@ def month_bounds(now: datetime) -> tuple[datetime, datetime, datetime]:
     return last_start, this_start, now
 
 
-def money_cells(sel: Selection, team: str, now: datetime):
+def money_cells(sel: Selection, team: str, now: datetime, resolver: TeamResolver | None = None):
     """The team's usage cells from last month's start to `now`: what the month costs and the
     month-end forecast read (one usage query for both)."""
     last_start, _this_start, now = month_bounds(now)
-    return usage_cells(UsageFilter(start=last_start, end=now, cluster=sel.cluster, teams=frozenset({team})))
+    return usage_cells(UsageFilter(start=last_start, end=now, cluster=sel.cluster, teams=frozenset({team})),
+                       resolver=resolver)
 
 
 def month_costs(sel: Selection, team: str, now: datetime | None = None, card=None, cells=None) -> list[MonthCost]:

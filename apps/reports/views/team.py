@@ -18,17 +18,17 @@ def team_dashboard(request, sel, name):
     require_team(request.user, name)
     if name != UNASSIGNED and not Team.objects.filter(name=name).exists():
         raise Http404("no such team")
-    cells = team_cells(sel, name)
+    resolver = TeamResolver()     # one read of mappings and label history for the cells, quota and moves
+    cells = team_cells(sel, name, resolver)
     namespaces = group_cells(cells, "namespace")
     series = namespace_series(cells)
     mig = mig_hours(cells)
-    resolver = TeamResolver()     # one read of mappings and label history for the quota and the moves
     quotas = quota_use(sel, name, resolver)
     card = load_rate_card() if sel.money else None
     costs = forecast = None
     if sel.money:
         now = timezone.now()
-        money = money_cells(sel, name, now)
+        money = money_cells(sel, name, now, resolver)
         costs = month_costs(sel, name, now, card=card, cells=money)
         forecast = team_forecast(sel, name, now, card=card, cells=money)
     priced = price_groups([r.cells for r in namespaces], card=card) if sel.money else [None] * len(namespaces)
