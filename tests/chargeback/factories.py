@@ -87,3 +87,16 @@ def make_user(username, role=None, *, superuser=False) -> User:
     if role:
         user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
+
+
+def two_teams_in_march() -> dict:
+    """Team A's namespace ml held one H100 for 3 hours on 1 March 2026, team B's cv one hour on
+    another node; 2.00 USD per GPU-hour (A 6.00, B 2.00)."""
+    prod = make_cluster()
+    make_namespace(prod, "ml", "A")
+    make_namespace(prod, "cv", "B")
+    rate = make_rate(hourly_rate="2.00")
+    gpu, other = make_device(prod, host="node-1"), make_device(prod, host="node-2")
+    make_usage(gpu, "ml", utc(2026, 3, 1), hours=3)
+    make_usage(other, "cv", utc(2026, 3, 1), hours=1)
+    return {"cluster": prod, "gpu": gpu, "other": other, "rate": rate}

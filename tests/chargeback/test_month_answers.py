@@ -21,8 +21,8 @@ from apps.clusters.models import Cluster
 from apps.teams.claims import do_decide_claim
 from apps.teams.models import LabelClaim, Team
 
-from .factories import (label_namespace, make_cluster, make_device, make_namespace, make_pool, make_rate, make_team,
-                        make_usage, utc)
+from .factories import (label_namespace, make_namespace, make_pool, make_rate, make_team,
+                        make_usage, two_teams_in_march, utc)
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/chargeback/"
@@ -31,14 +31,7 @@ URL = "/api/v1/chargeback/"
 @pytest.fixture
 def march():
     """Team A's namespace ml: 3 H100 hours on 1 March; team B's cv: 1 hour. 2.00 per GPU-hour."""
-    prod = make_cluster()
-    make_namespace(prod, "ml", "A")
-    make_namespace(prod, "cv", "B")
-    rate = make_rate(hourly_rate="2.00")
-    gpu, other = make_device(prod, host="node-1"), make_device(prod, host="node-2")
-    make_usage(gpu, "ml", utc(2026, 3, 1), hours=3)
-    make_usage(other, "cv", utc(2026, 3, 1), hours=1)
-    return {"cluster": prod, "gpu": gpu, "other": other, "rate": rate}
+    return two_teams_in_march()
 
 
 def teams(api, finance, period="2026-03"):

@@ -10,7 +10,7 @@ import pytest
 from apps.accounting.answers import scope_tag
 from apps.accounting.models import MonthBody
 
-from .factories import make_cluster, make_device, make_namespace, make_rate, make_team, make_usage, make_user, utc
+from .factories import make_team, make_usage, make_user, two_teams_in_march, utc
 
 pytestmark = pytest.mark.django_db
 CHARGEBACK = "/api/v1/chargeback/"
@@ -21,14 +21,7 @@ MARCH = {"start": "2026-03-01", "end": "2026-04-01"}
 @pytest.fixture
 def march():
     """Team A's namespace ml: 3 H100 hours on 1 March; team B's cv: 1 hour. 2.00 per GPU-hour."""
-    prod = make_cluster()
-    make_namespace(prod, "ml", "A")
-    make_namespace(prod, "cv", "B")
-    make_rate(hourly_rate="2.00")
-    gpu, other = make_device(prod, host="node-1"), make_device(prod, host="node-2")
-    make_usage(gpu, "ml", utc(2026, 3, 1), hours=3)
-    make_usage(other, "cv", utc(2026, 3, 1), hours=1)
-    return {"gpu": gpu, "other": other}
+    return two_teams_in_march()
 
 
 def lead_of(*teams, name=None):

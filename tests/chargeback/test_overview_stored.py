@@ -17,7 +17,7 @@ from apps.accounting.models import MonthBody, Rate
 from apps.accounting.usage import UsageFilter
 from apps.reports.data.overview_store import KEY
 
-from .factories import make_cluster, make_device, make_namespace, make_rate, make_usage, utc
+from .factories import make_usage, two_teams_in_march, utc
 
 pytestmark = pytest.mark.django_db
 MARCH = "/?start=2026-03-01&end=2026-04-01"
@@ -25,14 +25,7 @@ MARCH = "/?start=2026-03-01&end=2026-04-01"
 
 @pytest.fixture
 def march():
-    prod = make_cluster()
-    make_namespace(prod, "ml", "A")
-    make_namespace(prod, "cv", "B")
-    make_rate(hourly_rate="2.00")
-    gpu = make_device(prod, host="node-1")
-    make_usage(gpu, "ml", utc(2026, 3, 1), hours=3)
-    make_usage(make_device(prod, host="node-2"), "cv", utc(2026, 3, 1), hours=1)
-    return gpu
+    return two_teams_in_march()["gpu"]
 
 
 def team_costs(body: str) -> dict:
