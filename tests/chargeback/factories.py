@@ -1,8 +1,10 @@
 """Hand-built rollups, rates, teams and users for chargeback tests (no Prometheus needed)."""
+import threading
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 
 from django.contrib.auth.models import Group, User
+from django.db import connections
 
 from apps.accounting.models import NodePool, Rate, UsageHour
 from apps.clusters.models import Cluster, Device
@@ -100,3 +102,20 @@ def two_teams_in_march() -> dict:
     make_usage(gpu, "ml", utc(2026, 3, 1), hours=3)
     make_usage(other, "cv", utc(2026, 3, 1), hours=1)
     return {"cluster": prod, "gpu": gpu, "other": other, "rate": rate}
+
+
+def in_thread(work):
+    """Run `work` on the thread's own connection; re-raise what it raised. Returns its result."""
+    out, errors = [], []
+
+    def run():
+        try:
+            out.append(work())
+        except Exception as exc:  # noqa: BLE001 — re-raised in the test's thread
+            errors.append(exc)
+        finally:
+            connections.close_all()   # this thread's connections only
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread, out, errors

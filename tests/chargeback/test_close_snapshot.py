@@ -5,18 +5,16 @@ adjustment lines carry exactly those hours (docs/figures.md, "Closing a month").
 The ingest here is real: a second database connection, in a thread, inserts and commits usage
 rows in the middle of `do_close_period` (between its first read of usage and the rest).
 """
-import threading
 from math import fsum
 
 import pytest
-from django.db import connections
 
 from apps.accounting import statements
 from apps.accounting.actions import do_close_period
 from apps.accounting.models import BillingPeriod, FrozenCell
 from apps.accounting.statements import statement, statement_payload
 
-from .factories import make_cluster, make_device, make_namespace, make_rate, make_usage, utc
+from .factories import in_thread, make_cluster, make_device, make_namespace, make_rate, make_usage, utc
 
 pytestmark = pytest.mark.django_db(transaction=True)   # real commits, seen by other connections
 
@@ -24,18 +22,7 @@ pytestmark = pytest.mark.django_db(transaction=True)   # real commits, seen by o
 def committed_elsewhere(work):
     """Run `work` on another connection (a thread has its own) in autocommit: its rows are
     committed when this returns."""
-    errors = []
-
-    def run():
-        try:
-            work()
-        except Exception as exc:  # noqa: BLE001 — re-raised in the test's thread
-            errors.append(exc)
-        finally:
-            connections.close_all()   # this thread's connections only
-
-    thread = threading.Thread(target=run)
-    thread.start()
+    thread, _, errors = in_thread(work)
     thread.join()
     if errors:
         raise errors[0]

@@ -7,33 +7,15 @@ same cold month at once store it once and both answer right.
 import threading
 
 import pytest
-from django.db import connections
 
 from apps.accounting import months
 from apps.accounting.models import MonthAnswer
 from apps.accounting.months import month_lines
 from apps.accounting.statements import compute_open
 
-from .factories import make_cluster, make_device, make_namespace, make_rate, make_usage, utc
+from .factories import in_thread, make_cluster, make_device, make_namespace, make_rate, make_usage, utc
 
 pytestmark = pytest.mark.django_db(transaction=True)   # real commits, seen by other connections
-
-
-def in_thread(work):
-    """Run `work` on the thread's own connection; re-raise what it raised. Returns its result."""
-    out, errors = [], []
-
-    def run():
-        try:
-            out.append(work())
-        except Exception as exc:  # noqa: BLE001 — re-raised in the test's thread
-            errors.append(exc)
-        finally:
-            connections.close_all()   # this thread's connections only
-
-    thread = threading.Thread(target=run)
-    thread.start()
-    return thread, out, errors
 
 
 @pytest.fixture
