@@ -26,7 +26,8 @@ from .calc import (BASIS_PROFILE, Line, RateCard, UsageCell, apportion, billed_c
 from .days import day_start
 from .figures import shown_efficiency, shown_hours
 from .models import BillingPeriod, FrozenCell
-from .months import _FROZEN_AS_CELL, closed_before, closed_periods, month_late_cells, month_lines, own_days
+from .months import (_FROZEN_AS_CELL, closed_before, closed_periods, month_late_cells, month_lines, month_zone,
+                     own_days)
 from .pricing import load_rate_card, rate_card_at
 from .statement_book import lines_as_shown
 from .statements import UNALLOCATED_KEY, statement
@@ -35,7 +36,9 @@ FOCUS_VERSION = "1.0"
 SERVICE_NAME = "GPU compute"
 SERVICE_CATEGORY = "AI and Machine Learning"
 TAG_PREFIX = "gpuportal/"
-PRICING_CATEGORY = {"on_demand": "Standard", "spot": "Dynamic", "reserved": "Committed", "on_prem": "Other"}
+# FOCUS 1.0's `Committed` is a price reduced by a commitment discount named in CommitmentDiscountId;
+# a `reserved` rate is a price of its own with no such commitment behind it, so it is `Other`.
+PRICING_CATEGORY = {"on_demand": "Standard", "spot": "Dynamic", "reserved": "Other", "on_prem": "Other"}
 UNIT_GPU = "GPU-Hours"
 UNIT_INSTANCE = "Instance-Hours"
 
@@ -87,6 +90,7 @@ class FocusMonth:
     closed: bool
     lines: list[Line]
     days: dict[tuple, list[DayFigures]]     # line_key(line) -> its days, in order
+    zone: ZoneInfo                          # the month's own (`months.month_zone`): a closed month's close zone
 
 
 # ---------------------------------------------------------------- the day figures of each line
@@ -118,7 +122,8 @@ def focus_month(period: str) -> FocusMonth:
         closed = closed_periods()
         for earlier in closed_before(period, closed):
             days.update(day_figures(month_late_cells(earlier, closed[earlier]), card, adjusts_period=earlier))
-        return FocusMonth(period=period, closed=False, lines=month_lines(period, card), days=days)
+        return FocusMonth(period=period, closed=False, lines=month_lines(period, card), days=days,
+                          zone=month_zone(period, closed))
     card = rate_card_at(bp.rate_card_version)
     booked = defaultdict(list)
     for usage_period, *row in FrozenCell.objects.filter(booked_in=bp).values_list("period__period", *_FROZEN_AS_CELL):
@@ -126,7 +131,8 @@ def focus_month(period: str) -> FocusMonth:
     days = day_figures(booked.pop(period, []), card)
     for earlier, cells in booked.items():
         days.update(day_figures(cells, card, adjusts_period=earlier))
-    return FocusMonth(period=period, closed=True, lines=statement(period).lines, days=days)
+    return FocusMonth(period=period, closed=True, lines=statement(period).lines, days=days,
+                      zone=month_zone(period, {period: bp}))
 
 
 # ---------------------------------------------------------------- rows
@@ -138,7 +144,8 @@ def shown_lines(lines: list[Line], scope) -> list[tuple[Line, Decimal]]:
     return [(line, cost) for line, cost in lines_as_shown(lines, scope) if cost is not None]
 
 
-def focus_rows(month: FocusMonth, scope, zone: ZoneInfo, issuer: Issuer, *, legacy_names: bool = True) -> list[dict]:
+def focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: bool = True) -> list[dict]:
+    zone = month.zone
     start, end = period_bounds(month.period, zone)
     common = {
         "BillingAccountId": issuer.billing_account_id, "BillingAccountName": issuer.billing_account_name,
@@ -154,7 +161,7 @@ def focus_rows(month: FocusMonth, scope, zone: ZoneInfo, issuer: Issuer, *, lega
                                                              line.used_gpu_seconds, line.billed_seconds)]
         costs = apportion(cost, [billed_cost(line.hourly_rate, d.billed_seconds) for d in days], line.currency)
         described = line_columns(line)
-        rows += [{**common, **described, **charge_periods.of(line, d.day), **day_columns(d, day_cost)}
+        rows += [{**common, **described, **charge_periods.of(line, d.day), **day_columns(line, d, day_cost)}
                  for d, day_cost in zip(days, costs)]
     if legacy_names:
         for row in rows:
@@ -218,12 +225,17 @@ class ChargePeriods:
         return found
 
 
-def day_columns(d: DayFigures, cost: Decimal) -> dict:
+def day_columns(line: Line, d: DayFigures, cost: Decimal) -> dict:
+    """A row's quantities and costs. BilledCost and EffectiveCost are the statement's money (the
+    line's shown cost split over its days); ListCost and ContractedCost are, as FOCUS 1.0 defines
+    them, the unit price × PricingQuantity as written (unrounded), except on corrections, which
+    carry the corrected amount."""
     billed_hours = hours(d.billed_seconds)
     cost = plain(cost)
+    listed = cost if line.kind == "adjustment" else plain(line.hourly_rate * billed_hours)
     return {
         "PricingQuantity": billed_hours, "ConsumedQuantity": billed_hours,
-        "BilledCost": cost, "ContractedCost": cost, "EffectiveCost": cost, "ListCost": cost,
+        "BilledCost": cost, "EffectiveCost": cost, "ContractedCost": listed, "ListCost": listed,
         "x_AllocatedGpuHours": hours(d.allocated_gpu_seconds), "x_UsedGpuHours": hours(d.used_gpu_seconds),
         "x_Efficiency": ratio(shown_efficiency(d.used_gpu_seconds, d.allocated_gpu_seconds)),
     }

@@ -17,7 +17,7 @@ from .answers import CODE_VERSION, Inputs, answer, drop_parts, read_inputs, stor
 from .calc import Line, UsageCell, build_lines, delta_cells, period_bounds, period_of, prev_period
 from .models import BillingPeriod, FrozenCell, MonthAnswer
 from .pricing import load_rate_card
-from .timeparse import billing_zone
+from .timeparse import billing_zone, in_zone
 from .usage import Cell, UsageFilter, usage_cells
 
 
@@ -50,8 +50,23 @@ def closed_before(period: str, closed: dict[str, BillingPeriod]) -> list[str]:
 
 
 def late_cells(earlier: str, bp: BillingPeriod) -> list[UsageCell]:
-    """A closed month's late data, computed: its live per-day cells minus what statements carry."""
-    return delta_cells(month_cells(earlier), frozen_cells(bp))
+    """A closed month's late data, computed: its live per-day cells minus what statements carry,
+    both in the zone the month was closed in (its days are the frozen cells' days)."""
+    with in_zone(bp.billing_timezone):
+        return delta_cells(month_cells(earlier), frozen_cells(bp))
+
+
+def month_zone(period: str, closed: dict[str, BillingPeriod] | None = None):
+    """The zone a month's days and bounds are read in: a closed month's own (stored at its close),
+    else `BILLING_TIMEZONE` (docs/chargeback.md, "3. Close the month")."""
+    bp = (closed if closed is not None else closed_periods()).get(period)
+    with in_zone(bp.billing_timezone if bp is not None else None):
+        return billing_zone()
+
+
+def month_bounds(period: str):
+    """[start, end) of a billing month as UTC-aware instants, in the month's zone (`month_zone`)."""
+    return period_bounds(period, month_zone(period))
 
 
 # ---------------------------------------------------------------- through the stored answers

@@ -196,7 +196,7 @@ def statement_book(stmt: Statement, scope, shared_idle: str = "apart") -> Statem
     return StatementBook(
         period=stmt.period, closed=stmt.closed, closed_at=stmt.closed_at,
         closed_by=bp.closed_by.get_username() if closed and bp.closed_by else None,
-        billing_timezone=billing_zone().key,
+        billing_timezone=stmt.zone or billing_zone().key,
         scope=sorted(scope) if scope is not None else None,
         by_team=payload, by_namespace=by_namespace(shown), by_model=by_model(shown),
         adjustments=adjustments,

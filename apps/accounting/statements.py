@@ -19,7 +19,7 @@ from .figures import shown_efficiency, shown_hours, shown_ratio
 from .answers import proven, proven_rows, read_inputs, stored_answers
 from .models import BillingPeriod, MonthAnswer, Rate, StatementLine, UsageHour
 from .months import (_FROZEN_AS_CELL, closed_before, closed_periods, frozen_cells, late_cells, month_cells,
-                     month_late_cells, month_lines)
+                     month_late_cells, month_lines, month_zone)
 from .pricing import load_rate_card
 from .usage import billing_zone
 
@@ -47,6 +47,7 @@ class Statement:
     lines: list[Line]
     closed_at: object = None
     rate_card: dict | None = None     # {"version", "changed_at"}: the card's last change it used
+    zone: str = ""                    # the zone its days and bounds are in (a closed month's close zone)
 
 
 @dataclass
@@ -134,11 +135,12 @@ def statement(period: str, *, shared_idle: str = "apart") -> Statement:
     if bp is not None and bp.is_closed:
         lines = [line_from_row(r) for r in bp.lines.all()]
         result = Statement(period=period, closed=True, lines=sorted(lines, key=Line.sort_key),
-                           closed_at=bp.closed_at, rate_card=_rate_card(bp.rate_card_version, bp.rate_card_changed_at))
+                           closed_at=bp.closed_at, rate_card=_rate_card(bp.rate_card_version, bp.rate_card_changed_at),
+                           zone=month_zone(period, {period: bp}).key)
     else:
         last = Rate.history.order_by("-history_id").values_list("history_id", "history_date").first()
         result = Statement(period=period, closed=False, lines=month_lines(period),
-                           rate_card=_rate_card(*last) if last else None)
+                           rate_card=_rate_card(*last) if last else None, zone=billing_zone().key)
     if shared_idle == "spread":
         result.lines = spread_shared_idle(result.lines)
     return result

@@ -13,6 +13,8 @@ The result is always an aware datetime in UTC.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import date, datetime, time, timezone
 from zoneinfo import ZoneInfo
 
@@ -21,9 +23,24 @@ YEARS_TEXT = f"years {MIN_YEAR}-{MAX_YEAR} only"
 MAX_LENGTH = 64   # the longest ISO 8601 instant is 32 characters; anything longer is not one
 
 
+# A closed month is read in the zone it was closed in (docs/chargeback.md, "3. Close the month"):
+# `in_zone` sets it for the work done inside, and `billing_zone()` answers it there.
+_zone_of_closed_month: ContextVar[str | None] = ContextVar("zone_of_closed_month", default=None)
+
+
 def billing_zone() -> ZoneInfo:
     from django.conf import settings
-    return ZoneInfo(settings.BILLING_TIMEZONE)
+    return ZoneInfo(_zone_of_closed_month.get() or settings.BILLING_TIMEZONE)
+
+
+@contextmanager
+def in_zone(key: str | None):
+    """Billing days and months inside are those of zone `key` (None or "": the configured zone)."""
+    token = _zone_of_closed_month.set(key or None)
+    try:
+        yield
+    finally:
+        _zone_of_closed_month.reset(token)
 
 
 def local_midnight(day: date, zone: ZoneInfo) -> datetime:

@@ -8,6 +8,7 @@ a total row per currency (currencies are never added together), a frozen header 
 """
 import io
 from datetime import datetime
+from zoneinfo import ZoneInfo
 
 from django.utils import timezone
 from openpyxl import Workbook
@@ -16,7 +17,6 @@ from openpyxl.styles import Font
 from apps.accounting.calc import period_bounds
 from apps.accounting.statement_book import StatementBook
 from apps.accounting.statements import CSV_COLUMNS, csv_rows
-from apps.accounting.timeparse import billing_zone
 
 from .presets import local_text
 from .xlsx import BOLD, DATE_FORMAT, HOURS_FORMAT, RATIO_FORMAT, fit_columns, put
@@ -31,7 +31,7 @@ def state_text(book: StatementBook) -> str:
     """'open (…)' or 'closed at 2026-04-02 10:00 CEST by finance', in the billing zone."""
     if not book.closed:
         return "open: figures follow ingestion, rates and team mappings until the month is closed"
-    when = local_text(book.closed_at, billing_zone()) if book.closed_at else "an unknown time"
+    when = local_text(book.closed_at, ZoneInfo(book.billing_timezone)) if book.closed_at else "an unknown time"
     return f"closed at {when}" + (f" by {book.closed_by}" if book.closed_by else "")
 
 
@@ -47,7 +47,7 @@ def rate_card_text(book: StatementBook) -> str:
         return "no rate card (nothing priced)"
     changed = card.get("changed_at")
     if changed:
-        changed = local_text(datetime.fromisoformat(changed), billing_zone())
+        changed = local_text(datetime.fromisoformat(changed), ZoneInfo(book.billing_timezone))
     return f"version {card['version']}" + (f", last changed {changed}" if changed else "")
 
 
@@ -102,7 +102,7 @@ def add_costed(table: Table, cells: dict, costs_by_currency: dict[str, str]):
 # ---------------------------------------------------------------- sheets
 
 def summary_sheet(ws, book: StatementBook):
-    zone = billing_zone()
+    zone = ZoneInfo(book.billing_timezone)
     start, end = period_bounds(book.period, zone)
     put(ws, 1, 1, f"Chargeback statement {book.period}").font = TITLE
     facts = [

@@ -117,6 +117,7 @@ def test_open_month_rows_per_day_with_hand_computed_figures(fleet, finance, api)
     # 2 h on the 6th: 6/7 GPU-h × 2.50 = 2.142857 → 2.14; 1 h on the 7th: 3/7 × 2.50 = 1.071428 → 1.07
     assert [(r["ChargePeriodStart"][:10], r["PricingUnit"], r["PricingQuantity"], r["BilledCost"]) for r in big] == [
         ("2026-03-06", "GPU-Hours", "0.857143", "2.14"), ("2026-03-07", "GPU-Hours", "0.428571", "1.07")]
+    assert [r["ListCost"] for r in big] == ["2.142857500000", "1.071427500000"]   # 2.500000 × the quantity
     [spot] = pick(rows, SubAccountId="B")
     assert (spot["x_PriceClass"], spot["PricingCategory"], spot["ListUnitPrice"], spot["BilledCost"],
             spot["ResourceId"], spot["ResourceType"]) == ("spot", "Dynamic", "0.900000", "2.70", "prod/serve",
@@ -129,7 +130,9 @@ def test_open_month_rows_per_day_with_hand_computed_figures(fleet, finance, api)
         assert r["ChargeCategory"] == r["ChargeType"] == "Usage" and r["ChargeClass"] == ""
         assert r["ChargeFrequency"] == "Usage-Based"
         assert r["BillingPeriodStart"] == "2026-03-01T00:00:00Z" and r["BillingPeriodEnd"] == "2026-04-01T00:00:00Z"
-        assert r["BilledCost"] == r["EffectiveCost"] == r["ListCost"] == r["ContractedCost"]
+        assert r["BilledCost"] == r["EffectiveCost"]
+        # FOCUS 1.0: ListCost = ListUnitPrice × PricingQuantity (ContractedCost likewise), unrounded
+        assert D(r["ListCost"]) == D(r["ListUnitPrice"]) * D(r["PricingQuantity"]) == D(r["ContractedCost"])
         assert r["ListUnitPrice"] == r["ContractedUnitPrice"] and r["BillingCurrency"] == "USD"
         assert r["ProviderName"] == r["PublisherName"] == r["InvoiceIssuerName"] == r["Provider"] == "gpuportal"
         assert r["ServiceCategory"] == "AI and Machine Learning" and r["ResourceID"] == r["ResourceId"]
@@ -190,6 +193,19 @@ def test_adjustments_are_usage_corrections_and_the_total_holds(fleet, finance, a
     assert corrections[1]["ChargeDescription"] == ("GPU-Hours of NVIDIA H100 80GB HBM3 (spot), correcting 2026-03 "
                                                    "(late or re-ingested data)")
     assert corrections[1]["SkuPriceId"] == "NVIDIA H100 80GB HBM3:gpu:spot@0.900000 USD/GPU-Hour"
+
+
+def test_reserved_is_no_commitment_discount(finance, api):
+    """FOCUS 1.0's `Committed` means a price reduced by a commitment named in CommitmentDiscountId;
+    the portal's `reserved` class is a rate of its own, so it is `Other` (docs/chargeback.md)."""
+    prod = make_cluster()
+    make_namespace(prod, "ml", "A")
+    make_pool(prod, "res-*", "reserved")
+    make_rate(hourly_rate="1.25", price_class="reserved")
+    make_usage(make_device(prod, host="res-1"), "ml", utc(2026, 3, 2), hours=2)
+    _, [row] = export(api(finance), period="2026-03")
+    assert (row["x_PriceClass"], row["PricingCategory"], row["CommitmentDiscountId"]) == ("reserved", "Other", "")
+    assert (row["BilledCost"], row["ListCost"]) == ("2.50", "2.500000000000")
 
 
 def test_yen_are_split_in_whole_yen(finance, api):

@@ -10,11 +10,10 @@ from rest_framework.views import APIView
 
 from apps.accounting.actions import ActionError, NotAllowed, do_close_period, do_reopen_period
 from apps.accounting.answers import scope_tag
-from apps.accounting.calc import parse_period, period_bounds
-from apps.accounting.months import statement_version
+from apps.accounting.calc import parse_period
+from apps.accounting.months import month_bounds, statement_version
 from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clusters_behind, csv_rows,
                                         default_period, statement, statement_payload)
-from apps.accounting.usage import billing_zone
 from apps.teams.access import can_close_periods, can_see_money, require_team, team_scope
 from apps.accounting.statement_book import statement_book
 from apps.reports.statement_xlsx import statement_workbook, workbook_name
@@ -56,7 +55,7 @@ def chargeback_payload(request, period, group_by, shared_idle, team=None):
     """The statement, with the month's window echoed as UTC instants (docs/dates-and-money.md)."""
     stmt = statement(period, shared_idle=shared_idle)
     payload = statement_payload(stmt, group_by, statement_scope(request, team), shared_idle)
-    start, end = period_bounds(period, billing_zone())
+    start, end = month_bounds(period)
     return {"period": payload.pop("period"), "start": iso(start), "end": iso(end), **payload}
 
 

@@ -12,7 +12,6 @@ from rest_framework.views import APIView
 
 from apps.accounting.focus import FOCUS_VERSION, Issuer, columns, focus_month, focus_rows
 from apps.accounting.statements import default_period
-from apps.accounting.usage import billing_zone
 from apps.web.csv import SafeCSVRenderer
 
 from .chargeback import SeesMoney, parse_period_param, statement_scope
@@ -55,7 +54,7 @@ class FocusExportView(APIView):
         period = parse_period_param(params, default=None if params.get("period") else default_period())
         legacy = parse_choice(params, "legacy_names", LEGACY_NAMES, default="include") == "include"
         scope = statement_scope(request, params.get("team") or None)
-        rows = focus_rows(focus_month(period), scope, billing_zone(), issuer(), legacy_names=legacy)
+        rows = focus_rows(focus_month(period), scope, issuer(), legacy_names=legacy)
         self.csv_header = columns(legacy)
         response = Response({"period": period, "results": rows})
         response["Content-Disposition"] = f'attachment; filename="focus-{FOCUS_VERSION}-{period}.csv"'

@@ -12,7 +12,7 @@ from apps.accounting.models import BillingPeriod, UsageHour
 from apps.accounting.runrate import forecast_payload, forecasts_by_team, is_running, month_forecast
 from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
                                         period_has_ended, statement, statement_payload)
-from apps.accounting.timeparse import billing_zone
+from apps.accounting.months import month_zone
 from apps.clusters.models import Cluster
 from apps.teams.access import can_close_periods, can_see_money, require_team, team_scope
 from apps.web.pages import bad_request
@@ -54,7 +54,7 @@ def statement_view(request):
         "selected": selected, "team": team, "unallocated_key": UNALLOCATED_KEY,
         "prev_period": prev_period(period), "next_period": next_period(period),
         "closed": _closed(period) if payload["closed"] else None,
-        "ended": period_has_ended(period), "closes_from": period_bounds(period, billing_zone())[1],
+        "ended": period_has_ended(period), "closes_from": period_bounds(period, month_zone(period))[1],
         "closer": closer,
         "can_close": closer and not payload["closed"] and period_has_ended(period),
         "csv_url": f"{api}?{query}&group_by=team&format=csv",
@@ -86,7 +86,7 @@ def close_view(request):
         else:
             messages.success(request, f"{period} is closed; its statement is frozen.")
         return redirect(f"{reverse('chargeback:statement')}?period={period}")
-    zone = billing_zone()
+    zone = month_zone(period)
     start, end = period_bounds(period, zone)
     stmt = statement(period)
     behind = clusters_behind(period)
