@@ -25,6 +25,8 @@ import gzip
 import hashlib
 import time
 import zlib
+from importlib import metadata
+from pathlib import Path
 
 import psycopg
 from dataclasses import dataclass
@@ -37,8 +39,32 @@ from .calc import Line, UsageCell, period_bounds, to_decimal
 from .models import InputChange, MonthAnswer, MonthBody, MonthCell, MonthLine
 from .usage import Cell
 
-# Part of every version: a deploy that changes how an answer is computed re-proves them all.
-CODE_VERSION = "month-answers-1"
+# What shapes a stored answer or body: the product's code and templates, and the libraries that
+# compute or render it. Their digest is part of every version, so a deploy that changes any of
+# them re-proves every answer; nobody bumps a version by hand (docs/performance.md).
+SHAPING_SOURCES = ("apps/**/*.py", "gpuportal/**/*.py", "templates/**/*.html")
+SHAPING_LIBRARIES = ("django", "djangorestframework", "orjson", "babel", "plotly", "openpyxl", "numpy")
+
+
+def code_version(root: Path | None = None) -> str:
+    """A digest of the shaping sources under `root` (the checkout) and the installed shaping
+    libraries' versions. Migrations are left out: they shape the schema, not an answer."""
+    root = root or Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    for pattern in SHAPING_SOURCES:
+        for path in sorted(root.glob(pattern)):
+            if "migrations" in path.parts or "__pycache__" in path.parts:
+                continue
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    for lib in SHAPING_LIBRARIES:
+        try:
+            digest.update(f"{lib}={metadata.version(lib)}\0".encode())
+        except metadata.PackageNotFoundError:
+            digest.update(f"{lib}=none\0".encode())
+    return f"code-{digest.hexdigest()[:16]}"
+
+
+CODE_VERSION = code_version()
 LOCK_CLASS = 0x6770   # pg_advisory_xact_lock(class, key): the class of month-answer locks
 
 
