@@ -35,9 +35,8 @@ from datetime import timedelta, timezone
 from django.conf import settings
 from django.db import connection, transaction
 
-from .calc import Line, UsageCell, period_bounds, to_decimal
+from .calc import Cell, Line, period_bounds, to_decimal
 from .models import InputChange, MonthAnswer, MonthBody, MonthCell, MonthLine
-from .usage import Cell
 
 # What shapes a stored answer or body: the product's code and templates, and the libraries that
 # compute or render it. Their digest is part of every version, so a deploy that changes any of
@@ -247,7 +246,7 @@ def _read_current(period: str, part: str, version: str) -> list | None:
                      billed_seconds=to_decimal(b))
                 for k, adj, team, cl, ns, model, profile, pc, basis, rate, cur_, g, u, b in rows]
     if part == MonthAnswer.DELTA:
-        return [UsageCell(cid, cl, ns, team, model, profile, pc, day, g, u, m)
+        return [Cell(cid, cl, ns, team, model, profile, day, g, u, 0.0, m, pc)
                 for cid, cl, ns, team, model, profile, pc, day, g, u, _i, m in rows]
     return [Cell(cid, cl, ns, team, model, profile, day, g, u, i, m, pc)
             for cid, cl, ns, team, model, profile, pc, day, g, u, i, m in rows]

@@ -84,20 +84,28 @@ def to_decimal(seconds: float) -> Decimal:
 
 # ---------------------------------------------------------------- cells and lines
 
-@dataclass(frozen=True)
-class UsageCell:
-    """Seconds for one (cluster, namespace, model, profile, price class, billing day)."""
+@dataclass(slots=True)
+class Cell:
+    """Seconds for one (cluster, namespace, team, model, profile, price class, billing day): the
+    one usage cell every part of accounting reads — live usage (`usage.usage_cells`), stored
+    month answers, the frozen cells of a closed month and late data. A day split by a re-label
+    has a cell per team. `day` is the span's first day for cells merged over days."""
     cluster_id: int
     cluster: str
     namespace: str          # "" = unallocated capacity
     team: str
     gpu_model: str
     mig_profile: str
-    price_class: str
     day: date
-    gpu_seconds: float
-    used_gpu_seconds: float
-    mig_seconds: float
+    gpu_seconds: float = 0.0
+    used_gpu_seconds: float = 0.0
+    idle_gpu_seconds: float = 0.0
+    mig_seconds: float = 0.0
+    price_class: str = "on_demand"   # from the node pool of the node the device sits on
+
+    @property
+    def allocated(self) -> bool:
+        return bool(self.namespace)
 
 
 @dataclass
@@ -256,7 +264,7 @@ def _sign(diff) -> int:
     return 0
 
 
-def delta_cells(live, baseline) -> list[UsageCell]:
+def delta_cells(live, baseline) -> list[Cell]:
     """Live usage minus what a closed month's statement carries (late or re-ingested data), as
     cells to book (docs/accounting.md, "Late data for a closed month").
 
@@ -285,7 +293,7 @@ def delta_cells(live, baseline) -> list[UsageCell]:
             net = tuple(fsum(d[i] for d in diffs.values()) for i in (1, 2, 3))
             diffs = {anchor: (frozen[anchor][0], *net)}
         for (team, price_class), (cluster, g, u, m) in diffs.items():
-            d = UsageCell(cluster_id=k[0], cluster=cluster, namespace=k[1], team=team, gpu_model=k[2],
+            d = Cell(cluster_id=k[0], cluster=cluster, namespace=k[1], team=team, gpu_model=k[2],
                           mig_profile=k[3], price_class=price_class, day=k[4], gpu_seconds=g,
                           used_gpu_seconds=u, mig_seconds=m)
             if _nonzero(d):
@@ -293,7 +301,7 @@ def delta_cells(live, baseline) -> list[UsageCell]:
     return out
 
 
-def _nonzero(c: UsageCell) -> bool:
+def _nonzero(c: Cell) -> bool:
     return any(abs(v) > SECONDS_EPSILON for v in (c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds))
 
 

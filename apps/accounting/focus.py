@@ -21,12 +21,12 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from .calc import (BASIS_PROFILE, Line, RateCard, UsageCell, apportion, billed_cost, line_sums,
+from .calc import (BASIS_PROFILE, Line, RateCard, apportion, billed_cost, line_sums,
                    period_bounds)
 from .days import day_start
 from .figures import shown_efficiency, shown_hours
 from .models import BillingPeriod, FrozenCell
-from .months import (_FROZEN_AS_CELL, closed_before, closed_periods, month_late_cells, month_lines, month_zone,
+from .months import (_FROZEN_AS_CELL, closed_before, closed_periods, frozen_cell, month_late_cells, month_lines, month_zone,
                      own_days)
 from .pricing import load_rate_card, rate_card_at
 from .statement_book import lines_as_shown
@@ -127,7 +127,7 @@ def focus_month(period: str) -> FocusMonth:
     card = rate_card_at(bp.rate_card_version)
     booked = defaultdict(list)
     for usage_period, *row in FrozenCell.objects.filter(booked_in=bp).values_list("period__period", *_FROZEN_AS_CELL):
-        booked[usage_period].append(UsageCell(*row))
+        booked[usage_period].append(frozen_cell(*row))
     days = day_figures(booked.pop(period, []), card)
     for earlier, cells in booked.items():
         days.update(day_figures(cells, card, adjusts_period=earlier))

@@ -14,11 +14,11 @@ from datetime import timezone
 from django.conf import settings
 
 from .answers import CODE_VERSION, Inputs, answer, drop_parts, read_inputs, store_current, stored_answers
-from .calc import Line, UsageCell, build_lines, delta_cells, period_bounds, period_of, prev_period
+from .calc import Cell, Line, build_lines, delta_cells, period_bounds, period_of, prev_period
 from .models import BillingPeriod, FrozenCell, MonthAnswer
 from .pricing import load_rate_card
 from .timeparse import billing_zone, in_zone
-from .usage import Cell, UsageFilter, usage_cells
+from .usage import UsageFilter, usage_cells
 
 
 def month_cells(period: str, *, per_day: bool = True) -> list:
@@ -27,13 +27,18 @@ def month_cells(period: str, *, per_day: bool = True) -> list:
 
 
 _FROZEN_AS_CELL = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class",
-                   "day", "gpu_seconds", "used_gpu_seconds", "mig_seconds")   # UsageCell's fields, in order
+                   "day", "gpu_seconds", "used_gpu_seconds", "mig_seconds")
 
 
-def frozen_cells(bp: BillingPeriod) -> list[UsageCell]:
+def frozen_cell(cid, cluster, namespace, team, model, profile, price_class, day, g, u, m) -> Cell:
+    """A `FrozenCell` row (as `_FROZEN_AS_CELL` reads it) as a usage cell."""
+    return Cell(cid, cluster, namespace, team, model, profile, day, g, u, 0.0, m, price_class)
+
+
+def frozen_cells(bp: BillingPeriod) -> list[Cell]:
     """The cells a closed month's statements carry (its own and its adjustments), as tuples
-    read straight into UsageCell: a month of a large fleet is hundreds of thousands of them."""
-    return [UsageCell(*row) for row in FrozenCell.objects.filter(period=bp).values_list(*_FROZEN_AS_CELL)]
+    read straight into cells: a month of a large fleet is hundreds of thousands of them."""
+    return [frozen_cell(*row) for row in FrozenCell.objects.filter(period=bp).values_list(*_FROZEN_AS_CELL)]
 
 
 def closed_periods() -> dict[str, BillingPeriod]:
@@ -49,7 +54,7 @@ def closed_before(period: str, closed: dict[str, BillingPeriod]) -> list[str]:
     return out
 
 
-def late_cells(earlier: str, bp: BillingPeriod) -> list[UsageCell]:
+def late_cells(earlier: str, bp: BillingPeriod) -> list[Cell]:
     """A closed month's late data, computed: its live per-day cells minus what statements carry,
     both in the zone the month was closed in (its days are the frozen cells' days)."""
     with in_zone(bp.billing_timezone):
@@ -96,7 +101,7 @@ def own_lines(period: str, inputs: Inputs | None = None) -> list[Line]:
                   lambda i: build_lines(own_cells(period, i), load_rate_card()), inputs)
 
 
-def month_late_cells(earlier: str, bp: BillingPeriod, inputs: Inputs | None = None) -> list[UsageCell]:
+def month_late_cells(earlier: str, bp: BillingPeriod, inputs: Inputs | None = None) -> list[Cell]:
     """A closed month's late data, stored until an input of that month changes (ingest writing
     into it logs its dates): the months after it read no frozen cells unless something changed."""
     if not stored_answers():

@@ -27,6 +27,7 @@ from apps.teams.resolve import TeamResolver
 
 from .days import day_start
 from .figures import efficiency
+from .calc import Cell
 from .models import ON_DEMAND, NodePool, UsageDay, UsageDayBuilt, UsageHour
 from .timeparse import billing_zone
 
@@ -42,28 +43,6 @@ class UsageFilter:
     teams: frozenset[str] | None = None        # None: all teams (scoping for team leads)
     namespaces: frozenset[str] | None = None
     gpu_models: frozenset[str] | None = None
-
-
-@dataclass(slots=True)
-class Cell:
-    """Seconds for one (cluster, namespace, model, profile, price class, day, team): a day
-    split by a re-label has a cell per team."""
-    cluster_id: int
-    cluster: str
-    namespace: str
-    team: str
-    gpu_model: str
-    mig_profile: str
-    day: date
-    gpu_seconds: float = 0.0
-    used_gpu_seconds: float = 0.0
-    idle_gpu_seconds: float = 0.0
-    mig_seconds: float = 0.0
-    price_class: str = ON_DEMAND   # from the node pool of the node the device sits on
-
-    @property
-    def allocated(self) -> bool:
-        return bool(self.namespace)
 
 
 def usage_cells(f: UsageFilter, *, per_day: bool = True, resolver: TeamResolver | None = None) -> list[Cell]:

@@ -7,7 +7,7 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.accounting.calc import UsageCell, delta_cells
+from apps.accounting.calc import Cell, delta_cells
 
 H100 = "NVIDIA H100 80GB HBM3"
 DAY = date(2026, 3, 15)
@@ -16,7 +16,7 @@ H = 3600.0
 
 def cell(team, hours, price_class="on_demand", ns="ml", day=DAY, used=None):
     used = hours / 2 if used is None else used
-    return UsageCell(1, "prod", ns, team, H100, "", price_class, day, hours * H, used * H, 0.0)
+    return Cell(1, "prod", ns, team, H100, "", day, hours * H, used * H, 0.0, 0.0, price_class)
 
 
 def booked(cells):

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.accounting.calc import (Line, RateCard, RateEntry, UsageCell, apportion, build_lines, delta_cells,
+from apps.accounting.calc import (Cell, Line, RateCard, RateEntry, apportion, build_lines, delta_cells,
                                   parse_period, period_bounds, present, round_to_total, spread_shared_idle)
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -18,7 +18,7 @@ def entry(rate, day, profile="", price_class="on_demand", currency="USD", model=
 
 
 def cell(ns, team, day, gpu_s, mig_s=0.0, profile="", price_class="on_demand", cluster_id=1):
-    return UsageCell(cluster_id, "prod", ns, team, H100, profile, price_class, day, gpu_s, gpu_s / 2, mig_s)
+    return Cell(cluster_id, "prod", ns, team, H100, profile, day, gpu_s, gpu_s / 2, 0.0, mig_s, price_class)
 
 
 def test_rate_in_force_from_its_day_on():

@@ -284,9 +284,11 @@ def test_nightly_housekeeping_drops_what_closed_months_no_longer_read(march, fin
     assert month_lines("2026-03") == compute_open("2026-03").lines
 
 
-def test_a_closed_months_answer_follows_the_billing_zone(march, finance, api, settings):
+def test_a_closed_months_answer_keeps_the_zone_it_was_closed_in(march, finance, api, settings):
+    """A closed month is read in its close's zone (docs/chargeback.md, "3. Close the month"): a
+    later BILLING_TIMEZONE change neither re-buckets it nor moves the window it echoes."""
     do_close_period("2026-03", actor=finance)
     utc_start = api(finance).get(URL, {"period": "2026-03"}).json()["start"]
     settings.BILLING_TIMEZONE = "Asia/Tokyo"
     tokyo = api(finance).get(URL, {"period": "2026-03"}).json()
-    assert (utc_start, tokyo["start"], tokyo["closed"]) == ("2026-03-01T00:00:00Z", "2026-02-28T15:00:00Z", True)
+    assert (utc_start, tokyo["start"], tokyo["closed"]) == ("2026-03-01T00:00:00Z", "2026-03-01T00:00:00Z", True)

@@ -51,7 +51,7 @@ class MonthAnswer(models.Model):
 
 
 class MonthCell(models.Model):
-    """A stored usage cell (`usage.Cell` / `calc.UsageCell`), in the order it was computed."""
+    """A stored usage cell (`calc.Cell`), in the order it was computed."""
     answer = models.ForeignKey(MonthAnswer, on_delete=models.CASCADE, related_name="+", db_index=False)
     position = models.PositiveIntegerField()
     cluster_id_value = models.BigIntegerField()
