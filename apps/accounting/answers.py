@@ -138,8 +138,11 @@ def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = 
     `version_of(inputs)` names the version the part needs; `compute(inputs)` computes it
     directly. `inputs`: the versions already read for this request (`read_inputs`), else read
     here. Either way they are read *before* computing and the answer is stored with them: a
-    write committed meanwhile makes it stale again, never served stale.
+    write committed meanwhile makes it stale again, never served stale. A database that keeps
+    no answers (SQLite) computes every time (`compute(None)`): callers never ask which it is.
     """
+    if not stored_answers():
+        return compute(None)
     inputs = inputs or read_inputs([period])
     rows = _read_current(period, part, version_of(inputs))
     if rows is not None:

@@ -78,8 +78,6 @@ def month_bounds(period: str):
 
 def own_cells(period: str, inputs: Inputs | None = None) -> list[Cell]:
     """The month's span cells (`usage_cells(per_day=False)` of the whole month)."""
-    if not stored_answers():
-        return month_cells(period, per_day=False)
     return answer(period, MonthAnswer.CELLS, lambda i: i.cells(period),
                   lambda _inputs: month_cells(period, per_day=False), inputs)
 
@@ -87,15 +85,11 @@ def own_cells(period: str, inputs: Inputs | None = None) -> list[Cell]:
 def own_days(period: str, inputs: Inputs | None = None) -> list[Cell]:
     """The month's per-day cells (`usage_cells` of the whole month): what closing freezes, and
     what the FOCUS export splits each line over. Same inputs, same version as the span cells."""
-    if not stored_answers():
-        return month_cells(period)
     return answer(period, MonthAnswer.DAYS, lambda i: i.cells(period), lambda _i: month_cells(period), inputs)
 
 
 def own_lines(period: str, inputs: Inputs | None = None) -> list[Line]:
     """The month's own statement lines (usage and unallocated), sorted."""
-    if not stored_answers():
-        return build_lines(month_cells(period, per_day=False), load_rate_card())
     # The rate card is read inside, after the version: a rate edit meanwhile makes it stale.
     return answer(period, MonthAnswer.LINES, lambda i: i.lines(period),
                   lambda i: build_lines(own_cells(period, i), load_rate_card()), inputs)
@@ -104,8 +98,6 @@ def own_lines(period: str, inputs: Inputs | None = None) -> list[Line]:
 def month_late_cells(earlier: str, bp: BillingPeriod, inputs: Inputs | None = None) -> list[Cell]:
     """A closed month's late data, stored until an input of that month changes (ingest writing
     into it logs its dates): the months after it read no frozen cells unless something changed."""
-    if not stored_answers():
-        return late_cells(earlier, bp)
     return answer(earlier, MonthAnswer.DELTA, lambda i: i.delta(earlier), lambda _i: late_cells(earlier, bp), inputs)
 
 
