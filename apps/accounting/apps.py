@@ -1,7 +1,19 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def _sync_input_triggers(sender, using, **kwargs):
+    """After every `migrate`: the stored answers' input triggers match their declaration."""
+    from django.db import connections
+
+    from .answer_inputs import sync_triggers
+    sync_triggers(connections[using])
 
 
 class AccountingConfig(AppConfig):
     name = "apps.accounting"
     label = "accounting"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        post_migrate.connect(_sync_input_triggers, sender=self, dispatch_uid="accounting.sync_input_triggers")
