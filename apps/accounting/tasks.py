@@ -1,4 +1,4 @@
-"""Celery tasks of accounting: thin, safe to repeat (STYLE §4)."""
+"""Celery tasks of accounting: thin, safe to repeat (docs/architecture.md)."""
 from __future__ import annotations
 
 from datetime import timedelta
@@ -6,22 +6,30 @@ from datetime import timedelta
 from celery import shared_task
 from django.utils import timezone
 
-from .calc import period_of
+from .calc import next_period, period_of
 from .months import closed_periods, prepare_month
 from .timeparse import billing_zone
 
 
 @shared_task(soft_time_limit=600, time_limit=660)
-def prepare_month_answers() -> list[str]:
-    """Bring the stored answers of the month to date and of last month (while it is open: the
-    one finance closes next) up to date after ingest, so that pages, the API and closing find
-    them stored instead of computing them (docs/performance.md). A month whose answer is
-    current costs one query."""
+def prepare_month_answers(periods: list[str] | None = None, recent: bool = False) -> list[str]:
+    """Bring the stored answers of `periods` — and, with `recent` or when none are named, of the
+    month to date and last month (while it is open: the one finance closes next) — up to date, so
+    that pages, the API and closing find them stored instead of computing them (docs/performance.md). Queued after every write to an
+    input (`refresh.py`) and by the beat. A closed month's changes show in the first open month
+    after it (its late data), which is prepared instead. A current answer costs one query."""
     today = timezone.now().astimezone(billing_zone()).date()
     this_month = period_of(today)
-    last_month = period_of(today.replace(day=1) - timedelta(days=1))
+    periods = list(periods or [])
+    if recent or not periods:
+        periods += [period_of(today.replace(day=1) - timedelta(days=1)), this_month]
     closed = closed_periods()
-    prepared = [p for p in (last_month, this_month) if p not in closed]
+    prepared = []
+    for period in sorted(set(periods)):
+        while period in closed:
+            period = next_period(period)
+        if period <= this_month and period not in prepared:
+            prepared.append(period)
     for period in prepared:
         prepare_month(period)
     return prepared

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone as djtz
 
+from apps.accounting.refresh import months_of, refresh_after_commit
 from apps.accounting.days import days_touched, rebuild_days
 from apps.clusters.models import Cluster
 
@@ -127,6 +128,7 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
                 writer.finish()
                 rebuild_days(cluster.pk, days)
                 writer.record_labels()
+                refresh_after_commit(months_of(window_start, window_end))
     except (PrometheusError, IngestError) as exc:
         _finish(run, started, IngestRun.Status.FAILED, error=str(exc))
         if isinstance(exc, IngestBusy):
