@@ -116,7 +116,8 @@ def test_a_closed_month_keeps_the_zone_it_was_closed_in(finance, settings):
     adjustments = [line for line in lines("2026-04")[0] if line[1] == "adjustment"]
     assert adjustments == []
 
-    from apps.accounting.focus import focus_month, focus_rows
+    from apps.accounting.focus import focus_month
+    from apps.reports.focus_csv import focus_rows
     from apps.reports.api.focus import issuer
     rows = focus_rows(focus_month("2026-03"), None, issuer())
     assert {(r["ChargePeriodStart"], r["ChargePeriodEnd"]) for r in rows} == {("2026-03-31T00:00:00Z",

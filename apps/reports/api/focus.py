@@ -10,7 +10,8 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounting.focus import FOCUS_VERSION, Issuer, columns, focus_month, focus_rows
+from apps.accounting.focus import focus_month
+from apps.reports.focus_csv import FOCUS_VERSION, Issuer, columns, focus_rows
 from apps.accounting.statements import default_period
 from apps.web.csv import SafeCSVRenderer
 
