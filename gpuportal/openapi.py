@@ -6,7 +6,19 @@ cannot be closed or reopened, and the authentication, permission and throttle la
 401, 403 and 429. The hook adds those responses where a view did not say more, in every media type the
 operation answers in (an error asked for with `?format=csv` comes back as CSV). Path integers
 get `minimum: 0`: Django's `int` converter matches digits only, so `/rates/-1/` is no route.
+
+`describe_parameters` states what the parsers accept, so a generated client knows it: a
+`period` is `YYYY-MM` (years 2000-2100), a `start`/`end` an ISO 8601 date or instant in those
+years (docs/dates-and-money.md), and a parameter with an enum takes one of its values (an empty
+value is refused like any other value outside it).
 """
+YEAR = r"(20[0-9]{2}|2100)"
+PERIOD_PATTERN = rf"^{YEAR}-(0[1-9]|1[0-2])$"
+INSTANT_PATTERN = (rf"^{YEAR}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
+                   r"(T([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,6})?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?$")
+PATTERNS = {"period": (PERIOD_PATTERN, "YYYY-MM, years 2000-2100"),
+            "start": (INSTANT_PATTERN, "ISO 8601 date or instant, years 2000-2100"),
+            "end": (INSTANT_PATTERN, "ISO 8601 date or instant, years 2000-2100")}
 ERROR_SCHEMA = {"type": "object", "additionalProperties": {}, "description": "DRF error: detail or per-field messages"}
 ERRORS = {
     "400": "bad parameters (the message names the parameter and the limit)",
@@ -47,4 +59,20 @@ def document_errors(result, generator, request, public):
                        for mt in _media_types(operation)}
             for code, text in ERRORS.items():
                 responses.setdefault(code, {"description": text, "content": content})
+    return result
+
+
+def describe_parameters(result, generator, request, public):
+    for path_item in result.get("paths", {}).values():
+        for operation in path_item.values():
+            for param in operation.get("parameters", []):
+                schema = param.get("schema", {})
+                if param.get("in") != "query" or schema.get("type") != "string":
+                    continue
+                if param["name"] in PATTERNS and "enum" not in schema:
+                    schema["pattern"], example = PATTERNS[param["name"]]
+                    schema.setdefault("minLength", 7)
+                    param.setdefault("description", example)
+                if "enum" in schema:
+                    schema["enum"] = [v for v in schema["enum"] if v not in ("", None)]
     return result

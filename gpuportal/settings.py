@@ -304,7 +304,8 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # No badge from the public Swagger validator (it would send our schema's URL out).
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
-    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "gpuportal.openapi.document_errors"],
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "gpuportal.openapi.document_errors",
+                            "gpuportal.openapi.describe_parameters"],
 }
 
 # Browser-facing headers, on in every mode (Django's defaults, stated so they cannot drift).

@@ -30,3 +30,8 @@ urlpatterns = [
 
 if settings.OIDC_ENABLED:
     urlpatterns.insert(0, path("oidc/", include("mozilla_django_oidc.urls")))
+
+handler400 = "gpuportal.errors.bad_request"
+handler403 = "gpuportal.errors.permission_denied"
+handler404 = "gpuportal.errors.not_found"
+handler500 = "gpuportal.errors.server_error"

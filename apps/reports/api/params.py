@@ -41,7 +41,13 @@ def parse_window(params, *, default_days=DEFAULT_DAYS):
 
 
 def parse_choice(params, name, choices, default=None):
-    value = params.get(name) or default
+    """One of `choices`; absent: `default`. Present but empty is refused like any value outside
+    them (the OpenAPI schema lists the choices as an enum, docs/api.md)."""
+    value = params.get(name)
+    if value == "":
+        raise ValidationError({name: f"{name} is empty: give one of {', '.join(choices)}"})
+    if value is None:
+        value = default
     if value is None:
         raise ValidationError({name: f"{name} is required: one of {', '.join(choices)}"})
     if value not in choices:

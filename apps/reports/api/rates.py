@@ -78,6 +78,8 @@ class RateListView(APIView):
                          "node_pools": NodePoolSerializer(NodePool.objects.select_related("cluster"),
                                                           many=True).data})
 
+    @extend_schema(operation_id="rates_create", request=RateSerializer, responses={201: RateSerializer},
+                   description="Add a rate (admins only); audited. 201 with the rate as stored.")
     def post(self, request):
         return Response(_save(request, RateSerializer(data=request.data)), status=status.HTTP_201_CREATED)
 
