@@ -75,8 +75,20 @@ def _period(text: str) -> str:
 
 
 def _lock_period(period: str) -> BillingPeriod:
+    """Lock the month's row and the rows of the closed months right before it (the ones a close
+    books late data for), oldest first, so two closes and reopens wait for each other and never
+    deadlock (docs/chargeback.md, "Closing and reopening at the same time").
+
+    In a close's snapshot (REPEATABLE READ) a row another transaction changed since the snapshot
+    began fails the lock with a serialization error, which the close reports as a refusal."""
     bp, _ = BillingPeriod.objects.get_or_create(period=period)
-    return BillingPeriod.objects.select_for_update().get(pk=bp.pk)
+    chain = closed_before(period, closed_periods())
+    locked = {row.period: row for row in BillingPeriod.objects.select_for_update()
+              .filter(period__in=[*chain, period]).order_by("period")}
+    for earlier in chain:
+        if not locked[earlier].is_closed:     # reopened before we locked it (READ COMMITTED)
+            raise ActionError(f"{earlier} was reopened by someone else meanwhile; look at {period} again")
+    return locked[period]
 
 
 def do_close_period(period: str, actor=None) -> BillingPeriod:
@@ -98,8 +110,8 @@ def do_close_period(period: str, actor=None) -> BillingPeriod:
             return _close(period, actor)
     except OperationalError as exc:
         if getattr(exc.__cause__, "sqlstate", None) == SERIALIZATION_FAILURE:
-            raise ActionError(f"{period} was closed or reopened by someone else while this close ran; "
-                              "look at it again") from None
+            raise ActionError(f"{period} or a closed month right before it was closed or reopened by someone "
+                              "else while this close ran; look at it again") from None
         raise
 
 
