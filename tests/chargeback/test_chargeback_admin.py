@@ -34,6 +34,9 @@ def test_rate_added_in_admin_is_audited(site_admin):
 
 
 def test_period_closed_and_reopened_from_admin(site_admin):
+    from .factories import make_cluster, make_device, make_usage, utc
+
+    make_usage(make_device(make_cluster()), "", utc(2026, 3, 1))      # the fleet's history begins
     site_admin.post("/admin/accounting/billingperiod/add/", {"period": "2026-03"})
     bp = BillingPeriod.objects.get(period="2026-03")
     site_admin.post("/admin/accounting/billingperiod/", {"action": "close_periods", "_selected_action": [bp.pk]})
