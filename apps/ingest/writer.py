@@ -57,17 +57,17 @@ HEALTH_FIELDS = ("cluster_id", "device_id", "hour_start", "temperature_c_avg", "
                  "seconds_above_83c", "power_watts_avg", "energy_joules", "xid_codes", "xid_samples")
 
 
-def first_sample(data: ChunkData, window: rollup.Window) -> float | None:
-    """The earliest time in the chunk (not in its look-around) at which any series of the
-    cluster has a sample, or None: Prometheus gave nothing for the chunk."""
+def first_sample(data: ChunkData) -> float | None:
+    """The earliest time at which any series of the cluster has a sample in the chunk's data,
+    its look-around before the chunk included (a sample there shows Prometheus holds the
+    chunk's first hour whole), or None: Prometheus gave nothing for the chunk."""
     first = None
     for series in (*data.dcgm.values(), *data.kube_state.values()):
         for s in series:
             if isinstance(s, rollup.HourlySeries):
-                times = (h for h, _sum, count, _max in s.hours if count and window.contains(h))
+                t = next((h for h, _sum, count, _max in s.hours if count), None)
             else:
-                times = (t for t, _ in s.samples if window.contains(t))
-            t = next(times, None)
+                t = s.samples[0][0] if s.samples else None      # samples are time-ordered
             if t is not None and (first is None or t < first):
                 first = t
     return first
@@ -224,7 +224,7 @@ class _Writer:
         oldest = self.holds_from
         if oldest is None:
             if self.first_sample is None:
-                self.first_sample = first_sample(data, window)
+                self.first_sample = first_sample(data)
             oldest = self.first_sample if self.first_sample is not None else window.end
         older = [from_unix(h) for h in window.hours() if h < oldest]
         if not older:

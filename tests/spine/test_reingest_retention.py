@@ -33,17 +33,18 @@ def dt(ts):
     return datetime.fromtimestamp(ts, tz=timezone.utc)
 
 
-def history(since=T0):
-    """One H100 held by ml/train-0 at 50 % from T0 for 4 hours, sampled every 30 s, with its
-    power (300 W) and kube-state-metrics' request for it; only the samples from `since` on."""
-    times = [t for t in range(T0, END, 30) if t >= since]
+def history(since=T0, util=50.0, offset=0):
+    """One H100 held by ml/train-0 at `util` % from T0 for 4 hours, sampled every 30 s (from
+    T0 + `offset`), with its power (300 W) and kube-state-metrics' request for it; only the
+    samples from `since` on."""
+    times = [t for t in range(T0 + offset, END, 30) if t >= since]
     gpu = {"gpu": "0", "UUID": "GPU-RET", "pci_bus_id": "00000000:07:00.0", "device": "nvidia0",
            "modelName": "NVIDIA H100 80GB HBM3", "Hostname": "node-1", "container": "main", "namespace": "ml",
            "pod": "train-0", "instance": "10.0.1.1:9400", "job": "nvidia-dcgm-exporter"}
     request = {"namespace": "ml", "pod": "train-0", "uid": "uid-train-0", "container": "main", "node": "node-1",
                "resource": "nvidia_com_gpu", "unit": "integer", "instance": "10.0.0.2:8080",
                "job": "kube-state-metrics"}
-    return [SimSeries("DCGM_FI_DEV_GPU_UTIL", gpu, [(t, 50.0) for t in times]),
+    return [SimSeries("DCGM_FI_DEV_GPU_UTIL", gpu, [(t, util) for t in times]),
             SimSeries("DCGM_FI_DEV_POWER_USAGE", gpu, [(t, 300.0) for t in times]),
             SimSeries("kube_pod_container_resource_requests", request, [(t, 1.0) for t in times])]
 
@@ -115,4 +116,29 @@ def test_hours_prometheus_still_holds_are_rewritten_from_it(ingested_in_full, tm
         run = ingest(cluster, dt(T0), dt(END))
     assert run.status == "succeeded", run.error
     assert by_hour(cluster) == {dt(T0 + k * H): pytest.approx(3600.0) for k in range(3)}
+    assert not any("kept" in w for w in run.warnings), run.warnings
+
+
+def used_by_hour(cluster):
+    rows = UsageHour.objects.filter(cluster=cluster).values("hour_start").annotate(u=Sum("used_gpu_seconds"))
+    return {r["hour_start"]: r["u"] for r in rows}
+
+
+def test_a_window_inside_the_history_is_rewritten_from_its_first_hour(tmp_path):
+    """Behind a query layer, with samples 7 s past each half minute: a re-ingest of the last
+    three hours from a corrected history (80 % busy instead of 50 %) rewrites all three. The
+    samples Prometheus gives from just before the window (its look-around) show it holds the
+    window's first hour too, though that hour's first sample is 7 s into it."""
+    with served_series(history(offset=7), tmp_path / "first") as server:
+        cluster = Cluster.objects.create(name="ret", prometheus_url=server.url)
+        assert ingest(cluster, dt(T0), dt(END)).status == "succeeded"
+    assert used_by_hour(cluster) == {dt(T0 + k * H): pytest.approx(1800.0) for k in range(4)}
+    with served_series(history(offset=7, util=80.0), tmp_path / "corrected") as server, \
+            api_only_proxy(server.url) as proxy:
+        Cluster.objects.filter(pk=cluster.pk).update(prometheus_url=proxy)
+        cluster.refresh_from_db()
+        run = ingest(cluster, dt(T0 + H), dt(END))
+    assert run.status == "succeeded", run.error
+    assert used_by_hour(cluster) == {dt(T0): pytest.approx(1800.0),
+                                     **{dt(T0 + k * H): pytest.approx(2880.0) for k in range(1, 4)}}
     assert not any("kept" in w for w in run.warnings), run.warnings
