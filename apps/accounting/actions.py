@@ -157,9 +157,6 @@ def before_history(period: str) -> str | None:
         return (f"{period} ends before the fleet's history begins (its first ingested hour: "
                 f"{first.astimezone(zone):%Y-%m-%d %H:%M} {zone.key}); there is nothing to close")
     return None
-    if first >= end:
-        raise ActionError(f"{period} ends before the fleet's history begins (its first ingested hour: "
-                          f"{first.astimezone(zone):%Y-%m-%d %H:%M} {zone.key}); there is nothing to close")
 
 
 def _read_one_snapshot() -> None:
