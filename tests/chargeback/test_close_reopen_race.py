@@ -128,3 +128,33 @@ def test_a_reopen_during_the_close_waits_for_it_and_is_refused(february_closed_w
     assert team_rows("2026-02") == {"A": (4.0, "8.00")}
     assert adjustments("2026-03") == [("2026-02", 1.0, "2.00")]
     assert team_rows("2026-03") == {"A": (10.0, "22.00")}
+
+
+def test_inside_a_callers_transaction_a_reopen_before_the_lock_refuses_the_close(february_closed_with_late_data,
+                                                                                 monkeypatch):
+    """A close inside a caller's transaction keeps its isolation (READ COMMITTED): the lock then
+    reads February's row as committed, finds it reopened, and refuses the close."""
+    from django.db import transaction
+
+    finance, admin = february_closed_with_late_data
+    original = actions.closed_before
+    reopened = []
+
+    def reopen_after_reading_the_chain(period, closed):
+        chain = original(period, closed)
+        if period == "2026-03" and not reopened:
+            reopened.append(chain)
+            thread, _, errors = in_thread(lambda: do_reopen_period("2026-02", actor=admin))
+            thread.join()
+            assert not errors, errors
+        return chain
+
+    monkeypatch.setattr(actions, "closed_before", reopen_after_reading_the_chain)
+    with pytest.raises(ActionError, match="2026-02 was reopened by someone else meanwhile; look at 2026-03 again"):
+        with transaction.atomic():
+            do_close_period("2026-03", actor=finance)
+    monkeypatch.undo()
+    assert reopened == [["2026-02"]]
+    assert not BillingPeriod.objects.get(period="2026-02").is_closed
+    assert not BillingPeriod.objects.filter(period="2026-03", closed_at__isnull=False).exists()
+    assert not FrozenCell.objects.filter(booked_in__period="2026-03").exists()
