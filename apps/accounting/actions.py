@@ -3,16 +3,19 @@ from __future__ import annotations
 
 from datetime import date
 
+from django.conf import settings
 from django.db import OperationalError, connection, transaction
+from django.db.models import Min
 from django.utils import timezone
 
 from apps.teams.access import is_admin
 from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
 
 from .calc import cost_by_currency, last_day, parse_period, period_bounds, period_of, present
-from .models import BillingPeriod, FrozenCell, MonthCell, Rate, StatementLine
+from .checks import closed_in_other_zones, zone_change
+from .models import BillingPeriod, FrozenCell, MonthCell, Rate, StatementLine, UsageHour
 from .months import closed_before, closed_periods, record_closed
-from .signals import announce_close
+from .signals import announce_close, history_starts
 from .statements import closing_computation, period_has_ended
 from .usage import billing_zone
 
@@ -75,8 +78,20 @@ def _period(text: str) -> str:
 
 
 def _lock_period(period: str) -> BillingPeriod:
+    """Lock the month's row and the rows of the closed months right before it (the ones a close
+    books late data for), oldest first, so two closes and reopens wait for each other and never
+    deadlock (docs/chargeback.md, "Closing and reopening at the same time").
+
+    In a close's snapshot (REPEATABLE READ) a row another transaction changed since the snapshot
+    began fails the lock with a serialization error, which the close reports as a refusal."""
     bp, _ = BillingPeriod.objects.get_or_create(period=period)
-    return BillingPeriod.objects.select_for_update().get(pk=bp.pk)
+    chain = closed_before(period, closed_periods())
+    locked = {row.period: row for row in BillingPeriod.objects.select_for_update()
+              .filter(period__in=[*chain, period]).order_by("period")}
+    for earlier in chain:
+        if not locked[earlier].is_closed:     # reopened before we locked it (READ COMMITTED)
+            raise ActionError(f"{earlier} was reopened by someone else meanwhile; look at {period} again")
+    return locked[period]
 
 
 def do_close_period(period: str, actor=None) -> BillingPeriod:
@@ -86,6 +101,9 @@ def do_close_period(period: str, actor=None) -> BillingPeriod:
     if not period_has_ended(period):
         raise ActionError(f"{period} has not ended yet in {billing_zone().key}; it can be closed from "
                           f"{period_bounds(period, billing_zone())[1].date()} on")
+    refused = before_history(period) or other_zones(period)
+    if refused:
+        raise ActionError(refused)
     outermost = not connection.in_atomic_block
     if outermost:
         # Exists before the snapshot below is taken, so the lock finds it even when another
@@ -98,12 +116,47 @@ def do_close_period(period: str, actor=None) -> BillingPeriod:
             return _close(period, actor)
     except OperationalError as exc:
         if getattr(exc.__cause__, "sqlstate", None) == SERIALIZATION_FAILURE:
-            raise ActionError(f"{period} was closed or reopened by someone else while this close ran; "
-                              "look at it again") from None
+            raise ActionError(f"{period} or a closed month right before it was closed or reopened by someone "
+                              "else while this close ran; look at it again") from None
         raise
 
 
 SERIALIZATION_FAILURE = "40001"
+
+
+def history_start():
+    """The fleet's first ingested hour: its first rollup hour, or the start of the first
+    succeeded ingest run (one that found nothing still covered its window); None: nothing yet."""
+    first = UsageHour.objects.aggregate(first=Min("hour_start"))["first"]
+    return min([s for s in (first, *history_starts()) if s is not None], default=None)
+
+
+def other_zones(period: str) -> str | None:
+    """Why `period` cannot be closed when months were closed in another billing zone, else None:
+    its hours would be bucketed into days and months differently from theirs (docs/chargeback.md,
+    "The billing time zone of closed months")."""
+    others = closed_in_other_zones()
+    if not others:
+        return None
+    return (f"{zone_change(others)}: closing {period} in {settings.BILLING_TIMEZONE} would bucket its hours "
+            f"differently from them. Set BILLING_TIMEZONE back to {' or '.join(sorted(others))}, or have an "
+            f"admin reopen {'those months' if sum(map(len, others.values())) > 1 else 'that month'}")
+
+
+def before_history(period: str) -> str | None:
+    """Why `period` cannot be closed when it ends before the fleet's history begins, else None.
+    Such a month has nothing to close; a frozen empty statement would only hide it from
+    corrections (docs/chargeback.md, "3. Close the month")."""
+    zone = billing_zone()
+    end = period_bounds(period, zone)[1]
+    first = history_start()
+    if first is None:
+        return (f"{period} ends before the fleet's history begins: nothing has been ingested yet, "
+                "so there is nothing to close")
+    if first >= end:
+        return (f"{period} ends before the fleet's history begins (its first ingested hour: "
+                f"{first.astimezone(zone):%Y-%m-%d %H:%M} {zone.key}); there is nothing to close")
+    return None
 
 
 def _read_one_snapshot() -> None:

@@ -57,10 +57,26 @@ class BillingPeriodAdmin(admin.ModelAdmin):
     def get_inlines(self, request, obj):
         return [StatementLineInline] if obj is not None and obj.is_closed else []
 
+    # Adding a period only names the month; closing and reopening are the audited actions on
+    # the list page, the only writes of the rest (docs/chargeback.md, "3. Close the month").
+    _SET_BY_CLOSING = ("closed_at", "closed_by", "billing_timezone", "rate_card_version", "rate_card_changed_at")
+
     def get_readonly_fields(self, request, obj=None):
-        # Adding a period only names the month; closing is the action on the list page.
-        return ("period", "closed_at", "closed_by", "billing_timezone") if obj else ("closed_at", "closed_by",
-                                                                                        "billing_timezone")
+        return ("period", *self._SET_BY_CLOSING) if obj else self._SET_BY_CLOSING
+
+    def has_change_permission(self, request, obj=None):
+        # A closed period is shown, never edited: its fields say what its statement was made with.
+        return super().has_change_permission(request, obj) and not (obj is not None and obj.is_closed)
+
+    def has_delete_permission(self, request, obj=None):
+        # Deleting a closed period would delete its frozen statement; reopen it instead.
+        return super().has_delete_permission(request, obj) and not (obj is not None and obj.is_closed)
+
+    def delete_queryset(self, request, queryset):
+        closed = sorted(queryset.filter(closed_at__isnull=False).values_list("period", flat=True))
+        if closed:
+            self.message_user(request, f"not deleted: {', '.join(closed)} closed; reopen first", level=messages.ERROR)
+        queryset.filter(closed_at__isnull=True).delete()
 
     @admin.action(description="Close the selected periods (freeze their statements)")
     def close_periods(self, request, queryset):

@@ -16,6 +16,7 @@ class AccountingConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
+        from . import checks  # noqa: F401 — registers the system checks
         from . import refresh
         refresh.connect()
         post_migrate.connect(_sync_input_triggers, sender=self, dispatch_uid="accounting.sync_input_triggers")

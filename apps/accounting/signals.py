@@ -3,6 +3,9 @@
 `period_closed` is sent once a month's close has committed, with the period and the close's
 instant; apps/reports e-mails the statements on it (docs/chargeback.md, "Statements by e-mail").
 A receiver's failure is logged and never undoes the close: the close is committed by then.
+
+`history_asked` asks the layers above when the fleet's history begins by their records (ingest:
+its first succeeded run's window), for a close to refuse a month before it (`history_start`).
 """
 import logging
 
@@ -12,6 +15,7 @@ from django.dispatch import Signal
 log = logging.getLogger(__name__)
 
 period_closed = Signal()   # keyword arguments: period ("2026-03"), closed_at (aware datetime)
+history_asked = Signal()   # no arguments; a receiver returns an aware datetime, or None: no history
 
 
 def announce_close(bp) -> None:
@@ -24,3 +28,15 @@ def _send(period, closed_at) -> None:
     for receiver, result in period_closed.send_robust(sender=announce_close, period=period, closed_at=closed_at):
         if isinstance(result, Exception):
             log.error("after closing %s, %r failed: %s", period, receiver, result, exc_info=result)
+
+
+def history_starts() -> list:
+    """The instants the layers above say the fleet's history begins at (None answers left out).
+    A receiver that fails is logged and counts as no answer."""
+    starts = []
+    for receiver, result in history_asked.send_robust(sender=history_starts):
+        if isinstance(result, Exception):
+            log.error("asking %r when history begins failed: %s", receiver, result, exc_info=result)
+        elif result is not None:
+            starts.append(result)
+    return starts

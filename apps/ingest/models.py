@@ -31,3 +31,9 @@ class IngestRun(models.Model):
 
     def __str__(self):
         return f"{self.cluster} {self.window_start:%Y-%m-%d %H:%M}–{self.window_end:%H:%M} {self.status}"
+
+
+def first_ingested_hour(**kwargs):
+    """The start of the first succeeded ingest run's window, or None (`history_asked`)."""
+    return (IngestRun.objects.filter(status=IngestRun.Status.SUCCEEDED)
+            .aggregate(first=models.Min("window_start"))["first"])

@@ -111,13 +111,15 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
         days = days_touched(window_start, window_end)
         with cluster_lock(cluster.pk, days=days) as lock:
             _close_abandoned_runs(cluster, run)
+            holds_from = None
             if fetcher is None:
                 client = PrometheusClient.for_cluster(cluster, settings.PROMETHEUS_TIMEOUT_SECONDS)
                 client.check()
+                holds_from = client.lowest_timestamp()
                 _detect_spelling(cluster, client, window_start, window_end)
                 fetcher = prometheus_fetcher(client, metric_names(cluster), cluster.metric("temperature")[1])
             with transaction.atomic(), collector_paused():
-                writer = _Writer(cluster, run)
+                writer = _Writer(cluster, run, holds_from)
                 for i, (window, data) in enumerate(prefetched(fetcher, chunks), 1):
                     writer.write_chunk(window, data)
                     del data

@@ -16,6 +16,7 @@ from operator import itemgetter
 import orjson
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from prometheus_client.parser import text_string_to_metric_families
 from urllib3.util.retry import Retry
 
 from .rollup import HOT_TEMPERATURE_C, HourlySeries, Series
@@ -113,6 +114,27 @@ class PrometheusClient:
         result = self._call("a health check", self._prom.custom_query, "vector(1)")
         if not (isinstance(result, list) and result and isinstance(result[0], dict) and "value" in result[0]):
             raise PrometheusError(f"the answer from {self.url} to a health check is not Prometheus'")
+
+    def lowest_timestamp(self) -> float | None:
+        """The oldest sample time the server's storage holds (unix seconds), from the gauge
+        `prometheus_tsdb_lowest_timestamp_seconds` on its own /metrics, or None when it does not
+        say (a query layer such as Thanos Query or Mimir, a proxy, an error): docs/ingest.md,
+        "Re-ingest and Prometheus' retention". An empty store reports a time far in the future."""
+        try:
+            response = self._call("its own metrics", self._prom._session.get, f"{self.url}/metrics", timeout=10,
+                                  headers=self._prom.headers, auth=self._prom.auth)
+        except PrometheusError:
+            return None
+        if response.status_code != 200:
+            return None
+        try:
+            for family in text_string_to_metric_families(response.text):
+                if family.name == "prometheus_tsdb_lowest_timestamp_seconds" and family.samples:
+                    value = float(family.samples[0].value)
+                    return value if math.isfinite(value) else None
+        except (ValueError, TypeError, IndexError):
+            return None
+        return None
 
     def label_names(self, metric: str, start: float, end: float) -> list[str]:
         params = {"match[]": metric + _selector(self.selector), "start": start, "end": end}

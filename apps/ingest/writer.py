@@ -57,10 +57,31 @@ HEALTH_FIELDS = ("cluster_id", "device_id", "hour_start", "temperature_c_avg", "
                  "seconds_above_83c", "power_watts_avg", "energy_joules", "xid_codes", "xid_samples")
 
 
+def first_sample(data: ChunkData) -> float | None:
+    """The earliest time at which any series of the cluster has a sample in the chunk's data,
+    its look-around before the chunk included (a sample there shows Prometheus holds the
+    chunk's first hour whole), or None: Prometheus gave nothing for the chunk."""
+    first = None
+    for series in (*data.dcgm.values(), *data.kube_state.values()):
+        for s in series:
+            if isinstance(s, rollup.HourlySeries):
+                t = next((h for h, _sum, count, _max in s.hours if count), None)
+            else:
+                t = s.samples[0][0] if s.samples else None      # samples are time-ordered
+            if t is not None and (first is None or t < first):
+                first = t
+    return first
+
+
 class _Writer:
-    def __init__(self, cluster: Cluster, run: IngestRun):
+    def __init__(self, cluster: Cluster, run: IngestRun, holds_from: float | None = None):
+        """`holds_from`: the oldest sample Prometheus holds (unix seconds), None when it does not
+        say; then the run's first sample for the cluster stands in for it (`_kept_hours`)."""
         self.cluster = cluster
         self.run = run
+        self.holds_from = holds_from
+        self.first_sample: float | None = None
+        self.kept: set[int] = set()           # stored hours kept: older than anything Prometheus holds
         self.devices = {(d.uuid, d.mig_instance_id): d for d in Device.objects.filter(cluster=cluster)}
         self.namespaces = {n.name: n for n in Namespace.objects.filter(cluster=cluster)}
         self.warnings: list[str] = []
@@ -150,10 +171,16 @@ class _Writer:
         self._upsert_namespaces(namespaces)
         self._keep_labels(teams)
 
-        hours = [from_unix(h) for h in window.hours()]
         cluster = self.cluster
+        kept = self._kept_hours(window, data)
+        hours = [from_unix(h) for h in window.hours() if h not in kept]
         for model in (UsageHour, DeviceHealthHour, QueuedDemandHour, QuotaHour):
             model.objects.filter(cluster=cluster, hour_start__in=hours).delete()
+        if kept:
+            result.usage = [u for u in result.usage if u.hour_start not in kept]
+            result.health = [h for h in result.health if h.hour_start not in kept]
+            queued = [q for q in queued if q.hour_start not in kept]
+            quotas = [q for q in quotas if q.hour_start not in kept]
         cid = cluster.pk
         rows = [
             (cid, self.devices[u.device_key].pk, u.namespace, u.pod, from_unix(u.hour_start), u.node, u.gpu_model,
@@ -187,6 +214,39 @@ class _Writer:
         self._upsert_cluster_queues(queues)
         self.run.rows_written += len(rows) + len(health) + len(queued) + len(quotas) + len(queues)
         self.run.samples_read += result.samples_read
+
+    def _kept_hours(self, window: rollup.Window, data: ChunkData) -> set[int]:
+        """The chunk's hours that keep their stored rows: those that start before the oldest
+        sample Prometheus holds for the cluster and have rows stored. Prometheus no longer knows
+        them (retention), so rewriting them from it would delete them (docs/ingest.md,
+        "Re-ingest and Prometheus' retention"). Without the server's own figure, the first sample
+        of the run stands in; a chunk before any sample keeps all its stored hours."""
+        oldest = self.holds_from
+        if oldest is None:
+            if self.first_sample is None:
+                self.first_sample = first_sample(data)
+            oldest = self.first_sample if self.first_sample is not None else window.end
+        older = [from_unix(h) for h in window.hours() if h < oldest]
+        if not older:
+            return set()
+        stored = set()
+        for model in (UsageHour, DeviceHealthHour, QueuedDemandHour, QuotaHour):
+            stored.update(model.objects.filter(cluster=self.cluster, hour_start__in=older)
+                          .values_list("hour_start", flat=True).distinct())
+        kept = {int(h.timestamp()) for h in stored}
+        self.kept |= kept
+        return kept
+
+    def _kept_note(self) -> str | None:
+        """The run log's line on the hours kept, or None when none were."""
+        if not self.kept:
+            return None
+        oldest = self.holds_from if self.holds_from is not None else self.first_sample
+        n = len(self.kept)
+        hours = f"kept {n} stored hour{'s' if n != 1 else ''}"
+        if oldest is None or oldest >= self.run.window_end.timestamp():
+            return f"Prometheus holds nothing for {self.cluster.name} in this window: {hours}"
+        return f"Prometheus holds nothing before {from_unix(oldest):%Y-%m-%d %H:%M} UTC: {hours}"
 
     def _upsert_devices(self, infos: dict) -> None:
         """New devices now; seen-spans widened in memory and written once in finish()."""
@@ -300,4 +360,7 @@ class _Writer:
             self.warnings.insert(0, f"{self.duplicates} duplicate utilization sample(s) (copies of a device's series "
                                     "from a Prometheus HA pair, several scrape jobs or an exporter restart) were "
                                     "counted once")
+        note = self._kept_note()
+        if note:
+            self.warnings.insert(0, note)
         self.run.warnings = self.warnings

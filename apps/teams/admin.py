@@ -46,6 +46,9 @@ class AuditEventAdmin(admin.ModelAdmin):
     def has_change_permission(self, request, obj=None):
         return False
 
+    def has_delete_permission(self, request, obj=None):
+        return False     # append-only, superusers included (AuditEvent)
+
 
 @admin.register(LabelClaim)
 class LabelClaimAdmin(SimpleHistoryAdmin):

@@ -106,8 +106,27 @@ class NamespaceAssignment(models.Model):
         ordering = ["namespace", "effective_from"]
 
 
+class AppendOnly(Exception):
+    """An audit event was to be changed or deleted: they are written once and kept."""
+
+
+class AuditEventQuerySet(models.QuerySet):
+    def delete(self):
+        raise AppendOnly("audit events are never deleted")
+
+    def update(self, **kwargs):
+        # Deleting a user empties `actor` on their events (on_delete=SET_NULL, which Django
+        # does with this update); the events themselves stay as they were.
+        if kwargs.keys() != {"actor"} or kwargs["actor"] is not None:
+            raise AppendOnly("audit events are never changed")
+        return super().update(**kwargs)
+
+
 class AuditEvent(models.Model):
-    """Who did what, when, old -> new: every write that matters leaves one."""
+    """Who did what, when, old -> new: every write that matters leaves one. Append-only: no
+    one changes or deletes an event, superusers included (docs/chargeback.md, "The audit log")."""
+
+    objects = AuditEventQuerySet.as_manager()
 
     at = models.DateTimeField(auto_now_add=True)
     actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
@@ -122,6 +141,14 @@ class AuditEvent(models.Model):
 
     def __str__(self):
         return f"{self.at:%Y-%m-%d %H:%M} {self.action} {self.target}"
+
+    def save(self, *args, **kwargs):
+        if not self._state.adding:
+            raise AppendOnly("audit events are never changed")
+        super().save(*args, **kwargs)
+
+    def delete(self, *args, **kwargs):
+        raise AppendOnly("audit events are never deleted")
 
 
 class ApiToken(models.Model):

@@ -13,6 +13,8 @@ from apps.accounting.statements import statement, statement_payload
 from apps.clusters.models import Cluster
 from apps.teams.models import Team
 
+from .factories import make_cluster, make_device, make_usage, utc
+
 pytestmark = pytest.mark.django_db
 
 
@@ -62,6 +64,7 @@ def test_a_closed_month_names_the_rate_card_version_it_used(admin_client):
     rate = Rate.objects.create(gpu_model="NVIDIA A100-SXM4-80GB", hourly_rate=Decimal("1.40"), currency="USD",
                                effective_from=date(2026, 1, 1))
     version = Rate.history.latest("history_id").history_id
+    make_usage(make_device(make_cluster()), "", utc(2026, 9, 1))    # the fleet's history begins
     do_close_period("2026-09", actor=user)
     rate.hourly_rate = Decimal("1.60")
     rate.save()                                                   # a change after the close

@@ -60,12 +60,26 @@ def test_the_dialog_says_what_is_behind_and_what_closing_freezes(finance, berlin
 
 
 def test_the_dialog_warns_of_a_month_without_data(finance):
+    make_usage(make_device(make_cluster("prod")), "", utc(2025, 1, 31, 23))    # history begins in January
     body = signed_in(finance).get("/chargeback/close/", {"period": "2025-02"}).content.decode()
     assert "No usage was ingested for 2025-02." in body
     assert "Closing now freezes an empty statement" in body and "Yes, close 2025-02" in body
 
 
+def test_the_dialog_refuses_a_month_before_the_fleets_history(finance):
+    """Nothing ingested ends before February 2025 ends: there is no button to press (the close
+    itself refuses it too, tests/chargeback/test_close_period.py)."""
+    c = signed_in(finance)
+    body = c.get("/chargeback/close/", {"period": "2025-02"}).content.decode().split("<main>")[1]
+    assert "2025-02 ends before the fleet&#x27;s history begins: nothing has been ingested yet" in body
+    assert "Yes, close" not in body and "csrfmiddlewaretoken" not in body
+    make_usage(make_device(make_cluster("prod")), "", utc(2025, 3, 1))      # 1 March, 00:00 UTC
+    body = c.get("/chargeback/close/", {"period": "2025-02"}).content.decode().split("<main>")[1]
+    assert "(its first ingested hour: 2025-03-01 00:00 UTC)" in body and "Yes, close" not in body
+
+
 def test_a_closed_month_says_when_in_local_time_and_by_whom(finance, berlin):
+    make_usage(make_device(make_cluster("prod")), "", utc(2026, 3, 2))
     do_close_period("2026-03", actor=finance)
     BillingPeriod.objects.filter(period="2026-03").update(closed_at=utc(2026, 4, 2, 9, 30))
     page = signed_in(finance).get("/chargeback/", {"period": "2026-03"}).content.decode()

@@ -7,11 +7,11 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from apps.accounting.actions import ActionError, NotAllowed, do_assign_namespace, do_close_period, do_reopen_period
-from apps.accounting.models import Rate, UsageHour
+from apps.accounting.models import BillingPeriod, Rate, UsageHour
 from apps.accounting.statements import statement, statement_payload
 from apps.teams.models import AuditEvent, NamespaceAssignment
 
-from .factories import make_cluster, make_device, make_namespace, make_rate, make_team, make_usage, utc
+from .factories import make_cluster, make_device, make_namespace, make_rate, make_team, make_usage, make_user, utc
 
 pytestmark = pytest.mark.django_db
 
@@ -142,3 +142,65 @@ def test_reopen_refused_while_a_later_closed_month_carries_its_adjustments(march
     do_reopen_period("2026-03", actor=admin_user)      # now allowed; March live: 11 h
     assert team_costs("2026-03")[0] == {"A": (11.0, "22.00")}
     assert team_costs("2026-04")[0] == {}
+
+
+def test_a_month_before_any_history_is_refused(march, finance):
+    """March is the fleet's first month (its first hour: 10 March). February and 2020-01 end
+    before it: there is nothing to close, and a frozen empty statement would only hide the
+    month from later corrections."""
+    for period in ("2026-02", "2020-01"):
+        with pytest.raises(ActionError, match=f"{period} ends before the fleet's history begins "
+                                              r"\(its first ingested hour: 2026-03-10 00:00 UTC\)"):
+            do_close_period(period, actor=finance)
+    assert not BillingPeriod.objects.filter(closed_at__isnull=False).exists()
+    assert not AuditEvent.objects.filter(action="period.close").exists()
+    do_close_period("2026-03", actor=finance)          # the month holding the first hour closes
+
+
+def test_a_month_with_nothing_ingested_at_all_is_refused(db, finance):
+    with pytest.raises(ActionError, match="2026-02 ends before the fleet's history begins: nothing "
+                                          "has been ingested yet"):
+        do_close_period("2026-02", actor=finance)
+
+
+def test_a_month_an_ingest_run_covered_closes_though_it_found_no_usage(march, finance):
+    """January was ingested (a succeeded run over it) and had no GPUs busy or idle: it is
+    history, a month of nothing, and closes with an empty statement."""
+    from apps.ingest.models import IngestRun
+
+    prod = march[0]
+    IngestRun.objects.create(cluster=prod, window_start=utc(2026, 1, 1), window_end=utc(2026, 2, 1),
+                             status=IngestRun.Status.FAILED)
+    with pytest.raises(ActionError, match="2025-12 ends before the fleet's history begins"):
+        do_close_period("2025-12", actor=finance)
+    with pytest.raises(ActionError, match="2026-01 ends before"):     # a failed run is no history
+        do_close_period("2026-01", actor=finance)
+    IngestRun.objects.create(cluster=prod, window_start=utc(2026, 1, 1), window_end=utc(2026, 2, 1),
+                             status=IngestRun.Status.SUCCEEDED)
+    with pytest.raises(ActionError, match=r"2025-12 ends before the fleet's history begins \(its first "
+                                          r"ingested hour: 2026-01-01 00:00 UTC\)"):
+        do_close_period("2025-12", actor=finance)
+    assert do_close_period("2026-01", actor=finance).lines.count() == 0
+
+
+def test_a_month_before_history_is_refused_by_api_command_and_admin(march, finance, api):
+    from django.test import Client
+
+    response = api(finance).post("/api/v1/chargeback/close/", {"period": "2020-01"}, format="json")
+    assert response.status_code == 409
+    assert response.json() == {"detail": "2020-01 ends before the fleet's history begins (its first ingested "
+                                          "hour: 2026-03-10 00:00 UTC); there is nothing to close"}
+    with pytest.raises(CommandError) as refused:
+        call_command("close_period", "2020-01")
+    assert "\n" not in str(refused.value) and "ends before the fleet's history begins" in str(refused.value)
+
+    admin = make_user("site-admin", "admin", superuser=True)
+    admin.is_staff = True
+    admin.save()
+    client = Client()
+    client.force_login(admin)
+    bp = BillingPeriod.objects.create(period="2020-01")
+    page = client.post("/admin/accounting/billingperiod/", {"action": "close_periods", "_selected_action": [bp.pk]},
+                       follow=True)
+    assert "2020-01: 2020-01 ends before the fleet&#x27;s history begins" in page.content.decode()
+    assert not BillingPeriod.objects.get(pk=bp.pk).is_closed

@@ -19,6 +19,7 @@ from apps.accounting.months import closed_periods, late_cells, month_late_cells,
 from apps.accounting.statements import compute_open
 from apps.accounting.usage import UsageFilter, billing_zone, usage_cells
 from apps.clusters.models import Cluster
+from apps.ingest.models import IngestRun
 from apps.teams.models import Team
 
 from .factories import (A100, H100, label_namespace, make_cluster, make_device, make_namespace, make_pool, make_rate,
@@ -65,6 +66,9 @@ class Fleet:
         make_rate(model=A100, hourly_rate="1.40")
         make_rate(model=A100, mig_profile="1g.10gb", hourly_rate="0.25", effective_from=date(2026, 3, 10))
         self.admin = make_user("prop-admin", "admin", superuser=True)
+        # Ingested from February on, so February can be closed whatever hours it holds.
+        IngestRun.objects.create(cluster=self.cluster, window_start=utc(2026, 2, 1), window_end=MARCH,
+                                 status=IngestRun.Status.SUCCEEDED)
         self.pods = 0
         self.held: set[tuple] = set()          # (device, hour): one holder per device-hour
         for ns, offset, device, hours in initial:

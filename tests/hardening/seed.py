@@ -130,6 +130,12 @@ def seed(names: Names | None = None) -> Seeded:
                              text=f"{team} used 80% of its budget ({CURRENCY} 800 of 1000)",
                              fields={"team": team, "unit": "money", "currency": CURRENCY, "spent": "800"})
 
+    # The cluster was backfilled from January 2025 (a run that found no GPU busy or idle): the
+    # fleet's history begins there, so the months up to D can be closed (docs/chargeback.md).
+    backfill = IngestRun.objects.create(cluster=cluster, window_start=datetime(2025, 1, 1, tzinfo=dt_timezone.utc),
+                                        window_end=at(d, 0), status="succeeded", rows_written=0,
+                                        finished_at=datetime(2025, 1, 2, tzinfo=dt_timezone.utc), duration_seconds=1.0)
+    IngestRun.objects.filter(pk=backfill.pk).update(started_at=datetime(2025, 1, 2, tzinfo=dt_timezone.utc))
     IngestRun.objects.create(cluster=cluster, window_start=at(d, 0), window_end=at(d, 23), status="succeeded",
                              rows_written=len(rows), finished_at=now, duration_seconds=1.0)
     open_period = period_of(d)

@@ -73,3 +73,40 @@ def slow_proxy(target, delay_seconds):
     finally:
         server.shutdown()
         server.server_close()
+
+
+@contextmanager
+def api_only_proxy(target):
+    """Forwards /api/v1/… to a real Prometheus and answers 404 to anything else (its own /metrics
+    among them): a query layer in front of the store, as Thanos Query or Mimir are."""
+    import urllib.request
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            if not self.path.startswith("/api/v1/"):
+                payload, status, ctype = b"404 page not found\n", 404, "text/plain"
+            else:
+                try:
+                    with urllib.request.urlopen(target + self.path, timeout=60) as upstream:
+                        payload, status = upstream.read(), upstream.status
+                        ctype = upstream.headers.get("Content-Type", "application/json")
+                except urllib.error.HTTPError as exc:
+                    payload, status, ctype = exc.read(), exc.code, "application/json"
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

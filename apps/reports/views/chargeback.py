@@ -6,7 +6,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from apps.accounting.actions import ActionError, do_close_period
+from apps.accounting.actions import ActionError, before_history, do_close_period
 from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
 from apps.accounting.models import BillingPeriod, UsageHour
 from apps.accounting.runrate import forecast_payload, forecasts_by_team, is_running, month_forecast
@@ -93,6 +93,7 @@ def close_view(request):
     return render(request, "chargeback/close_confirm.html", {
         "period": period, "zone": zone.key, "period_start": start, "period_end": end,
         "ended": period_has_ended(period), "closed": stmt.closed,
+        "before_history": None if stmt.closed else before_history(period),
         "behind": list(Cluster.objects.filter(name__in=behind).order_by("name").values("name", "ingested_until")),
         "has_usage": UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end).exists(),
         "payload": statement_payload(stmt, "team", None),
