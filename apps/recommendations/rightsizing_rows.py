@@ -147,7 +147,11 @@ def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dic
     resolver = TeamResolver(cluster_ids=[c.pk for c in clusters])
     rows = []
     for cluster in clusters:
-        window = (q.start, q.end) if q.start and q.end else window_for(cluster, now, days)
+        window = window_for(cluster, now, days)
+        if q.start and q.end:   # an explicit window, never past the hours ingested
+            window = (q.start, min(q.end, window[1]))
+            if window[0] >= window[1]:
+                continue
         usage = workload_usage([cluster.pk], *window)
         held = {(u.gpu_model, u.mig_profile): u.gpu_fraction for u in usage if u.mig_profile}
         rate = make_rater(cluster.pk, today, rate_fn, basis_fn, _Fractions(held))

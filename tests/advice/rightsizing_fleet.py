@@ -67,6 +67,6 @@ def build():
         f.usage(c, f.device(c, uuid, model=f.H100), "ml", "trainer-x", hours, 1, efficiency=0.05,
                 fb_used_mib_max=2 * GIB)
     owner(c, "ml", "trainer-x", "Job", "trainer")
-    teams = {ns: f.assign(c, ns, team) for ns, team in (("ml", "vision"), ("research", "research"),
-                                                          ("search", "search"))}
+    teams = {team: f.assign(c, ns, team) for ns, team in (("ml", "vision"), ("research", "research"),
+                                                            ("search", "search"))}
     return c, teams
