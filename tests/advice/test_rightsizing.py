@@ -149,6 +149,7 @@ def test_csv_has_one_row_per_workload(world):
 
 @pytest.mark.parametrize("params, status", [
     ({"window_days": "0"}, 400), ({"window_days": "x"}, 400), ({"cluster": "nope"}, 404), ({"team": "nope"}, 404),
+    ({"team": "a\x00b"}, 400),
 ])
 def test_bad_parameters_are_4xx(world, params, status):
     admin = f.user("admin", "admin")
