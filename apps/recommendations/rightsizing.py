@@ -130,7 +130,7 @@ def advise(o: Observed, params: Params = Params()) -> Advice:
 
     if o.used_gpu_seconds <= 0:
         return Advice(RELEASE, None, now, None, 0.0,
-                      f"no GPU activity in the {o.hours} hours it held a GPU: release it", sure)
+                      f"no GPU activity in the {o.hours} hour{'' if o.hours == 1 else 's'} it held a GPU: release it", sure)
     if o.devices_per_pod >= MULTI_GPU_PODS:
         return keep(f"each pod holds {o.devices_per_pod:.1f} GPUs on average: a process sees one MIG instance, "
                     "so multi-GPU pods stay on whole GPUs")
