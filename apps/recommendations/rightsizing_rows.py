@@ -145,6 +145,9 @@ def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dic
         clusters = clusters.filter(name=q.cluster)
     clusters = list(clusters)
     resolver = TeamResolver(cluster_ids=[c.pk for c in clusters])
+    wanted = frozenset({q.team}) if q.team is not None else q.teams
+    # the SQL reads only namespaces that ever belonged to the teams asked for; each row is still resolved
+    namespaces = resolver.namespaces_of(wanted) if wanted is not None else None
     rows = []
     for cluster in clusters:
         window = window_for(cluster, now, days)
@@ -152,7 +155,7 @@ def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dic
             window = (q.start, min(q.end, window[1]))
             if window[0] >= window[1]:
                 continue
-        usage = workload_usage([cluster.pk], *window)
+        usage = workload_usage([cluster.pk], *window, namespaces=namespaces)
         held = {(u.gpu_model, u.mig_profile): u.gpu_fraction for u in usage if u.mig_profile}
         rate = make_rater(cluster.pk, today, rate_fn, basis_fn, _Fractions(held))
         teams = {}

@@ -96,3 +96,21 @@ def test_owners_through_a_real_prometheus_into_the_rollups(tmp_path):
     assert (web.pods, web.hours, web.device_hours, web.fb_peak_mib) == (2, 2, 4, 8192.0)
     assert web.activity_p95 == pytest.approx(0.3) and web.activity == pytest.approx(0.2)
     assert usage[("Pod", "bare")].fb_peak_mib is None
+
+
+@pytest.mark.django_db
+def test_the_simulated_cluster_names_its_workloads():
+    """The demo's feed carries kube-state-metrics' owners too, so the demo's right-sizing groups pods."""
+    from apps.simulator.builders import build_scenario
+    from apps.simulator.demo import SimulatorFetcher
+
+    scenario = build_scenario(name="owners", hours=3, interval_seconds=60, seed=5, time_slicing=True)
+    cluster = Cluster.objects.create(name="owners-sim", prometheus_url="http://127.0.0.1:9")
+    ingest(cluster, dt(scenario.start), dt(scenario.end), fetcher=SimulatorFetcher(scenario))
+    owners = {(o.namespace, o.pod): (o.workload_kind, o.workload_name) for o in PodOwner.objects.filter(cluster=cluster)}
+    assert owners[("ml-research", "llm-pretrain-worker-0")] == ("Job", "llm-pretrain")
+    assert owners[("notebooks", "jupyter-alice")] == ("Notebook", "jupyter-alice")
+    assert owners[("batch", "etl-nightly-7f9c2")] == ("Deployment", "etl-nightly")
+    assert ("ml-research", "eval-small") not in owners          # no controller: its own workload
+    held = set(UsageHour.objects.filter(cluster=cluster).exclude(namespace="").values_list("namespace", "pod"))
+    assert set(owners) <= held and len(owners) >= len(held) - 2
