@@ -22,10 +22,7 @@ from . import rightsizing as rs
 from .advice import PRICE_CLASS, make_rater, window_for
 from .mig_profiles import mig_model, profile_named
 
-try:
-    from apps.accounting.pricing import rate_basis_for, rate_for
-except ImportError:  # pragma: no cover - the rate card is always there on main
-    rate_for = rate_basis_for = None
+from apps.accounting.pricing import rate_basis_for, rate_for
 
 SCALABLE = ("Deployment", "StatefulSet", "ReplicaSet")
 __all__ = ["RightsizeQuery", "rightsizing_rows", "CSV_COLUMNS", "PRICE_CLASS", "params_from_settings"]

@@ -9,6 +9,7 @@ from django.test import Client
 from rest_framework.test import APIClient
 
 from apps.accounting.workloads import workload_usage
+from apps.recommendations.mig_profiles import mig_model, profile_named
 from apps.recommendations.rightsizing_rows import CSV_COLUMNS, RightsizeQuery, rightsizing_rows
 
 from . import factories as f
@@ -78,7 +79,6 @@ def test_advice_and_savings_by_hand(world):
 def test_a_profile_is_never_below_the_peak(world):
     for r in rightsizing_rows(RightsizeQuery(window_days=2, now=f.END)):
         if r["profile"]:
-            from apps.recommendations.mig_profiles import mig_model, profile_named
             model = mig_model(r["gpu_model"])
             assert profile_named(model, r["profile"]).memory_mib(model) >= r["fb_peak_mib"] * 1.15
 
