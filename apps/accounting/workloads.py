@@ -49,6 +49,7 @@ class WorkloadUsage:
     device_hours: int            # rows: (pod, device, hour)
     gpu_seconds: float
     used_gpu_seconds: float
+    idle_gpu_seconds: float      # allocated seconds below the cluster's idle threshold (docs/accounting.md)
     mig_seconds: float
     activity_p95: float | None   # of the hourly used ÷ allocated, over its (pod, device, hour) rows
     fb_hours: int                # rows with a framebuffer reading
@@ -82,7 +83,7 @@ def workload_usage(cluster_ids, start: datetime, end: datetime, namespaces=None)
                       hours=Count("hour_start", distinct=True),
                       pod_hours=Count(Concat("pod", Value("|"), Cast("hour_start", CharField())), distinct=True),
                       device_hours=Count("id"), gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"),
-                      mig_s=Sum("mig_seconds"), activity_p95=Percentile("activity", 0.95),
+                      idle_s=Sum("idle_gpu_seconds"), mig_s=Sum("mig_seconds"), activity_p95=Percentile("activity", 0.95),
                       fb_hours=Count("fb_used_mib_max"), fb_peak=Max("fb_used_mib_max"),
                       fb_p95=Percentile("fb_used_mib_max", 0.95))
             .order_by("cluster_id", "namespace", "kind", "workload", "gpu_model", "mig_profile"))
@@ -90,6 +91,7 @@ def workload_usage(cluster_ids, start: datetime, end: datetime, namespaces=None)
         cluster_id=r["cluster_id"], namespace=r["namespace"], workload_kind=r["kind"], workload_name=r["workload"],
         gpu_model=r["gpu_model"], mig_profile=r["mig_profile"], gpu_fraction=r["fraction"], pods=r["pods"],
         first_hour=r["first"], hours=r["hours"], pod_hours=r["pod_hours"], device_hours=r["device_hours"],
-        gpu_seconds=r["gpu_s"] or 0.0, used_gpu_seconds=r["used_s"] or 0.0, mig_seconds=r["mig_s"] or 0.0,
+        gpu_seconds=r["gpu_s"] or 0.0, used_gpu_seconds=r["used_s"] or 0.0,
+        idle_gpu_seconds=r["idle_s"] or 0.0, mig_seconds=r["mig_s"] or 0.0,
         activity_p95=r["activity_p95"], fb_hours=r["fb_hours"], fb_peak_mib=r["fb_peak"], fb_p95_mib=r["fb_p95"],
     ) for r in rows]

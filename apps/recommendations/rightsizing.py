@@ -3,8 +3,9 @@
 
 Per workload and the GPU it holds, from its hourly rollups over the window:
 
-1. **Never used** — no GPU activity in any hour it held a device (used GPU-seconds = 0):
-   *release it*; the saving is everything it costs.
+1. **Never used** — no GPU activity at all (used GPU-seconds = 0), or every second it held a
+   GPU idle, below the cluster's idle threshold (idle = allocated GPU-seconds,
+   docs/accounting.md): *release it*; the saving is everything it costs.
 2. **Multi-GPU pods** (more than 1.5 devices per pod-hour on average) stay as they are: a
    process sees one MIG instance, and time-slicing shares one GPU.
 3. **MIG** (a model in `mig_profiles.MIG_MODELS`): the profile with the fewest compute slices,
@@ -73,6 +74,8 @@ class Observed:
     hours: int = 0                    # distinct hours observed
     devices_per_pod: float = 1.0
     used_gpu_seconds: float = 0.0
+    gpu_seconds: float = 0.0          # allocated
+    idle_gpu_seconds: float = 0.0     # allocated and below the idle threshold
     activity_p95: float | None = None
     fb_peak_mib: float | None = None
     fb_p95_mib: float | None = None
@@ -128,9 +131,13 @@ def advise(o: Observed, params: Params = Params()) -> Advice:
     def keep(reason):
         return Advice(KEEP, None, now, None, None, reason, sure)
 
+    hours = f"{o.hours} hour{'' if o.hours == 1 else 's'}"
     if o.used_gpu_seconds <= 0:
+        return Advice(RELEASE, None, now, None, 0.0, f"no GPU activity in the {hours} it held a GPU: release it", sure)
+    if o.gpu_seconds > 0 and o.idle_gpu_seconds >= o.gpu_seconds * (1 - 1e-9):
         return Advice(RELEASE, None, now, None, 0.0,
-                      f"no GPU activity in the {o.hours} hour{'' if o.hours == 1 else 's'} it held a GPU: release it", sure)
+                      f"idle (under the cluster's idle threshold) every second of the {hours} it held a GPU: "
+                      "release it", sure)
     if o.devices_per_pod >= MULTI_GPU_PODS:
         return keep(f"each pod holds {o.devices_per_pod:.1f} GPUs on average: a process sees one MIG instance, "
                     "so multi-GPU pods stay on whole GPUs")

@@ -85,7 +85,8 @@ def _round(value, digits=4):
 def assess(u: WorkloadUsage, window: tuple[datetime, datetime], params: rs.Params, rate, money: bool) -> dict:
     observed = rs.Observed(
         gpu_model=u.gpu_model, mig_profile=u.mig_profile, gpu_fraction=u.gpu_fraction, hours=u.hours,
-        devices_per_pod=u.devices_per_pod, used_gpu_seconds=u.used_gpu_seconds, activity_p95=u.activity_p95,
+        devices_per_pod=u.devices_per_pod, used_gpu_seconds=u.used_gpu_seconds, gpu_seconds=u.gpu_seconds,
+        idle_gpu_seconds=u.idle_gpu_seconds, activity_p95=u.activity_p95,
         fb_peak_mib=u.fb_peak_mib, fb_p95_mib=u.fb_p95_mib)
     advice = rs.advise(observed, params)
     history_hours = (window[1] - max(window[0], u.first_hour)).total_seconds() / 3600

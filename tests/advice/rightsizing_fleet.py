@@ -43,9 +43,11 @@ def build():
     f.usage(c, dev, "ml", "peaky-0", hours[30:31], 1, efficiency=0.10, fb_used_mib_max=9000.0)
     f.usage(c, dev, "ml", "peaky-0", hours[31:], 1, efficiency=0.10, fb_used_mib_max=4 * GIB)
     owner(c, "ml", "peaky-0", "StatefulSet", "peaky")
-    # research/nb-erin: a notebook that held an A100 for the first 12 hours and never computed
+    # research/nb-erin: a notebook that held an A100 for the first 12 hours with a model loaded
+    # (30 GiB) and 1 % activity, every second of it under the idle threshold: forgotten
     dev = f.device(c, "GPU-nb", model=f.A100)
-    f.usage(c, dev, "research", "nb-erin-0", hours[:12], 1, efficiency=0.0, fb_used_mib_max=600.0)
+    f.usage(c, dev, "research", "nb-erin-0", hours[:12], 1, efficiency=0.01, idle_gpu_seconds=3600.0,
+            fb_used_mib_max=30 * GIB)
     owner(c, "research", "nb-erin-0", "Notebook", "nb-erin", "StatefulSet", "nb-erin")
     # search/l4-serve: an L4 at 10 % and 3,000 MiB: no MIG, a quarter share fits
     dev = f.device(c, "GPU-l4", model=L4)

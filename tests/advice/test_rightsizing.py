@@ -55,7 +55,7 @@ def test_advice_and_savings_by_hand(world):
         "peaky": ("use 1g.20gb", "1g.20gb", "2920.00", "417.14", "2502.86", "medium"),
         # A100 3g.40gb = 2.80 × 3/7 = 1.20 an instance-hour × 730 = 876.00 → 1g.10gb 0.40 × 730 = 292.00
         "embedder": ("use 1g.10gb", "1g.10gb", "876.00", "292.00", "584.00", "medium"),
-        # never used: 2.80 × 12 instance-hours × 730 ÷ 48 hours of history = 511.00, all saved
+        # idle every second it held the GPU: 2.80 × 12 instance-hours × 730 ÷ 48 hours of history = 511.00, all saved
         "nb-erin": ("release it: never used", None, "511.00", "0.00", "511.00", "low"),
         # L4 0.70 × 730 = 511.00 → a quarter share 0.175 × 730 = 127.75
         "l4-serve": ("share a GPU (time-slicing)", None, "511.00", "127.75", "383.25", "medium"),

@@ -97,6 +97,15 @@ def test_release_when_never_used_whatever_the_memory():
     assert "12 hours" in a.reason
 
 
+def test_release_when_idle_every_second_it_held_a_gpu():
+    # 2 % activity, all of it under the idle threshold: idle = allocated
+    a = rs.advise(obs(used_gpu_seconds=72.0, gpu_seconds=3600.0, idle_gpu_seconds=3600.0, fb_peak_mib=60 * GIB))
+    assert a.action == rs.RELEASE and "idle threshold" in a.reason
+    # one busy minute in the hour: not never used (and 60 GiB needs the whole H100)
+    assert rs.advise(obs(used_gpu_seconds=130.0, gpu_seconds=3600.0, idle_gpu_seconds=3540.0,
+                         fb_peak_mib=60 * GIB)).action == rs.KEEP
+
+
 def test_gpus_without_mig_get_a_share_or_nothing():
     # L4, 24 GB: a quarter is 5,722 MiB; 3,000 × 1.15 = 3,450 fits, 10 % × 1.15 ≤ 1/4
     a = rs.advise(obs("NVIDIA L4", fb_peak_mib=3000.0))
