@@ -152,11 +152,11 @@ def advise(o: Observed, params: Params = Params()) -> Advice:
         held = _held_slices(model, o)
         need_compute = activity * (held / model.max_slices) * h
         best = smallest_profile(model, need_mib, need_compute)
+        if o.mig_profile and (best is None or best.slices >= held):
+            return keep(f"{peak} and {act}: already on the smallest {model.label} profile that fits "
+                        f"({o.mig_profile})")
         if best is None:
             return keep(f"{peak} and {act} need the whole {model.label} GPU")
-        if best.slices >= held:
-            return keep(f"{peak} and {act}: already on the smallest {model.label} profile that fits "
-                        f"({o.mig_profile or 'whole GPU'})")
         return Advice(MIG, best.name, now, resource_for(best.name), best.slices / model.max_slices,
                       f"{peak} fits {best.name} ({gib(best.memory_mib(model))}); {act} of "
                       f"{'the GPU' if not o.mig_profile else o.mig_profile} fits {best.slices}/{model.max_slices} "

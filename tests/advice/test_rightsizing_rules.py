@@ -89,6 +89,10 @@ def test_already_on_mig_sizes_activity_by_its_slice():
     # already on the smallest that fits: keep, never a larger slice
     a = rs.advise(obs(A100_80, mig_profile="1g.10gb", gpu_fraction=1 / 7, activity_p95=0.9, fb_peak_mib=9000.0))
     assert a.action == rs.KEEP and a.profile is None and "already on the smallest" in a.reason
+    # an A30 2g.12gb at 10,872 MiB: × 1.15 is more than 2g.12gb's 11,444 MiB, yet it ran there (the
+    # instance is a little larger than the table says): kept on it, never told to take the whole GPU
+    a = rs.advise(obs(A30, mig_profile="2g.12gb", gpu_fraction=2 / 4, activity_p95=0.9, fb_peak_mib=10872.0))
+    assert a.action == rs.KEEP and "already on the smallest A30 24 GB profile that fits (2g.12gb)" in a.reason
 
 
 def test_release_when_never_used_whatever_the_memory():
