@@ -10,6 +10,7 @@ from rest_framework.exceptions import NotAuthenticated
 from rest_framework.routers import APIRootView
 
 from apps.recommendations.api import QuotaRecommendationsView
+from apps.recommendations.rightsizing_api import RightsizingView
 from apps.reports.api.chargeback import ChargebackView, ChargebackXLSXView, ClosePeriodView, ReopenPeriodView
 from apps.reports.api.focus import FocusExportView
 from apps.reports.api.forecast import ForecastView
@@ -48,6 +49,7 @@ ENDPOINTS = [
     path("rates/", RateListView.as_view(), name="api-rates"),
     path("rates/<int:pk>/", RateDetailView.as_view(), name="api-rate"),
     path("quota-recommendations/", QuotaRecommendationsView.as_view(), name="api-quota-recommendations"),
+    path("rightsizing/", RightsizingView.as_view(), name="api-rightsizing"),
     path("schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("docs/", SwaggerUI.as_view(url_name="api-schema"), name="api-docs"),
     path("redoc/", ReDoc.as_view(url_name="api-schema"), name="api-redoc"),

@@ -37,6 +37,10 @@ ADVICE_WINDOW_DAYS = _env_int("ADVICE_WINDOW_DAYS", 28)
 ADVICE_LOW_EFFICIENCY = _env_float("ADVICE_LOW_EFFICIENCY", 0.5, 0.0, 1.0)
 ADVICE_AT_HARD_SHARE = _env_float("ADVICE_AT_HARD_SHARE", 0.1, 0.0, 1.0)
 ADVICE_RESOURCEQUOTA_NAME = env.str("ADVICE_RESOURCEQUOTA_NAME", default="gpu-quota")
+# Right-sizing (docs/advice-and-alerts.md, "Right-sizing"): room left above a workload's
+# framebuffer peak and P95 activity, and the replicas per GPU of the time-slicing config.
+RIGHTSIZE_HEADROOM = _env_float("RIGHTSIZE_HEADROOM", 0.15, 0.0, 1.0)
+RIGHTSIZE_SHARE_REPLICAS = _env_int("RIGHTSIZE_SHARE_REPLICAS", 4)
 ALERT_IDLE_MINUTES = _env_int("ALERT_IDLE_MINUTES", 30)
 ALERT_LOOKBACK_HOURS = _env_int("ALERT_LOOKBACK_HOURS", 24)
 ALERT_BEAT_MINUTES = _env_int("ALERT_BEAT_MINUTES", 15)

@@ -345,6 +345,27 @@ class PrometheusClient:
         except (KeyError, TypeError, ValueError, IndexError):
             raise PrometheusError(f"the answer from {self.url} for {metric} by pod is not an instant vector") from None
 
+    def grouped(self, metric: str, matchers: tuple[str, ...], by: tuple[str, ...], start: float, end: float
+                ) -> list[Series]:
+        """One series per label set of `by` that the metric had at any time in [start, end)
+        (an instant query over the span: each series' labels only, one sample at `end`)."""
+        span = int(math.ceil(end - start)) + 1
+        query = f"group by ({', '.join(by)}) (max_over_time({metric}{_selector(self.selector, *matchers)}[{span}s]))"
+        result = self._call(f"{metric} by {', '.join(by)}", self._fast_query, query, {"time": f"{end:.3f}"})
+        if not isinstance(result, list):
+            raise PrometheusError(f"the answer from {self.url} for {metric} is not a Prometheus result list")
+        try:
+            return [Series(labels=item["metric"], samples=((float(item["value"][0]), 1.0),)) for item in result]
+        except (KeyError, TypeError, ValueError, IndexError):
+            raise PrometheusError(f"the answer from {self.url} for {metric} is not an instant vector") from None
+
+    def owners(self, start: float, end: float) -> dict[str, list[Series]]:
+        """Pods' workloads from kube-state-metrics (docs/advice-and-alerts.md, "Right-sizing"):
+        one series per (pod, owner), per (ReplicaSet, owner), per (Job, owner), and per pod
+        labelled `notebook-name` (exported only when kube-state-metrics' label allowlist has it)."""
+        return {role: self.grouped(metric, matchers, by, start, end)
+                for role, (metric, matchers, by) in OWNER_QUERIES.items()}
+
     def kube_state(self, start: float, end: float, concurrency: int = 1,
                    pending_requests_only: bool = False, lookaround: float = 0.0) -> dict[str, list[Series]]:
         """kube-state-metrics series (with `lookaround` seconds on both sides, like dcgm); with
@@ -355,11 +376,13 @@ class PrometheusClient:
         if not pending_requests_only:
             out = self.many(KUBE_STATE_QUERIES, start, end, concurrency)
             out["gpu_pods"] = self.gpu_pods(start, end)
+            out.update(self.owners(start, end))
             return out
         specs = dict(KUBE_STATE_QUERIES)
         metric, matchers = specs.pop("requests")
         out = self.many(specs, start, end, concurrency)
         out["gpu_pods"] = self.gpu_pods(start, end)
+        out.update(self.owners(start, end))
         out["requests"] = []
         pods = pending_pods(out["phase"])
         if len(pods) > MAX_RAW_DEVICES:
@@ -418,4 +441,16 @@ KUBE_STATE_QUERIES = {
     "kueue_borrowing": ("kueue_cluster_queue_borrowing_limit", ('resource=~"nvidia.com/.+"',)),
     "kueue_lending": ("kueue_cluster_queue_lending_limit", ('resource=~"nvidia.com/.+"',)),
     "kueue_pending": ("kueue_pending_workloads", ()),
+}
+
+_NS = ("namespace", "exported_namespace")
+# role -> (metric, matchers, labels kept): the workload of each pod (rollup.pod_owners).
+OWNER_QUERIES = {
+    "pod_owner": ("kube_pod_owner", ('owner_is_controller="true"',),
+                  (*_NS, "pod", "exported_pod", "owner_kind", "owner_name", "owner_is_controller")),
+    "replicaset_owner": ("kube_replicaset_owner", ('owner_is_controller="true"',),
+                         (*_NS, "replicaset", "owner_kind", "owner_name")),
+    "job_owner": ("kube_job_owner", ('owner_is_controller="true"',), (*_NS, "job_name", "owner_kind", "owner_name")),
+    "notebook_labels": ("kube_pod_labels", ('label_notebook_name!=""',),
+                        (*_NS, "pod", "exported_pod", "label_notebook_name")),
 }

@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from django.db import connection
 
-from apps.accounting.models import DeviceHealthHour, QueuedDemandHour, QuotaHour, UsageHour
+from apps.accounting.models import DeviceHealthHour, PodOwner, QueuedDemandHour, QuotaHour, UsageHour
 from apps.clusters.models import Cluster, ClusterQueueQuota, Device
 from apps.teams.labels import LabelsSeen, ensure_label_teams, label_team_names, record_labels_seen
 from apps.teams.models import Namespace
@@ -212,7 +212,8 @@ class _Writer:
         queues = rollup.cluster_queues(k.get("kueue_nominal", []), k.get("kueue_borrowing", []),
                                        k.get("kueue_lending", []), k.get("kueue_pending", []))
         self._upsert_cluster_queues(queues)
-        self.run.rows_written += len(rows) + len(health) + len(queued) + len(quotas) + len(queues)
+        owners = self._upsert_owners(window, k, {(u.namespace, u.pod) for u in result.usage if u.namespace})
+        self.run.rows_written += len(rows) + len(health) + len(queued) + len(quotas) + len(queues) + owners
         self.run.samples_read += result.samples_read
 
     def _kept_hours(self, window: rollup.Window, data: ChunkData) -> set[int]:
@@ -335,6 +336,22 @@ class _Writer:
         self.run.rows_written += record_labels_seen(self.cluster, seen)
         ensure_label_teams(label_team_names(seen), self.cluster)
         self.labels_seen.clear()
+
+    def _upsert_owners(self, window: rollup.Window, k: dict, pods: set[tuple[str, str]]) -> int:
+        """The workload of every pod that held a GPU in the chunk (docs/advice-and-alerts.md,
+        "Right-sizing"), upserted: a pod keeps its owner for life, so a re-run writes the same."""
+        found = rollup.pod_owners(k.get("pod_owner", []), k.get("replicaset_owner", []), k.get("job_owner", []),
+                                  k.get("notebook_labels", []))
+        seen = from_unix(window.end)
+        rows = [PodOwner(cluster=self.cluster, namespace=o.namespace, pod=o.pod, owner_kind=o.owner_kind,
+                         owner_name=o.owner_name, workload_kind=o.workload_kind, workload_name=o.workload_name,
+                         last_seen=seen)
+                for key, o in sorted(found.items()) if key in pods]
+        PodOwner.objects.bulk_create(rows, batch_size=BULK, update_conflicts=True,
+                                     unique_fields=["cluster", "namespace", "pod"],
+                                     update_fields=["owner_kind", "owner_name", "workload_kind", "workload_name",
+                                                    "last_seen"])
+        return len(rows)
 
     def _upsert_cluster_queues(self, queues) -> None:
         for q in queues:

@@ -1,10 +1,11 @@
 from django.urls import path
 
-from . import views
+from . import rightsizing_views, views
 
 app_name = "advice"
 
 urlpatterns = [
     path("", views.advice, name="advice"),
     path("alerts/", views.alerts, name="alerts"),
+    path("rightsizing/", rightsizing_views.rightsizing, name="rightsizing"),
 ]

@@ -66,6 +66,10 @@ KSM_ROLES = {
     "kube_pod_status_phase": "phase",
     "kube_namespace_labels": "namespace_labels",
     "kube_resourcequota": "quota",
+    "kube_pod_owner": "pod_owner",
+    "kube_replicaset_owner": "replicaset_owner",
+    "kube_job_owner": "job_owner",
+    "kube_pod_labels": "notebook_labels",
 }
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -143,6 +144,50 @@ def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_devi
             yield current
 
 
+_RANDOM_SUFFIX = re.compile(r"(.+)-([bcdfghjklmnpqrstvwxz2456789]{5})")
+_JOB_WORKER = re.compile(r"(.+)-worker-\d+")
+
+
+def owner_of(pod_name: str) -> tuple[str, str, str | None, str | None]:
+    """(owner kind, owner name, its own owner's kind, name) as kube-state-metrics would show a
+    simulated pod's controller: `<prefix>-<5 chars>` a Deployment's pod (through a ReplicaSet),
+    `<name>-worker-<n>` a Job's, `jupyter-<user>` a notebook's StatefulSet, anything else none."""
+    if pod_name.startswith("jupyter-"):
+        return "StatefulSet", pod_name, None, None
+    m = _JOB_WORKER.fullmatch(pod_name)
+    if m:
+        return "Job", m.group(1), None, None
+    m = _RANDOM_SUFFIX.fullmatch(pod_name)
+    if m:
+        rs_hash = hashlib.sha256(m.group(1).encode()).hexdigest()[:9]
+        return "ReplicaSet", f"{m.group(1)}-{rs_hash}", "Deployment", m.group(1)
+    return "<none>", "<none>", None, None
+
+
+def _owner_series(scenario: Scenario, ksm: dict) -> Iterator[SimSeries]:
+    """kube_pod_owner per pod, kube_replicaset_owner per ReplicaSet, and the `notebook-name`
+    label of notebook pods (kube_pod_labels, as with an allowlist for it)."""
+    parents: dict[tuple[str, str], tuple[str, str]] = {}
+    for pod in scenario.pods:
+        times = _clip(scenario, pod.start, pod.end)
+        if not times:
+            continue
+        kind, name, parent_kind, parent_name = owner_of(pod.name)
+        controller = "true" if kind != "<none>" else "<none>"
+        yield SimSeries("kube_pod_owner", {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid,
+                                           "owner_kind": kind, "owner_name": name,
+                                           "owner_is_controller": controller, **ksm}, [(t, 1.0) for t in times])
+        if kind == "StatefulSet":
+            yield SimSeries("kube_pod_labels", {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid,
+                                                "label_notebook_name": pod.name, **ksm}, [(t, 1.0) for t in times])
+        if parent_kind:
+            parents[(pod.namespace, name)] = (parent_kind, parent_name)
+    for (ns, replicaset), (kind, name) in sorted(parents.items()):
+        yield SimSeries("kube_replicaset_owner", {"namespace": ns, "replicaset": replicaset, "owner_kind": kind,
+                                                  "owner_name": name, "owner_is_controller": "true", **ksm},
+                        [(t, 1.0) for t in scenario.timestamps])
+
+
 def _clip(scenario: Scenario, start: int, end: int) -> list[int]:
     return [ts for ts in scenario.timestamps if start <= ts < end]
 
@@ -172,6 +217,7 @@ def _ksm_series(scenario: Scenario) -> Iterator[SimSeries]:
         yield SimSeries("kube_pod_container_resource_requests", labels, [(t, float(pod.count)) for t in times])
         yield SimSeries("kube_pod_status_phase", {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid,
                                                   "phase": "Pending", **ksm}, [(t, 1.0) for t in times])
+    yield from _owner_series(scenario, ksm)
     all_times = list(scenario.timestamps)
     for ns in sorted(scenario.namespace_teams.keys() | scenario.namespace_relabels.keys()):
         # A re-label changes the label set: kube-state-metrics then exports a new series.

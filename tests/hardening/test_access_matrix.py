@@ -34,6 +34,7 @@ EXPECT = {
     "account/tokens/<int:pk>/revoke/": ("login", (405,) * 4, ["/account/tokens/1/revoke/"]),
     "advice/": ("login", ALL, ["/advice/", "/advice/?cluster={cluster}"]),
     "advice/alerts/": ("login", ALL, ["/advice/alerts/"]),
+    "advice/rightsizing/": ("login", ALL, ["/advice/rightsizing/", "/advice/rightsizing/?cluster={cluster}"]),
     "chargeback/": ("login", MONEY, ["/chargeback/", "/chargeback/?period={open_period}&team={team_a}",
                                      "/chargeback/?period={closed_period}"]),
     "chargeback/close/": ("login", CLOSERS, ["/chargeback/close/?period={open_period}"]),
@@ -44,6 +45,7 @@ EXPECT = {
                                    ("team", "namespace", "cluster", "gpu_model") for f in ("", "&format=csv")]),
     "api/v1/quota-recommendations/": ("api", ALL, ["/api/v1/quota-recommendations/",
                                                    "/api/v1/quota-recommendations/?format=csv"]),
+    "api/v1/rightsizing/": ("api", ALL, ["/api/v1/rightsizing/", "/api/v1/rightsizing/?format=csv"]),
     "api/v1/chargeback/": ("api", MONEY, ["/api/v1/chargeback/?period={open_period}&group_by=" + g + f
                                           for g in ("team", "namespace") for f in ("", "&format=csv", "&format=xlsx")]
                            + ["/api/v1/chargeback/?period={closed_period}"]),

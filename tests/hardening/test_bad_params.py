@@ -44,6 +44,8 @@ def test_bad_windows_are_a_400_naming_the_problem(as_role, base):
     ("/api/v1/idle/?min_idle_minutes=-5", "min_idle_minutes"),
     ("/api/v1/quota-recommendations/?window_days=9999", "window_days"),
     ("/api/v1/quota-recommendations/?window_days=two", "window_days"),
+    ("/api/v1/rightsizing/?window_days=9999", "window_days"),
+    ("/advice/rightsizing/?window_days=two", "window_days must be a whole number of days, 1 to 366"),
     ("/explore/?grain=fortnight", "grain"),
     ("/advice/?window_days=9999", "window_days must be a whole number of days, 1 to 366"),
     ("/api/v1/usage/?group_by=team&cluster=a%00b", "NUL"),
@@ -62,7 +64,8 @@ def test_bad_parameters_are_a_400_naming_them(as_role, url, message):
 
 @pytest.mark.parametrize("url", ["/api/v1/usage/?group_by=team&cluster=nowhere", "/api/v1/idle/?cluster=nowhere",
                                  "/api/v1/quota-recommendations/?cluster=nowhere", "/?cluster=nowhere",
-                                 "/explore/?cluster=nowhere", "/health/?cluster=nowhere", "/advice/?cluster=nowhere"])
+                                 "/explore/?cluster=nowhere", "/health/?cluster=nowhere", "/advice/?cluster=nowhere",
+                                 "/api/v1/rightsizing/?cluster=nowhere", "/advice/rightsizing/?cluster=nowhere"])
 def test_unknown_cluster_is_a_404_naming_it(as_role, url):
     response = as_role("admin").get(url)
     assert response.status_code == 404, f"{url}: {response.status_code}"

@@ -55,6 +55,8 @@ def lead_roads(world):
         f"/api/v1/forecast/?team={n.team_b}",
         f"/chargeback/?period={p}&team={n.team_b}", f"/chargeback/?period={world.closed_period}&team={n.team_b}",
         f"/api/v1/quota-recommendations/?cluster={n.cluster}&format=csv", f"/advice/?cluster={n.cluster}",
+        f"/api/v1/rightsizing/?team={n.team_b}", f"/api/v1/rightsizing/?team={n.team_b}&format=csv",
+        f"/advice/rightsizing/?team={n.team_b}",
         "/api/v1/schema/", "/api/v1/schema/?format=json",
     ]
     return urls

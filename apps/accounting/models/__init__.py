@@ -2,8 +2,8 @@ from .answers import InputChange, MonthAnswer, MonthBody, MonthCell, MonthLine
 from .daily import UsageDay, UsageDayBuilt
 from .periods import BillingPeriod, FrozenCell, LineKind, StatementLine
 from .rates import ON_DEMAND, PRICE_CLASSES, NodePool, PriceClass, Rate
-from .rollups import DeviceHealthHour, QueuedDemandHour, QuotaHour, UsageHour
+from .rollups import DeviceHealthHour, PodOwner, QueuedDemandHour, QuotaHour, UsageHour
 
-__all__ = ["UsageHour", "UsageDay", "UsageDayBuilt", "DeviceHealthHour", "QueuedDemandHour", "QuotaHour", "Rate", "NodePool", "PriceClass",
+__all__ = ["UsageHour", "UsageDay", "UsageDayBuilt", "DeviceHealthHour", "QueuedDemandHour", "QuotaHour", "PodOwner", "Rate", "NodePool", "PriceClass",
            "ON_DEMAND", "PRICE_CLASSES", "BillingPeriod", "StatementLine", "FrozenCell", "LineKind",
            "InputChange", "MonthAnswer", "MonthBody", "MonthCell", "MonthLine"]

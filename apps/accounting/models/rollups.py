@@ -103,3 +103,24 @@ class QuotaHour(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["cluster", "namespace", "resource", "hour_start"], name="quota_hour_unique"),
         ]
+
+
+class PodOwner(models.Model):
+    """The workload a GPU pod belongs to, from kube-state-metrics' owner series
+    (docs/advice-and-alerts.md, "Right-sizing"): the pod's controlling owner, followed one step
+    up where kube-state-metrics says more (ReplicaSet → Deployment, Job → CronJob, a
+    StatefulSet pod labelled `notebook-name` → Notebook). A pod without one is its own workload."""
+
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    namespace = models.CharField(max_length=253)
+    pod = models.CharField(max_length=253)
+    owner_kind = models.CharField(max_length=100, help_text="the pod's controller, e.g. ReplicaSet")
+    owner_name = models.CharField(max_length=253)
+    workload_kind = models.CharField(max_length=100, help_text="e.g. Deployment, StatefulSet, Job, CronJob, Notebook")
+    workload_name = models.CharField(max_length=253)
+    last_seen = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "namespace", "pod"], name="pod_owner_unique"),
+        ]

@@ -6,8 +6,8 @@ from collections import defaultdict
 from typing import Iterable
 
 from .labels import is_gpu_resource, resource_fraction, sanitize_label_key
-from .records import (DEFAULT_REPLICA_LABELS, ClusterQueueRecord, NamespaceLabelRecord, QueuedRecord, QuotaRecord,
-                      Series, Window, _finite, hour_of)
+from .records import (DEFAULT_REPLICA_LABELS, ClusterQueueRecord, NamespaceLabelRecord, PodOwnerRecord, QueuedRecord,
+                      QuotaRecord, Series, Window, _finite, hour_of)
 from .timeline import STALENESS_SECONDS, durations, merge_copies, priority as _priority
 
 
@@ -181,3 +181,45 @@ def cluster_queues(nominal: Iterable[Series], borrowing: Iterable[Series] = (), 
         if r.cluster_queue in waiting:
             r.pending_workloads = waiting[r.cluster_queue]
     return list(records.values())
+
+
+def _ns(lb) -> str:
+    """kube-state-metrics' own `namespace` label, renamed `exported_namespace` when it is scraped
+    without honor_labels."""
+    return lb.get("exported_namespace") or lb.get("namespace", "")
+
+
+def _real(value: str | None) -> bool:
+    return bool(value) and value != "<none>"
+
+
+def pod_owners(owners: Iterable[Series], replicaset_owners: Iterable[Series] = (),
+               job_owners: Iterable[Series] = (), notebook_labels: Iterable[Series] = ()
+               ) -> dict[tuple[str, str], PodOwnerRecord]:
+    """(namespace, pod) → its workload, from `kube_pod_owner{owner_is_controller="true"}`,
+    followed one step up: a ReplicaSet to the Deployment that owns it (`kube_replicaset_owner`),
+    a Job to its CronJob (`kube_job_owner`), and a StatefulSet pod whose `notebook-name` label
+    kube-state-metrics exports (`kube_pod_labels{label_notebook_name}`) to that Notebook.
+    Pods with no controller (`owner_kind="<none>"`) are left out: they are their own workload."""
+    parents: dict[tuple[str, str, str], tuple[str, str]] = {}
+    for kind, series, key in (("ReplicaSet", replicaset_owners, "replicaset"), ("Job", job_owners, "job_name")):
+        for s in series:
+            lb = s.labels
+            if _real(lb.get("owner_kind")) and _real(lb.get("owner_name")) and lb.get(key):
+                parents[(kind, _ns(lb), lb[key])] = (lb["owner_kind"], lb["owner_name"])
+    notebooks = {(_ns(s.labels), s.labels.get("exported_pod") or s.labels.get("pod", "")): s.labels["label_notebook_name"]
+                 for s in notebook_labels if s.labels.get("label_notebook_name")}
+    out: dict[tuple[str, str], PodOwnerRecord] = {}
+    for s in owners:
+        lb = s.labels
+        if lb.get("owner_is_controller", "true") != "true":
+            continue
+        kind, name = lb.get("owner_kind", ""), lb.get("owner_name", "")
+        ns, pod = _ns(lb), lb.get("exported_pod") or lb.get("pod", "")
+        if not (_real(kind) and _real(name) and ns and pod):
+            continue
+        workload = parents.get((kind, ns, name), (kind, name))
+        if kind == "StatefulSet" and (ns, pod) in notebooks:
+            workload = ("Notebook", notebooks[(ns, pod)])
+        out[(ns, pod)] = PodOwnerRecord(ns, pod, kind, name, *workload)
+    return out

@@ -196,3 +196,14 @@ def hour_of(ts: float) -> int:
 
 def _finite(value: float) -> bool:
     return not (math.isnan(value) or math.isinf(value))
+
+
+@dataclass
+class PodOwnerRecord:
+    """A pod's workload (docs/advice-and-alerts.md, "Right-sizing")."""
+    namespace: str
+    pod: str
+    owner_kind: str
+    owner_name: str
+    workload_kind: str
+    workload_name: str

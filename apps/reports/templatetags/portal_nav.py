@@ -47,7 +47,8 @@ def portal_nav(context):
         links.append((f"Team {name}", href + suffix, path == href))
     if money:
         links.append(("Chargeback", "/chargeback/", _active(path, "/chargeback/")))
-    links.append(("Quota advice", "/advice/", _active(path, "/advice/")))
+    links.append(("Quota advice", "/advice/", _active(path, "/advice/") and not _active(path, "/advice/rightsizing/")))
+    links.append(("Right-sizing", "/advice/rightsizing/", _active(path, "/advice/rightsizing/")))
     if admin:
         links.append(("Ingest log", "/admin-tools/ingest/" + suffix, _active(path, "/admin-tools/ingest/")))
         links.append(("Team claims", "/admin-tools/claims/", _active(path, "/admin-tools/claims/")))

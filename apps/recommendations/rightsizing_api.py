@@ -1,0 +1,65 @@
+"""GET /api/v1/rightsizing/: one row per workload and GPU kind, the largest saving first
+(docs/advice-and-alerts.md, "Right-sizing")."""
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from .rightsizing import ACTIONS
+from .rightsizing_query import rightsize_query_for
+from .rightsizing_rows import CSV_COLUMNS, public, rightsizing_rows, total_saving
+
+_money = dict(allow_null=True)
+ROW_FIELDS = {
+    "cluster": serializers.CharField(), "namespace": serializers.CharField(), "team": serializers.CharField(),
+    "workload_kind": serializers.CharField(help_text="the pod's owner: Deployment, StatefulSet, Job, CronJob, "
+                                                     "Notebook…, or Pod when it has none"),
+    "workload_name": serializers.CharField(), "pods": serializers.IntegerField(),
+    "gpu_model": serializers.CharField(), "mig_profile": serializers.CharField(help_text="\"\" for a whole GPU"),
+    "resource_now": serializers.CharField(help_text="e.g. nvidia.com/gpu"),
+    "hours_observed": serializers.IntegerField(help_text="hours in which it held a GPU: the confidence"),
+    "history_hours": serializers.FloatField(help_text="from its first hour in the window to the window's end"),
+    "allocated_gpu_hours": serializers.FloatField(), "instance_hours": serializers.FloatField(),
+    "activity": serializers.FloatField(allow_null=True), "activity_p95": serializers.FloatField(allow_null=True),
+    "fb_peak_mib": serializers.FloatField(allow_null=True), "fb_p95_mib": serializers.FloatField(allow_null=True),
+    "action": serializers.ChoiceField(choices=list(ACTIONS)), "action_text": serializers.CharField(),
+    "profile": serializers.CharField(allow_null=True, help_text="the MIG profile advised"),
+    "resource_advised": serializers.CharField(allow_null=True, help_text="e.g. nvidia.com/mig-1g.10gb"),
+    "reason": serializers.CharField(), "confidence": serializers.ChoiceField(choices=["low", "medium", "high"]),
+    "monthly_cost_now": serializers.CharField(**_money), "monthly_cost_advised": serializers.CharField(**_money),
+    "monthly_saving": serializers.CharField(
+        **_money, help_text="(rate now − rate advised) × instance-hours × 730 ÷ history hours; null when unpriced "
+                            "or for roles without money"),
+    "currency": serializers.CharField(allow_null=True), "window_start": serializers.CharField(),
+    "window_end": serializers.CharField(), "yaml": serializers.CharField(help_text="the change to apply"),
+}
+
+
+class RightsizingView(APIView):
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name; default all clusters"),
+            OpenApiParameter("window_days", OpenApiTypes.INT, description="trailing window; default 28"),
+            OpenApiParameter("team", OpenApiTypes.STR, description="one team's workloads only"),
+        ],
+        responses=inline_serializer("Rightsizing", {
+            "cluster": serializers.CharField(allow_null=True), "team": serializers.CharField(allow_null=True),
+            "monthly_saving": inline_serializer("RightsizingTotal", {
+                "amount": serializers.CharField(), "currency": serializers.CharField()}, many=True),
+            "results": inline_serializer("RightsizingRow", ROW_FIELDS, many=True),
+        }),
+        description="Right-sizing per workload: a smaller MIG slice, a time-sliced share, or release, with the "
+                    "money it saves per month and the resource change in YAML.",
+    )
+    def get(self, request):
+        q = rightsize_query_for(request)
+        rows = rightsizing_rows(q)
+        totals = [{"amount": str(a), "currency": c} for a, c in total_saving(rows)] if q.money else []
+        return Response({"cluster": q.cluster, "team": q.team, "monthly_saving": totals,
+                         "results": [public(r) for r in rows]})
+
+    def csv_columns(self, rows):
+        if rows and isinstance(rows[0], dict) and "workload_name" not in rows[0]:
+            return None  # an error body
+        return CSV_COLUMNS

@@ -1,0 +1,192 @@
+"""Right-sizing rows: one function feeding the page, the team page, the API and the CSV
+(docs/advice-and-alerts.md, "Right-sizing"). The rules are in `rightsizing.py`; this reads
+the workloads' usage through `apps.accounting.workloads`, prices with the rate card and
+writes the YAML."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone as dt_timezone
+from decimal import Decimal
+
+from django.conf import settings
+from django.utils import timezone
+
+from apps.accounting.calc import present
+from apps.accounting.figures import gpu_hours, shown_hours, shown_ratio
+from apps.accounting.usage import billing_zone
+from apps.accounting.workloads import POD_KIND, WorkloadUsage, workload_usage
+from apps.clusters.models import Cluster
+from apps.teams.resolve import TeamResolver
+
+from . import rightsizing as rs
+from .advice import PRICE_CLASS, make_rater, window_for
+from .mig_profiles import mig_model, profile_named
+
+from apps.accounting.pricing import rate_basis_for, rate_for
+
+SCALABLE = ("Deployment", "StatefulSet", "ReplicaSet")
+__all__ = ["RightsizeQuery", "rightsizing_rows", "CSV_COLUMNS", "PRICE_CLASS", "params_from_settings"]
+
+
+@dataclass(frozen=True)
+class RightsizeQuery:
+    cluster: str | None = None
+    teams: frozenset[str] | None = None   # None: every team (team leads get theirs)
+    team: str | None = None               # one team only
+    money: bool = True
+    window_days: int | None = None
+    start: datetime | None = None         # an explicit window (the team page's), else the trailing days
+    end: datetime | None = None
+    now: datetime | None = None
+
+
+def params_from_settings() -> rs.Params:
+    return rs.Params(headroom=settings.RIGHTSIZE_HEADROOM, share_replicas=settings.RIGHTSIZE_SHARE_REPLICAS)
+
+
+class _Fractions:
+    """(model, MIG profile) → the profile's share of the GPU: compute slices ÷ the model's
+    (docs/accounting.md), for pricing a profile without a rate of its own."""
+
+    def __init__(self, held: dict):
+        self.held = held
+
+    def get(self, key):
+        if key in self.held:
+            return self.held[key]
+        model = mig_model(key[0])
+        profile = profile_named(model, key[1]) if model else None
+        return profile.slices / model.max_slices if profile else None
+
+
+def workload_yaml(u: WorkloadUsage, advice: rs.Advice) -> str:
+    """The change to apply, as YAML with the old value in a comment."""
+    where = f"{u.workload_kind} {u.workload_name} in namespace {u.namespace}"
+    if advice.action == rs.RELEASE:
+        if u.workload_kind in SCALABLE:
+            return f"# {where}: never used its GPU; scale it to zero (or delete it)\nspec:\n  replicas: 0\n"
+        kind = "pod" if u.workload_kind == POD_KIND else u.workload_kind.lower()
+        return (f"# {where}: never used its GPU; delete it\n"
+                f"# kubectl delete {kind} {u.workload_name} -n {u.namespace}\n")
+    if advice.resource_advised is None:
+        return ""
+    return (f"# {where}: in each container that asks for a GPU\n"
+            f"resources:\n  limits:\n    {advice.resource_advised}: 1   # instead of {advice.resource_now}: 1\n")
+
+
+def _iso(t: datetime) -> str:
+    return t.astimezone(dt_timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _round(value, digits=4):
+    return None if value is None else round(value, digits)
+
+
+def assess(u: WorkloadUsage, window: tuple[datetime, datetime], params: rs.Params, rate, money: bool) -> dict:
+    observed = rs.Observed(
+        gpu_model=u.gpu_model, mig_profile=u.mig_profile, gpu_fraction=u.gpu_fraction, hours=u.hours,
+        devices_per_pod=u.devices_per_pod, used_gpu_seconds=u.used_gpu_seconds, gpu_seconds=u.gpu_seconds,
+        idle_gpu_seconds=u.idle_gpu_seconds, activity_p95=u.activity_p95,
+        fb_peak_mib=u.fb_peak_mib, fb_p95_mib=u.fb_p95_mib)
+    advice = rs.advise(observed, params)
+    history_hours = (window[1] - max(window[0], u.first_hour)).total_seconds() / 3600
+    instance_hours = gpu_hours(u.mig_seconds if u.mig_profile else u.gpu_seconds)
+    now_rate = rate(u.gpu_model, u.mig_profile)
+    advised = None
+    if now_rate is not None:
+        if advice.action == rs.RELEASE:
+            advised = (Decimal(0), now_rate[1])
+        elif advice.action == rs.MIG:
+            advised = rate(u.gpu_model, advice.profile)
+        elif advice.action == rs.SHARE:
+            whole = rate(u.gpu_model, "")
+            advised = (whole[0] / Decimal(params.share_replicas), whole[1]) if whole else None
+        else:
+            advised = now_rate
+    cost_now = cost_advised = saving = currency = None
+    if now_rate is not None and advised is not None and advised[1] == now_rate[1]:
+        currency = now_rate[1]
+        cost_now = rs.monthly(now_rate[0], instance_hours, history_hours, currency)
+        cost_advised = rs.monthly(advised[0], instance_hours, history_hours, currency)
+        saving = cost_now - cost_advised
+    return {
+        "cluster": None, "namespace": u.namespace, "team": None,
+        "workload_kind": u.workload_kind, "workload_name": u.workload_name, "pods": u.pods,
+        "gpu_model": u.gpu_model, "mig_profile": u.mig_profile, "resource_now": advice.resource_now,
+        "hours_observed": u.hours, "history_hours": round(history_hours, 3),
+        "allocated_gpu_hours": shown_hours(u.gpu_seconds), "instance_hours": round(instance_hours, 6),
+        "activity": shown_ratio(u.activity), "activity_p95": _round(u.activity_p95),
+        "fb_peak_mib": _round(u.fb_peak_mib, 1), "fb_p95_mib": _round(u.fb_p95_mib, 1),
+        "action": advice.action, "action_text": advice.text, "profile": advice.profile,
+        "resource_advised": advice.resource_advised, "reason": advice.reason, "confidence": advice.confidence,
+        "monthly_cost_now": present(cost_now, currency) if money else None,
+        "monthly_cost_advised": present(cost_advised, currency) if money else None,
+        "monthly_saving": present(saving, currency) if money else None,
+        "currency": currency if money else None,
+        "window_start": _iso(window[0]), "window_end": _iso(window[1]),
+        "yaml": workload_yaml(u, advice),
+        "_saving": saving,
+    }
+
+
+def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dict]:
+    """Every workload the query may see, the largest saving first. `rate_fn`/`basis_fn`
+    default to the rate card's `rate_for`/`rate_basis_for`."""
+    if rate_fn is None:
+        rate_fn, basis_fn = rate_for, rate_basis_for
+    now = q.now or timezone.now()
+    today = now.astimezone(billing_zone()).date()
+    params = params_from_settings()
+    days = q.window_days or settings.ADVICE_WINDOW_DAYS
+    clusters = Cluster.objects.order_by("name")
+    if q.cluster:
+        clusters = clusters.filter(name=q.cluster)
+    clusters = list(clusters)
+    resolver = TeamResolver(cluster_ids=[c.pk for c in clusters])
+    wanted = frozenset({q.team}) if q.team is not None else q.teams
+    # the SQL reads only namespaces that ever belonged to the teams asked for; each row is still resolved
+    namespaces = resolver.namespaces_of(wanted) if wanted is not None else None
+    rows = []
+    for cluster in clusters:
+        window = window_for(cluster, now, days)
+        if q.start and q.end:   # an explicit window, never past the hours ingested
+            window = (q.start, min(q.end, window[1]))
+            if window[0] >= window[1]:
+                continue
+        usage = workload_usage([cluster.pk], *window, namespaces=namespaces)
+        held = {(u.gpu_model, u.mig_profile): u.gpu_fraction for u in usage if u.mig_profile}
+        rate = make_rater(cluster.pk, today, rate_fn, basis_fn, _Fractions(held))
+        teams = {}
+        for u in usage:
+            if u.namespace not in teams:
+                teams[u.namespace] = resolver.team(cluster.pk, u.namespace, today)
+            team = teams[u.namespace]
+            if (q.teams is not None and team not in q.teams) or (q.team is not None and team != q.team):
+                continue
+            row = assess(u, window, params, rate, q.money)
+            row["cluster"], row["team"] = cluster.name, team
+            rows.append(row)
+    rows.sort(key=lambda r: (r["_saving"] is None, -(r["_saving"] or 0), r["cluster"], r["namespace"],
+                             r["workload_kind"], r["workload_name"], r["gpu_model"], r["mig_profile"]))
+    return rows
+
+
+def total_saving(rows: list[dict]) -> list[tuple[Decimal, str]]:
+    """What the rows could save per month, per currency (rows never add currencies)."""
+    totals: dict[str, Decimal] = {}
+    for r in rows:
+        if r["_saving"] is not None and r["_saving"] > 0:
+            totals[r["currency"]] = totals.get(r["currency"], Decimal(0)) + r["_saving"]
+    return sorted(((v, c) for c, v in totals.items()), key=lambda t: t[1])
+
+
+def public(row: dict) -> dict:
+    return {k: v for k, v in row.items() if not k.startswith("_")}
+
+
+CSV_COLUMNS = [
+    "cluster", "namespace", "team", "workload_kind", "workload_name", "pods", "gpu_model", "mig_profile",
+    "resource_now", "hours_observed", "history_hours", "allocated_gpu_hours", "instance_hours", "activity",
+    "activity_p95", "fb_peak_mib", "fb_p95_mib", "action", "profile", "resource_advised", "reason", "confidence",
+    "monthly_cost_now", "monthly_cost_advised", "monthly_saving", "currency", "window_start", "window_end", "yaml",
+]

@@ -1,0 +1,33 @@
+"""`{% rightsizing_summary %}`: "what you could save" on the quota advice page and a team's
+page — the largest right-sizing savings, their total and a link to /advice/rightsizing/
+(docs/advice-and-alerts.md, "Right-sizing"). Rows come from `rightsizing_rows`, scoped to the
+user's teams, so the block shows exactly what the page and the API show."""
+from urllib.parse import urlencode
+
+from django import template
+from django.conf import settings
+
+from apps.teams.access import can_see_money, team_scope
+
+from ..rightsizing import KEEP
+from ..rightsizing_rows import RightsizeQuery, rightsizing_rows, total_saving
+
+register = template.Library()
+SHOWN = 5
+
+
+@register.inclusion_tag("recommendations/_rightsizing_summary.html", takes_context=True)
+def rightsizing_summary(context, team=None, sel=None):
+    user = context.get("user")
+    scope = team_scope(user)
+    money = can_see_money(user)
+    q = RightsizeQuery(cluster=getattr(sel, "cluster", None) or context.get("cluster") or None,
+                       teams=frozenset(scope) if scope is not None else None, team=team, money=money,
+                       start=getattr(sel, "start", None), end=getattr(sel, "end", None))
+    rows = [] if scope is not None and not scope else rightsizing_rows(q)
+    advised = [r for r in rows if r["action"] != KEEP]
+    link = {k: v for k, v in (("cluster", q.cluster), ("team", team)) if v}
+    return {"rows": advised[:SHOWN], "more": max(0, len(advised) - SHOWN), "workloads": len(rows),
+            "totals": total_saving(rows) if money else [], "money": money,
+            "href": "/advice/rightsizing/" + (f"?{urlencode(link)}" if link else ""),
+            "window": "this window" if sel is not None else f"the last {settings.ADVICE_WINDOW_DAYS} days"}

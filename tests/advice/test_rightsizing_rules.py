@@ -1,0 +1,146 @@
+"""Right-sizing rules and money, by hand (apps/recommendations/rightsizing.py; no database)."""
+from decimal import Decimal
+
+import pytest
+
+from apps.recommendations import rightsizing as rs
+from apps.recommendations.mig_profiles import MIB_PER_GB, board_memory_gb, mig_model
+
+H100 = "NVIDIA H100 80GB HBM3"
+H100_NVL = "NVIDIA H100 NVL"
+H200 = "NVIDIA H200"
+A100_40 = "NVIDIA A100-SXM4-40GB"
+A100_80 = "NVIDIA A100-SXM4-80GB"
+A30 = "NVIDIA A30"
+GIB = 1024.0
+
+
+def obs(model=H100, **kw):
+    base = dict(gpu_model=model, hours=200, used_gpu_seconds=1000.0, activity_p95=0.10, fb_peak_mib=8 * GIB)
+    base.update(kw)
+    return rs.Observed(**base)
+
+
+def test_the_issue_example_an_h100_at_8_gib_and_10_percent_fits_1g_10gb():
+    # 8 GiB × 1.15 = 9,420.8 MiB ≤ 10 GB = 9,536.7 MiB; 10 % × 1.15 = 0.115 ≤ 1/7 = 0.143
+    a = rs.advise(obs())
+    assert (a.action, a.profile, a.resource_now, a.resource_advised) == (
+        rs.MIG, "1g.10gb", "nvidia.com/gpu", "nvidia.com/mig-1g.10gb")
+    assert a.fraction_advised == pytest.approx(1 / 7)
+    assert a.confidence == rs.HIGH
+
+
+def test_profile_memory_is_the_fraction_of_the_board_in_decimal_gigabytes():
+    h100 = mig_model(H100)
+    assert [p.name for p in h100.profiles] == ["1g.10gb", "1g.20gb", "2g.20gb", "3g.40gb", "4g.40gb"]
+    assert h100.profiles[0].memory_mib(h100) == pytest.approx(10 * 10**9 / 2**20)      # 9,536.74 MiB
+    assert MIB_PER_GB == pytest.approx(953.674, abs=1e-3)
+    a30 = mig_model(A30)
+    assert [(p.name, round(p.memory_mib(a30), 1)) for p in a30.profiles] == [("1g.6gb", 5722.0), ("2g.12gb", 11444.1)]
+
+
+@pytest.mark.parametrize("model, label, smallest", [
+    (H100, "H100 80 GB", "1g.10gb"), (H100_NVL, "H100 NVL 94 GB", "1g.12gb"), (H200, "H200 141 GB", "1g.18gb"),
+    (A100_40, "A100 40 GB", "1g.5gb"), (A100_80, "A100 80 GB", "1g.10gb"), ("NVIDIA A100 80GB PCIe", "A100 80 GB", "1g.10gb"),
+    (A30, "A30 24 GB", "1g.6gb"),
+])
+def test_model_names_find_their_table(model, label, smallest):
+    m = mig_model(model)
+    assert m.label == label and m.profiles[0].name == smallest
+
+
+@pytest.mark.parametrize("model", ["NVIDIA L4", "NVIDIA L40S", "NVIDIA L40", "Tesla T4", "NVIDIA A10G"])
+def test_gpus_without_mig_have_no_table(model):
+    assert mig_model(model) is None and board_memory_gb(model) is not None
+
+
+def test_never_a_profile_below_the_peak_even_without_headroom():
+    # 10,000 MiB peaked above 1g.10gb's 9,536.7 MiB: the next is 1g.20gb, whatever the headroom
+    for headroom in (0.0, 0.15):
+        a = rs.advise(obs(fb_peak_mib=10_000.0), rs.Params(headroom=headroom))
+        assert a.profile == "1g.20gb"
+    # 9,000 MiB fits 1g.10gb bare, but not with 15 % room (10,350 MiB)
+    assert rs.advise(obs(fb_peak_mib=9000.0), rs.Params(headroom=0.0)).profile == "1g.10gb"
+    assert rs.advise(obs(fb_peak_mib=9000.0)).profile == "1g.20gb"
+
+
+@pytest.mark.parametrize("peak_gib, activity, profile", [
+    (1, 0.10, "1g.10gb"), (15, 0.10, "1g.20gb"),   # 1 slice, double memory beats 2 slices
+    (15, 0.20, "2g.20gb"),                         # 0.20 × 1.15 = 0.23 > 1/7: two slices
+    (30, 0.30, "3g.40gb"),                         # 0.345 ≤ 3/7 = 0.4286
+    (30, 0.40, "4g.40gb"),                         # 0.46 > 3/7, ≤ 4/7
+    (30, 0.50, None),                              # 0.575 > 4/7: the whole GPU
+    (40, 0.10, None),                              # 46 GiB > 40 GB: the whole GPU
+])
+def test_smallest_profile_by_slices_then_memory(peak_gib, activity, profile):
+    a = rs.advise(obs(fb_peak_mib=peak_gib * GIB, activity_p95=activity))
+    assert a.profile == profile
+    assert a.action == (rs.MIG if profile else rs.KEEP)
+
+
+def test_already_on_mig_sizes_activity_by_its_slice():
+    # 20 % of a 3g.40gb slice = 0.2 × 3/7 × 1.15 = 0.0986 of the GPU ≤ 1/7: down to 1g.10gb
+    a = rs.advise(obs(A100_80, mig_profile="3g.40gb", gpu_fraction=3 / 7, activity_p95=0.2, fb_peak_mib=5000.0))
+    assert (a.profile, a.resource_now, a.resource_advised) == ("1g.10gb", "nvidia.com/mig-3g.40gb",
+                                                               "nvidia.com/mig-1g.10gb")
+    # 40 % of it = 0.197 > 1/7: 2g.20gb, still fewer slices than 3
+    assert rs.advise(obs(A100_80, mig_profile="3g.40gb", gpu_fraction=3 / 7, activity_p95=0.4,
+                         fb_peak_mib=5000.0)).profile == "2g.20gb"
+    # already on the smallest that fits: keep, never a larger slice
+    a = rs.advise(obs(A100_80, mig_profile="1g.10gb", gpu_fraction=1 / 7, activity_p95=0.9, fb_peak_mib=9000.0))
+    assert a.action == rs.KEEP and a.profile is None and "already on the smallest" in a.reason
+    # an A30 2g.12gb at 10,872 MiB: × 1.15 is more than 2g.12gb's 11,444 MiB, yet it ran there (the
+    # instance is a little larger than the table says): kept on it, never told to take the whole GPU
+    a = rs.advise(obs(A30, mig_profile="2g.12gb", gpu_fraction=2 / 4, activity_p95=0.9, fb_peak_mib=10872.0))
+    assert a.action == rs.KEEP and "already on the smallest A30 24 GB profile that fits (2g.12gb)" in a.reason
+
+
+def test_release_when_never_used_whatever_the_memory():
+    a = rs.advise(obs(used_gpu_seconds=0.0, fb_peak_mib=30 * GIB, hours=12))
+    assert (a.action, a.resource_advised, a.fraction_advised, a.confidence) == (rs.RELEASE, None, 0.0, rs.LOW)
+    assert "12 hours" in a.reason
+
+
+def test_release_when_idle_every_second_it_held_a_gpu():
+    # 2 % activity, all of it under the idle threshold: idle = allocated
+    a = rs.advise(obs(used_gpu_seconds=72.0, gpu_seconds=3600.0, idle_gpu_seconds=3600.0, fb_peak_mib=60 * GIB))
+    assert a.action == rs.RELEASE and "idle threshold" in a.reason
+    # one busy minute in the hour: not never used (and 60 GiB needs the whole H100)
+    assert rs.advise(obs(used_gpu_seconds=130.0, gpu_seconds=3600.0, idle_gpu_seconds=3540.0,
+                         fb_peak_mib=60 * GIB)).action == rs.KEEP
+
+
+def test_gpus_without_mig_get_a_share_or_nothing():
+    # L4, 24 GB: a quarter is 5,722 MiB; 3,000 × 1.15 = 3,450 fits, 10 % × 1.15 ≤ 1/4
+    a = rs.advise(obs("NVIDIA L4", fb_peak_mib=3000.0))
+    assert (a.action, a.profile, a.resource_advised) == (rs.SHARE, None, "nvidia.com/gpu.shared")
+    assert a.fraction_advised == 0.25
+    # L40S at 60 %: keep, and never a MIG profile
+    a = rs.advise(obs("NVIDIA L40S", activity_p95=0.6, fb_peak_mib=20 * GIB))
+    assert (a.action, a.profile) == (rs.KEEP, None) and "has no MIG" in a.reason
+    # L4 at 5,000 MiB: 5,750 > 5,722 — too much memory for a quarter
+    assert rs.advise(obs("NVIDIA L4", fb_peak_mib=5000.0)).action == rs.KEEP
+    # an unknown model: no memory to size a share by
+    assert rs.advise(obs("NVIDIA Quadro X", fb_peak_mib=100.0)).action == rs.KEEP
+
+
+def test_multi_gpu_pods_and_missing_readings_keep():
+    assert rs.advise(obs(devices_per_pod=8.0)).action == rs.KEEP
+    a = rs.advise(obs(fb_peak_mib=None))
+    assert a.action == rs.KEEP and "DCGM_FI_DEV_FB_USED" in a.reason
+
+
+@pytest.mark.parametrize("hours, level", [(0, "low"), (23, "low"), (24, "medium"), (167, "medium"), (168, "high")])
+def test_confidence_is_hours_observed(hours, level):
+    assert rs.confidence(hours) == level
+
+
+def test_monthly_money_by_hand():
+    # (4.00 − 0.60) × 48 instance-hours × 730 ÷ 48 hours of history = 2,482.00
+    assert rs.monthly_saving(Decimal("4.00"), Decimal("0.60"), 48.0, 48.0, "EUR") == Decimal("2482.00")
+    # 2.80 × 12 held of 48 hours × 730 = 511.00; in yen, whole units: 300 × 12 × 730 ÷ 48 = 54,750
+    assert rs.monthly(Decimal("2.80"), 12.0, 48.0, "EUR") == Decimal("511.00")
+    assert rs.monthly(Decimal("300"), 12.0, 48.0, "JPY") == Decimal("54750")
+    # half-up at the cent: 0.01 × 1 × 730 ÷ 48 = 0.152083… → 0.15
+    assert rs.monthly(Decimal("0.01"), 1.0, 48.0, "USD") == Decimal("0.15")
+    assert rs.monthly(Decimal("4.00"), 1.0, 0.0, "USD") == Decimal("0.00")
