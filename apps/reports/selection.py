@@ -51,6 +51,18 @@ class Selection:
     def querystring(self) -> str:
         return urlencode({k: v for k, v in self.query.items() if v})
 
+    @property
+    def canonical_querystring(self) -> str:
+        """The picker as parsed, in one spelling whatever the URL said: a window given by dates
+        and times is written as billing-zone dates when it starts and ends on midnights, else as
+        UTC instants; a window left out stays out (the default preset, relative to today).
+        What a stored answer is keyed by (docs/security.md, "Stored answers"): 2026-03-01,
+        2026-03-01T00:00 and 2026-03-01T00:00:00+00:00 are one answer, not three."""
+        q = {"cluster": self.cluster or "", "team": self.team or ""}
+        if self.query.get("start") or self.query.get("end"):
+            q["start"], q["end"] = _spelled(self.start), _spelled(self.end)
+        return urlencode({k: v for k, v in q.items() if v})
+
 
 def selection_from(request, params=None, *, default_days=7, page=False) -> Selection:
     """Parse and authorise the picker. Raises DRF ValidationError (bad dates), Http404, PermissionDenied.
@@ -82,6 +94,13 @@ def selection_from(request, params=None, *, default_days=7, page=False) -> Selec
         fleet=sees_fleet(user), money=sees_money_of(user, frozenset({team}) if team else scope), admin=is_admin(user),
         query={k: params.get(k, "") for k in PICKER_KEYS}, preset=preset, today=today,
     )
+
+
+def _spelled(dt: datetime) -> str:
+    local = dt.astimezone(billing_zone())
+    if (local.hour, local.minute, local.second, local.microsecond) == (0, 0, 0, 0):
+        return local.date().isoformat()
+    return iso_utc(dt)
 
 
 def iso_utc(dt: datetime) -> str:

@@ -74,7 +74,7 @@ class ChargebackView(APIView):
             OpenApiParameter("shared_idle", OpenApiTypes.STR, enum=list(SHARED_IDLE), default="apart",
                              description="unallocated cost shown apart (default) or spread over teams"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team's lines only (team leads: one of "
-                             "theirs, else 403)"),
+                             "theirs, else 403; an unknown team: 404)"),
         ],
         responses=inline_serializer("ChargebackResponse", {
             "period": serializers.CharField(), "group_by": serializers.CharField(),

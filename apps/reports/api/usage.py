@@ -102,7 +102,7 @@ class UsageView(APIView):
                              description="what a row is; cluster and gpu_model rows add unallocated_gpu_hours"),
             OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team only (team leads: one of theirs, "
-                             "else 403)"),
+                             "else 403; an unknown team: 404)"),
         ],
         responses=inline_serializer("UsageResponse", {
             "start": serializers.CharField(), "end": serializers.CharField(),
