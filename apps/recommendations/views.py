@@ -9,6 +9,7 @@ from rest_framework.exceptions import NotFound, ValidationError
 from apps.clusters.models import Cluster
 from apps.teams.access import can_see_money, is_admin, money_scope, team_scope
 from apps.web.pages import bad_request
+from apps.web.throttle import throttled_page
 
 from .advice import advice_rows
 from .query import advice_query_for
@@ -16,6 +17,7 @@ from .models import Alert
 
 
 @login_required
+@throttled_page
 def advice(request):
     try:
         q = advice_query_for(request)
@@ -33,6 +35,7 @@ def advice(request):
 
 
 @login_required
+@throttled_page
 def alerts(request):
     scope = team_scope(request.user)
     qs = Alert.objects.prefetch_related("deliveries")

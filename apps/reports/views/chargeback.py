@@ -16,6 +16,7 @@ from apps.accounting.timeparse import billing_zone
 from apps.clusters.models import Cluster
 from apps.teams.access import can_close_periods, can_see_money, money_scope, require_team
 from apps.web.pages import bad_request
+from apps.web.throttle import throttled_page
 
 
 def _period(request):
@@ -28,6 +29,7 @@ def _period(request):
 
 
 @login_required
+@throttled_page
 def statement_view(request):
     if not can_see_money(request.user):
         raise PermissionDenied("your role may not see money figures")
@@ -70,6 +72,7 @@ def _closed(period):
 
 
 @login_required
+@throttled_page
 @require_http_methods(["GET", "POST"])
 def close_view(request):
     """GET asks for confirmation, saying what closing freezes and what is not in yet; only an
