@@ -36,7 +36,8 @@ USAGE_ROW_FIELDS = {
     "cost": serializers.CharField(allow_null=True),
     "currency": serializers.CharField(allow_null=True),
     "unpriced_gpu_hours": serializers.FloatField(
-        required=False, help_text="allocated hours no rate covers, left out of cost (roles that see money)"),
+        required=False, help_text="allocated hours no rate covers, left out of cost (only on rows whose "
+        "money the user may see)"),
 }
 
 
