@@ -17,6 +17,7 @@ from apps.accounting.calc import present
 from apps.accounting.figures import shown_ratio
 from apps.accounting.usage import billing_zone
 from apps.clusters.models import Cluster
+from apps.teams.access import money_covers
 from apps.teams.resolve import TeamResolver
 
 from . import estimator as est
@@ -50,7 +51,7 @@ class AdviceQuery:
 
     def money_for(self, teams) -> bool:
         """Whether a row of these teams shows money: all of them in the money scope."""
-        return self.money and (self.money_teams is None or bool(teams) and set(teams) <= self.money_teams)
+        return self.money and money_covers(self.money_teams, teams)
 
 
 def params_from_settings(window_days: int | None = None) -> est.Params:

@@ -50,12 +50,15 @@ def money_scope(user):
 def sees_money_of(user, teams) -> bool:
     """Whether money may be shown for figures covering `teams` (None: every team and the
     unallocated capacity): only when all of them are inside the user's money scope."""
-    if not can_see_money(user):
-        return False
-    scope = money_scope(user)
+    return can_see_money(user) and money_covers(money_scope(user), teams)
+
+
+def money_covers(scope, teams) -> bool:
+    """Whether a money scope (`money_scope`: None for every team) holds all of `teams` (None:
+    every team and the unallocated capacity). The one rule every money figure is shown by."""
     if scope is None:
         return True
-    return teams is not None and set(teams) <= scope
+    return teams is not None and set(teams) <= set(scope)
 
 
 def can_close_periods(user) -> bool:

@@ -11,7 +11,7 @@ from apps.accounting.answers import scope_tag
 from apps.accounting.months import usage_version, window_cells
 from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells
 from apps.clusters.models import Cluster
-from apps.teams.access import can_see_money, money_scope, require_team, team_scope
+from apps.teams.access import can_see_money, money_scope, require_team, sees_money_of, team_scope
 
 from apps.web.rendered import renders_stored
 
@@ -57,12 +57,7 @@ def priced_rows(user, rows) -> list[bool]:
     scope (docs/security.md, "Money scope"). A team lead who is also a viewer gets every team's
     hours, and cost on their own teams' rows only; a row mixing teams (a cluster, a GPU model)
     or holding unassigned or unallocated hours is priced only for a scope of every team."""
-    if not can_see_money(user):
-        return [False] * len(rows)
-    scope = money_scope(user)
-    if scope is None:
-        return [True] * len(rows)
-    return [all(c.team in scope for c in row.cells) for row in rows]
+    return [sees_money_of(user, {c.team for c in row.cells}) for row in rows]
 
 
 def money_tag(user) -> str:
