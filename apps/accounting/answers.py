@@ -281,13 +281,49 @@ def body(period: str, key: str, version: str, render, *, gzipped: bool = False) 
         return bytes(row[0])
     rendered = render()
     packed = gzip_of(rendered)
-    with connection.cursor() as cur:
-        cur.execute(f"INSERT INTO {table} (period, key, version, body, gzipped, rendered_at) "
-                    "VALUES (%s, %s, %s, %s, %s, now()) "
-                    "ON CONFLICT (period, key) DO UPDATE SET version = EXCLUDED.version, body = EXCLUDED.body, "
-                    "gzipped = EXCLUDED.gzipped, rendered_at = EXCLUDED.rendered_at",
-                    [period, key, version, rendered, packed])
+    with transaction.atomic():
+        with connection.cursor() as cur:
+            # clock_timestamp(), not now(): bodies written in one transaction keep their order.
+            cur.execute(f"INSERT INTO {table} (period, key, version, body, gzipped, rendered_at) "
+                        "VALUES (%s, %s, %s, %s, %s, clock_timestamp()) "
+                        "ON CONFLICT (period, key) DO UPDATE SET version = EXCLUDED.version, body = EXCLUDED.body, "
+                        "gzipped = EXCLUDED.gzipped, rendered_at = EXCLUDED.rendered_at",
+                        [period, key, version, rendered, packed])
+        _bound_bodies(period)
     return packed if gzipped else rendered
+
+
+BODY_LOCK_CLASS = LOCK_CLASS + 1   # pg_advisory_xact_lock(class, key): pruning a month's bodies
+
+
+def bodies_per_period() -> int:
+    """At most this many stored bodies per month (docs/security.md, "Stored answers")."""
+    return int(getattr(settings, "MONTH_BODIES_PER_PERIOD", 200))
+
+
+def _bound_bodies(period: str) -> None:
+    """Keep the month's newest `bodies_per_period()` bodies, dropping the longest unrendered
+    (the one just stored is the newest). Whoever holds the month's pruning lock prunes; a
+    concurrent writer skips it rather than wait, and the next write prunes again."""
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [BODY_LOCK_CLASS, zlib.crc32(period.encode()) - 2**31])
+        if not cur.fetchone()[0]:
+            return
+        table = MonthBody._meta.db_table
+        cur.execute(f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE period = %s "
+                    "ORDER BY rendered_at DESC, id DESC OFFSET %s)", [period, bodies_per_period()])
+
+
+def prune_bodies(keep_days: int | None = None) -> int:
+    """Drop stored bodies not rendered in `keep_days` (default `MONTH_BODY_KEEP_DAYS`, 31): a
+    body still asked for is rendered again on its next request. Returns the rows removed."""
+    if not stored_answers():
+        return 0
+    days = keep_days if keep_days is not None else int(getattr(settings, "MONTH_BODY_KEEP_DAYS", 31))
+    with connection.cursor() as cur:
+        cur.execute(f"DELETE FROM {MonthBody._meta.db_table} WHERE rendered_at < clock_timestamp() - %s",
+                    [timedelta(days=days)])
+        return cur.rowcount
 
 
 def gzip_of(data: bytes) -> bytes:

@@ -38,9 +38,10 @@ def prepare_month_answers(periods: list[str] | None = None, recent: bool = False
 @shared_task(soft_time_limit=300, time_limit=360)
 def compact_input_changes() -> dict:
     """Nightly housekeeping of the stored month answers: trim the log of input changes they are
-    versioned by (every answer is re-proved once after it), and drop the parts closed months no
-    longer read."""
-    from .answers import compact_input_changes as compact
+    versioned by (every answer is re-proved once after it), drop the parts closed months no
+    longer read, and the stored bodies nobody asked for lately (docs/security.md, "Stored answers")."""
+    from .answers import compact_input_changes as compact, prune_bodies
     from .months import prune_closed_months
 
-    return {"log_rows_removed": compact(), "closed_months_pruned": prune_closed_months()}
+    return {"log_rows_removed": compact(), "closed_months_pruned": prune_closed_months(),
+            "bodies_pruned": prune_bodies()}

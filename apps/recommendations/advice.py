@@ -17,6 +17,7 @@ from apps.accounting.calc import present
 from apps.accounting.figures import shown_ratio
 from apps.accounting.usage import billing_zone
 from apps.clusters.models import Cluster
+from apps.teams.access import money_covers
 from apps.teams.resolve import TeamResolver
 
 from . import estimator as est
@@ -44,8 +45,13 @@ class AdviceQuery:
     cluster: str | None = None
     teams: frozenset[str] | None = None   # None: every team (team leads get theirs)
     money: bool = True
+    money_teams: frozenset[str] | None = None   # with money: only these teams' rows (docs/security.md)
     window_days: int | None = None
     now: datetime | None = None
+
+    def money_for(self, teams) -> bool:
+        """Whether a row of these teams shows money: all of them in the money scope."""
+        return self.money and money_covers(self.money_teams, teams)
 
 
 def params_from_settings(window_days: int | None = None) -> est.Params:
@@ -207,7 +213,7 @@ def advice_rows(q: AdviceQuery, rate_fn=None, basis_fn=None, *, with_assessments
             hard = {a.resource: a.recommended for a in assessments}
             yaml_text = resourcequota_yaml(settings.ADVICE_RESOURCEQUOTA_NAME, ns, hard)
             row = build_row(KIND_NAMESPACE, cluster, ns, teams[ns], window, assessments,
-                            previous.get((cluster.pk, KIND_NAMESPACE, ns), {}), q.money, yaml_text)
+                            previous.get((cluster.pk, KIND_NAMESPACE, ns), {}), q.money_for({teams[ns]}), yaml_text)
             if with_assessments:
                 row["_assessments"] = assessments
             rows.append(row)
@@ -216,7 +222,8 @@ def advice_rows(q: AdviceQuery, rate_fn=None, basis_fn=None, *, with_assessments
             if q.teams is not None and not (members and all(teams.get(ns) in q.teams for ns in members)):
                 continue
             row = build_row(KIND_CLUSTER_QUEUE, cluster, cq["name"], "", window, cq["assessments"],
-                            previous.get((cluster.pk, KIND_CLUSTER_QUEUE, cq["name"]), {}), q.money,
+                            previous.get((cluster.pk, KIND_CLUSTER_QUEUE, cq["name"]), {}),
+                            q.money_for({teams.get(ns) for ns in members}),
                             cq["yaml"], namespaces=members, cohort=cq["cohort"])
             if with_assessments:
                 row["_assessments"] = cq["assessments"]

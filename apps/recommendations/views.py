@@ -7,8 +7,9 @@ from django.shortcuts import render
 from rest_framework.exceptions import NotFound, ValidationError
 
 from apps.clusters.models import Cluster
-from apps.teams.access import can_see_money, is_admin, team_scope
+from apps.teams.access import can_see_money, is_admin, money_scope, team_scope
 from apps.web.pages import bad_request
+from apps.web.throttle import throttled_page
 
 from .advice import advice_rows
 from .query import advice_query_for
@@ -16,6 +17,7 @@ from .models import Alert
 
 
 @login_required
+@throttled_page
 def advice(request):
     try:
         q = advice_query_for(request)
@@ -33,6 +35,7 @@ def advice(request):
 
 
 @login_required
+@throttled_page
 def alerts(request):
     scope = team_scope(request.user)
     qs = Alert.objects.prefetch_related("deliveries")
@@ -40,8 +43,12 @@ def alerts(request):
         if not scope:
             raise PermissionDenied("no team to show")
         qs = qs.filter(Q(team__in=scope))
+    money = money_scope(request.user)     # never widened by `viewer` (docs/security.md, "Money scope")
+    money_alerts = Q(kind__in=(Alert.Kind.BUDGET, Alert.Kind.FORECAST), fields__unit="money")
     if not can_see_money(request.user):
-        qs = qs.exclude(kind__in=(Alert.Kind.BUDGET, Alert.Kind.FORECAST), fields__unit="money")
+        qs = qs.exclude(money_alerts)
+    elif money is not None:
+        qs = qs.exclude(money_alerts & ~Q(team__in=money))
     return render(request, "recommendations/alerts.html", {
         "alerts": qs[:500], "money": can_see_money(request.user), "admin": is_admin(request.user),
     })

@@ -20,7 +20,7 @@ from django.utils import timezone
 from apps.accounting.models import BillingPeriod
 from apps.accounting.statement_book import statement_book
 from apps.accounting.statements import statement
-from apps.teams.access import ROLE_FINANCE, ROLE_TEAM_LEAD, can_see_money, team_scope
+from apps.teams.access import ROLE_FINANCE, ROLE_TEAM_LEAD, can_see_money, money_scope
 from apps.teams.models import AuditEvent
 
 from .models import StatementDelivery, StatementRecipient
@@ -46,10 +46,11 @@ class Recipient:
 
 
 def _for_user(user, team=None) -> Recipient:
-    """What a user may be sent: their own scope (team_scope), narrowed to `team` when given."""
+    """What a user may be sent: their own money scope (`money_scope`, never widened by `viewer`),
+    narrowed to `team` when given."""
     if not can_see_money(user):
         return Recipient(user.email, frozenset(), user.pk, f"{user.get_username()} may not see money figures")
-    scope = team_scope(user)
+    scope = money_scope(user)
     if team is not None:
         if scope is not None and team.name not in scope:
             return Recipient(user.email, frozenset(), user.pk, f"team {team.name!r} is not one of "

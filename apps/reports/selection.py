@@ -16,7 +16,7 @@ from django.utils import timezone
 from apps.accounting.usage import UsageFilter, billing_zone
 from apps.clusters.models import Cluster
 from apps.reports.api.params import parse_window
-from apps.teams.access import can_see_money, is_admin, require_team, sees_fleet, team_scope
+from apps.teams.access import is_admin, require_team, sees_fleet, sees_money_of, team_scope
 
 from . import presets
 
@@ -31,7 +31,7 @@ class Selection:
     team: str | None
     scope: frozenset[str] | None      # teams the user may see; None: all
     fleet: bool                       # may see fleet-wide figures (capacity, unallocated)
-    money: bool
+    money: bool                       # may see the money of every team the figures cover
     admin: bool
     query: dict                       # the picker's raw GET values, for links that keep them
     preset: str = presets.CUSTOM      # the date preset the window is (presets.py), or custom
@@ -50,6 +50,18 @@ class Selection:
     @property
     def querystring(self) -> str:
         return urlencode({k: v for k, v in self.query.items() if v})
+
+    @property
+    def canonical_querystring(self) -> str:
+        """The picker as parsed, in one spelling whatever the URL said: a window given by dates
+        and times is written as billing-zone dates when it starts and ends on midnights, else as
+        UTC instants; a window left out stays out (the default preset, relative to today).
+        What a stored answer is keyed by (docs/security.md, "Stored answers"): 2026-03-01,
+        2026-03-01T00:00 and 2026-03-01T00:00:00+00:00 are one answer, not three."""
+        q = {"cluster": self.cluster or "", "team": self.team or ""}
+        if self.query.get("start") or self.query.get("end"):
+            q["start"], q["end"] = _spelled(self.start), _spelled(self.end)
+        return urlencode({k: v for k, v in q.items() if v})
 
 
 def selection_from(request, params=None, *, default_days=7, page=False) -> Selection:
@@ -73,12 +85,22 @@ def selection_from(request, params=None, *, default_days=7, page=False) -> Selec
     team = (params.get("team") or "").strip() or None
     if team:
         require_team(user, team)
+    scope = frozenset(scope) if scope is not None else None
+    # Money only when every team the figures cover is in the money scope: a team lead who is
+    # also a viewer sees the whole fleet's hours, its money only on their own teams' figures
+    # (docs/security.md, "Money scope").
     return Selection(
-        start=start, end=end, cluster=cluster, team=team,
-        scope=frozenset(scope) if scope is not None else None,
-        fleet=sees_fleet(user), money=can_see_money(user), admin=is_admin(user),
+        start=start, end=end, cluster=cluster, team=team, scope=scope,
+        fleet=sees_fleet(user), money=sees_money_of(user, frozenset({team}) if team else scope), admin=is_admin(user),
         query={k: params.get(k, "") for k in PICKER_KEYS}, preset=preset, today=today,
     )
+
+
+def _spelled(dt: datetime) -> str:
+    local = dt.astimezone(billing_zone())
+    if (local.hour, local.minute, local.second, local.microsecond) == (0, 0, 0, 0):
+        return local.date().isoformat()
+    return iso_utc(dt)
 
 
 def iso_utc(dt: datetime) -> str:

@@ -4,8 +4,15 @@ A pattern with no row in EXPECT fails `test_route` below, so a new endpoint cann
 decision about who may use it. Statuses per role: (viewer, team_lead, finance, admin); the
 anonymous visitor is sent to sign in on pages ("login"), refused on the API ("api": 401/403),
 or sent to the admin's own sign-in ("admin-login").
+
+A user may hold two roles (with single sign-on, straight from the provider's groups): every pair
+opens what either role opens (`test_route_for_a_pair_of_roles`); what money each pair sees once
+in is tests/hardening/test_role_pairs.py.
 """
+import itertools
+
 import pytest
+from django.contrib.auth.models import Group, User
 
 from .urlwalk import routes
 
@@ -102,3 +109,32 @@ def test_route(as_role, world, route, role):
             assert response.status_code in (401, 403), f"anonymous GET {url}: {response.status_code}"
         else:
             assert response.status_code == anonymous, f"anonymous GET {url}: {response.status_code}"
+
+
+PAIRS = list(itertools.combinations(ROLES[1:], 2))
+
+
+def pair_status(statuses, pair):
+    """A pair opens what either of its roles opens; refused, it gets the first role's refusal."""
+    held = [statuses[ROLES.index(r) - 1] for r in pair]
+    return 200 if 200 in held else held[0]
+
+
+@pytest.mark.parametrize("pair", PAIRS, ids="+".join)
+@pytest.mark.parametrize("route", ROUTES)
+def test_route_for_a_pair_of_roles(db, world, client, route, pair):
+    if route not in EXPECT:
+        pytest.fail(f"URL pattern {route!r} has no access decision in EXPECT: add one")
+    _, statuses, urls = EXPECT[route]
+    user = User.objects.create_user("+".join(pair), is_staff="admin" in pair, is_superuser="admin" in pair)
+    user.groups.add(*[Group.objects.get_or_create(name=r)[0] for r in pair])
+    if "team_lead" in pair:
+        world.users["team_lead"].teams.first().members.add(user)
+    client.force_login(user)
+    expected = pair_status(statuses, pair)
+    for raw in urls:
+        url = fill(raw, world)
+        response = client.get(url)
+        assert response.status_code == expected, f"{'+'.join(pair)} GET {url}: {response.status_code}"
+        if expected == 302:
+            assert response["Location"].startswith("/admin/login/")

@@ -14,7 +14,7 @@ from apps.accounting.calc import parse_period
 from apps.accounting.months import month_bounds, statement_version
 from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clusters_behind, csv_rows,
                                         default_period, statement, statement_payload)
-from apps.teams.access import can_close_periods, can_see_money, require_team, team_scope
+from apps.teams.access import can_close_periods, can_see_money, money_scope, require_team
 from apps.accounting.statement_book import statement_book
 from apps.reports.statement_xlsx import statement_workbook, workbook_name
 from apps.reports.xlsx import XLSXRenderer
@@ -43,12 +43,13 @@ def parse_period_param(params, name="period", default=None):
 
 def statement_scope(request, team=None):
     """The teams whose statement lines a request may see: `team=` narrows to that one (403
-    when it is not the user's), else the user's scope. The statement, its CSV and XLSX and
-    the FOCUS export all ask this."""
+    when it is not the user's, 404 when no such team), else the user's money scope — never
+    widened by `viewer` (docs/security.md, "Money scope"). The statement, its CSV and XLSX,
+    the FOCUS export and the forecast all ask this."""
     if team:
-        require_team(request.user, team)
+        require_team(request.user, team, money=True)
         return {team}
-    return team_scope(request.user)
+    return money_scope(request.user)
 
 
 def chargeback_payload(request, period, group_by, shared_idle, team=None):
@@ -72,7 +73,7 @@ class ChargebackView(APIView):
             OpenApiParameter("shared_idle", OpenApiTypes.STR, enum=list(SHARED_IDLE), default="apart",
                              description="unallocated cost shown apart (default) or spread over teams"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team's lines only (team leads: one of "
-                             "theirs, else 403)"),
+                             "theirs, else 403; an unknown team: 404)"),
         ],
         responses=inline_serializer("ChargebackResponse", {
             "period": serializers.CharField(), "group_by": serializers.CharField(),

@@ -40,7 +40,7 @@ class FocusExportView(APIView):
             OpenApiParameter("period", OpenApiTypes.STR, description="YYYY-MM in the billing time zone; "
                              "default the last complete month"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team's rows only (team leads: one of "
-                             "theirs, else 403)"),
+                             "theirs, else 403; an unknown team: 404)"),
             OpenApiParameter("legacy_names", OpenApiTypes.STR, enum=list(LEGACY_NAMES), default="include",
                              description="also write ChargeType, InvoiceIssuer, Provider, Publisher and ResourceID, "
                              "the names focus-validator 1.0.0 checks (omit: FOCUS 1.0 names only)"),

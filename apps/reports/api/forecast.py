@@ -43,7 +43,7 @@ class ForecastView(APIView):
             OpenApiParameter("period", OpenApiTypes.STR, description="YYYY-MM in the billing time zone: the "
                              "running month (the default); an ended or future month is a 400"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team only (team leads: one of theirs, "
-                             "else 403)"),
+                             "else 403; an unknown team: 404)"),
         ],
         responses=inline_serializer("ForecastResponse", {
             "period": serializers.CharField(), "as_of": serializers.CharField(help_text="UTC instant"),

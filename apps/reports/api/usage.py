@@ -11,7 +11,7 @@ from apps.accounting.answers import scope_tag
 from apps.accounting.months import usage_version, window_cells
 from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells
 from apps.clusters.models import Cluster
-from apps.teams.access import can_see_money, require_team, team_scope
+from apps.teams.access import can_see_money, money_scope, require_team, sees_money_of, team_scope
 
 from apps.web.rendered import renders_stored
 
@@ -36,7 +36,8 @@ USAGE_ROW_FIELDS = {
     "cost": serializers.CharField(allow_null=True),
     "currency": serializers.CharField(allow_null=True),
     "unpriced_gpu_hours": serializers.FloatField(
-        required=False, help_text="allocated hours no rate covers, left out of cost (roles that see money)"),
+        required=False, help_text="allocated hours no rate covers, left out of cost (only on rows whose "
+        "money the user may see)"),
 }
 
 
@@ -51,13 +52,28 @@ def usage_filter_for(request, start, end, cluster=None, team=None):
                        teams=frozenset(scope) if scope is not None else None)
 
 
+def priced_rows(user, rows) -> list[bool]:
+    """Per row, whether its cost may be shown: every team of its cells is in the user's money
+    scope (docs/security.md, "Money scope"). A team lead who is also a viewer gets every team's
+    hours, and cost on their own teams' rows only; a row mixing teams (a cluster, a GPU model)
+    or holding unassigned or unallocated hours is priced only for a scope of every team."""
+    return [sees_money_of(user, {c.team for c in row.cells}) for row in rows]
+
+
+def money_tag(user) -> str:
+    """The part of a stored usage body's key naming whose money it shows."""
+    return scope_tag(money_scope(user)) if can_see_money(user) else "none"
+
+
 def usage_payload(request, group_by, usage_filter):
     """The usage rows as the API, the pages and the CSV all show them."""
     rows = group_cells(window_cells(usage_filter), group_by)
-    money = can_see_money(request.user)
-    prices = price_usage_rows_detail(rows) if money else [(None, None, None)] * len(rows)
+    shown = priced_rows(request.user, rows)
+    detail = iter(price_usage_rows_detail([r for r, ok in zip(rows, shown) if ok]) if any(shown) else [])
+    prices = [next(detail) if ok else None for ok in shown]
     out = []
-    for row, (cost, currency, unpriced_hours) in zip(rows, prices):
+    for row, priced in zip(rows, prices):
+        cost, currency, unpriced_hours = priced or (None, None, None)
         item = {
             "key": row.key,
             "allocated_gpu_hours": shown_hours(row.allocated_gpu_seconds),
@@ -69,7 +85,7 @@ def usage_payload(request, group_by, usage_filter):
         item["efficiency"] = shown_ratio(row.efficiency)
         item["mig_instance_hours"] = {p: shown_hours(s) for p, s in sorted(row.mig_seconds.items())}
         item["cost"], item["currency"] = cost, currency
-        if money:
+        if priced:
             item["unpriced_gpu_hours"] = unpriced_hours
         out.append(item)
     return out
@@ -82,7 +98,7 @@ class UsageView(APIView):
                              description="what a row is; cluster and gpu_model rows add unallocated_gpu_hours"),
             OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team only (team leads: one of theirs, "
-                             "else 403)"),
+                             "else 403; an unknown team: 404)"),
         ],
         responses=inline_serializer("UsageResponse", {
             "start": serializers.CharField(), "end": serializers.CharField(),
@@ -104,7 +120,7 @@ class UsageView(APIView):
         stored = usage_version(f, money, scoped=True) if renders_stored(request.accepted_renderer) else None
         if stored is not None:      # a whole month as sent to this set of teams, kept with its version
             period, version = stored
-            key = f"usage?group_by={group_by}&money={int(money)}&scope={scope_tag(f.teams)}"
+            key = f"usage?group_by={group_by}&money={money_tag(request.user)}&scope={scope_tag(f.teams)}"
             return stored_response(request, period, key, version, answer)
         return Response(answer())
 
@@ -117,7 +133,7 @@ class UsageView(APIView):
         profiles = sorted({p for r in rows if isinstance(r, dict) for p in r.get("mig_instance_hours", {})})
         cols += [f"mig_instance_hours.{p}" for p in profiles]
         cols += ["cost", "currency"]
-        if rows and isinstance(rows[0], dict) and "unpriced_gpu_hours" in rows[0]:
+        if any(isinstance(r, dict) and "unpriced_gpu_hours" in r for r in rows):
             cols.append("unpriced_gpu_hours")
         if rows and isinstance(rows[0], dict) and "key" not in rows[0]:
             return None  # an error body: let the renderer show its own columns

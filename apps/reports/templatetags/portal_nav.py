@@ -32,10 +32,10 @@ def portal_nav(context):
     sel = context.get("sel")
     path = request.path if request else ""
     if sel is not None:
-        scope, money, admin, qs = sel.scope, sel.money, sel.admin, sel.querystring
+        scope, admin, qs = sel.scope, sel.admin, sel.querystring
         picked_team = sel.team
     else:
-        scope, money, admin = team_scope(user), can_see_money(user), is_admin(user)
+        scope, admin = team_scope(user), is_admin(user)
         params = request.GET if request else {}
         qs = urlencode({k: params.get(k) for k in PICKER_KEYS if params.get(k)})
         picked_team = None
@@ -45,7 +45,7 @@ def portal_nav(context):
     for name in teams:
         href = f"/teams/{quote(name, safe='')}/"
         links.append((f"Team {name}", href + suffix, path == href))
-    if money:
+    if can_see_money(user):     # the page itself shows the user's money scope only
         links.append(("Chargeback", "/chargeback/", _active(path, "/chargeback/")))
     links.append(("Quota advice", "/advice/", _active(path, "/advice/") and not _active(path, "/advice/rightsizing/")))
     links.append(("Right-sizing", "/advice/rightsizing/", _active(path, "/advice/rightsizing/")))

@@ -14,8 +14,9 @@ from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_b
                                         period_has_ended, statement, statement_payload)
 from apps.accounting.months import month_zone
 from apps.clusters.models import Cluster
-from apps.teams.access import can_close_periods, can_see_money, require_team, team_scope
+from apps.teams.access import can_close_periods, can_see_money, money_scope, require_team
 from apps.web.pages import bad_request
+from apps.web.throttle import throttled_page
 
 
 def _period(request):
@@ -28,6 +29,7 @@ def _period(request):
 
 
 @login_required
+@throttled_page
 def statement_view(request):
     if not can_see_money(request.user):
         raise PermissionDenied("your role may not see money figures")
@@ -37,12 +39,13 @@ def statement_view(request):
     shared_idle = request.GET.get("shared_idle") if request.GET.get("shared_idle") in SHARED_IDLE else "apart"
     team = request.GET.get("team") or ""
     if team:
-        require_team(request.user, team)
-    payload = statement_payload(statement(period, shared_idle=shared_idle), "team", team_scope(request.user),
+        require_team(request.user, team, money=True)
+    scope = money_scope(request.user)     # never widened by `viewer` (docs/security.md, "Money scope")
+    payload = statement_payload(statement(period, shared_idle=shared_idle), "team", scope,
                                 shared_idle, lines_of={team})
     running = not payload["closed"] and is_running(period)
     if running:   # the running month: each team's month-end forecast beside its cost (docs/forecast.md)
-        forecasts = forecasts_by_team(forecast_payload(month_forecast(period, teams=team_scope(request.user))))
+        forecasts = forecasts_by_team(forecast_payload(month_forecast(period, teams=scope)))
         for row in payload["results"]:
             row["forecast"] = forecasts.get(row["key"], [])
     selected = next((row for row in payload["results"] if row["key"] == team), None) if team else None
@@ -69,6 +72,7 @@ def _closed(period):
 
 
 @login_required
+@throttled_page
 @require_http_methods(["GET", "POST"])
 def close_view(request):
     """GET asks for confirmation, saying what closing freezes and what is not in yet; only an

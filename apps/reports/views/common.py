@@ -11,15 +11,18 @@ from apps.accounting.timeparse import billing_zone
 from apps.clusters.models import Cluster
 from apps.teams.models import UNASSIGNED, Team
 from apps.web.pages import bad_request
+from apps.web.throttle import throttled_page
 
 from .. import presets
 from ..selection import selection_from
 
 
 def report_view(view=None, *, admin_only=False):
-    """Sign-in required; the picker parsed (bad values answer 400 with the reason) and scoped."""
+    """Sign-in required; throttled per user as the API is (docs/security.md, "Throttling"); the
+    picker parsed (bad values answer 400 with the reason) and scoped."""
     def wrap(fn):
         @login_required
+        @throttled_page
         @wraps(fn)
         def inner(request, *args, **kwargs):
             try:

@@ -16,12 +16,15 @@ from .common import page, report_view
 def overview(request, sel):
     f = sel.usage_filter()
 
+    # The figures' links carry the picker in its one canonical spelling, so the stored HTML is
+    # keyed by the window as parsed, never by how the URL spelled it (docs/security.md).
+    qs = sel.canonical_querystring
+
     def render(data) -> str:
         return render_to_string("reports/_overview_figures.html", {
-            **data, "totals": window_totals(data["days"]), "sel": sel, "qs": sel.querystring})
+            **data, "totals": window_totals(data["days"]), "sel": sel, "qs": qs})
 
-    figures_html = kept_html(f, sel.money, sel.fleet, sel.querystring, lambda: _figures(f, sel.money, sel.fleet),
-                             render)
+    figures_html = kept_html(f, sel.money, sel.fleet, qs, lambda: _figures(f, sel.money, sel.fleet), render)
     freshness = ingest_freshness()     # always live
     ctx = {"figures_html": mark_safe(figures_html), "freshness": freshness,   # rendered by our template
            "stale": [x for x in freshness if x.stale]}

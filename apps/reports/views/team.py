@@ -1,8 +1,10 @@
+from dataclasses import replace
+
 from django.http import Http404
 from django.utils import timezone
 
 from apps.accounting.usage import group_cells
-from apps.teams.access import require_team
+from apps.teams.access import require_team, sees_money_of
 from apps.teams.models import UNASSIGNED, Team
 from apps.teams.resolve import TeamResolver
 
@@ -18,6 +20,9 @@ def team_dashboard(request, sel, name):
     require_team(request.user, name)
     if name != UNASSIGNED and not Team.objects.filter(name=name).exists():
         raise Http404("no such team")
+    # The page's figures are this team's: its money shows only when the team is in the user's
+    # money scope (docs/security.md, "Money scope").
+    sel = replace(sel, money=sees_money_of(request.user, {name}))
     resolver = TeamResolver()     # one read of mappings and label history for the cells, quota and moves
     cells = team_cells(sel, name, resolver)
     namespaces = group_cells(cells, "namespace")
