@@ -20,4 +20,5 @@ def rightsize_query_for(request) -> RightsizeQuery:
             raise PermissionDenied(f"team {team!r} is not one of yours")
         if team != UNASSIGNED and not Team.objects.filter(name=team).exists():
             raise NotFound(f"no team named {team!r}")
-    return RightsizeQuery(cluster=q.cluster, teams=q.teams, team=team, money=q.money, window_days=q.window_days)
+    return RightsizeQuery(cluster=q.cluster, teams=q.teams, team=team, money=q.money, money_teams=q.money_teams,
+                          window_days=q.window_days)

@@ -23,6 +23,7 @@ from .advice import PRICE_CLASS, make_rater, window_for
 from .mig_profiles import mig_model, profile_named
 
 from apps.accounting.pricing import rate_basis_for, rate_for
+from apps.teams.access import money_covers
 
 SCALABLE = ("Deployment", "StatefulSet", "ReplicaSet")
 __all__ = ["RightsizeQuery", "rightsizing_rows", "CSV_COLUMNS", "PRICE_CLASS", "params_from_settings"]
@@ -34,6 +35,7 @@ class RightsizeQuery:
     teams: frozenset[str] | None = None   # None: every team (team leads get theirs)
     team: str | None = None               # one team only
     money: bool = True
+    money_teams: frozenset[str] | None = None   # whose money (`access.money_scope`; None: every team's)
     window_days: int | None = None
     start: datetime | None = None         # an explicit window (the team page's), else the trailing days
     end: datetime | None = None
@@ -125,7 +127,7 @@ def assess(u: WorkloadUsage, window: tuple[datetime, datetime], params: rs.Param
         "currency": currency if money else None,
         "window_start": _iso(window[0]), "window_end": _iso(window[1]),
         "yaml": workload_yaml(u, advice),
-        "_saving": saving,
+        "_saving": saving if money else None,
     }
 
 
@@ -163,7 +165,7 @@ def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dic
             team = teams[u.namespace]
             if (q.teams is not None and team not in q.teams) or (q.team is not None and team != q.team):
                 continue
-            row = assess(u, window, params, rate, q.money)
+            row = assess(u, window, params, rate, q.money and money_covers(q.money_teams, {team}))
             row["cluster"], row["team"] = cluster.name, team
             rows.append(row)
     rows.sort(key=lambda r: (r["_saving"] is None, -(r["_saving"] or 0), r["cluster"], r["namespace"],

@@ -158,6 +158,13 @@ def test_pages_show_money_only_on_figures_of_the_money_scope(client_with, world,
     for row in c.get("/api/v1/quota-recommendations/").json()["results"]:
         allowed = k == "all" or (k == "lead" and row["team"] == n.team_a)
         assert (row["monthly_money_at_stake"] is not None) == allowed, (combo, row["team"])
+    # Right-sizing: savings only on rows of the money scope, in the API and on its page.
+    for row in c.get("/api/v1/rightsizing/").json()["results"]:
+        allowed = k == "all" or (k == "lead" and row["team"] == n.team_a)
+        if not allowed:
+            assert row["monthly_saving"] is None and row["currency"] is None, (combo, row["team"])
+    if not (k == "all" or (k == "lead" and everyone <= {a})):
+        assert "SEK" not in body_text(c.get("/advice/rightsizing/")), combo
     # Alerts: a budget alert is money; team B's only for a scope of every team.
     text = c.get("/advice/alerts/").content.decode()
     assert (f"{n.team_b} used 80%" in text) == (k == "all"), combo

@@ -7,7 +7,7 @@ from urllib.parse import urlencode
 from django import template
 from django.conf import settings
 
-from apps.teams.access import can_see_money, team_scope
+from apps.teams.access import can_see_money, money_covers, money_scope, team_scope
 
 from ..rightsizing import KEEP
 from ..rightsizing_rows import RightsizeQuery, rightsizing_rows, total_saving
@@ -20,9 +20,14 @@ SHOWN = 5
 def rightsizing_summary(context, team=None, sel=None):
     user = context.get("user")
     scope = team_scope(user)
-    money = can_see_money(user)
+    # money per row, within the user's money scope (docs/security.md, "Money scope"); the totals
+    # only when every team the block covers is in it
+    paid = money_scope(user)
+    money_teams = frozenset(paid) if paid is not None else None
+    money = can_see_money(user) and money_covers(money_teams, {team} if team else scope)
     q = RightsizeQuery(cluster=getattr(sel, "cluster", None) or context.get("cluster") or None,
-                       teams=frozenset(scope) if scope is not None else None, team=team, money=money,
+                       teams=frozenset(scope) if scope is not None else None, team=team, money=can_see_money(user),
+                       money_teams=money_teams,
                        start=getattr(sel, "start", None), end=getattr(sel, "end", None))
     rows = [] if scope is not None and not scope else rightsizing_rows(q)
     advised = [r for r in rows if r["action"] != KEEP]
