@@ -193,24 +193,26 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# Sign-in throttling (django-axes; docs/security.md): after SIGNIN_FAILURE_LIMIT failures for
-# one user name, or from one address, that user name or address is locked for
+# Sign-in throttling (django-axes; docs/security.md, gpuportal/signin.py): SIGNIN_FAILURE_LIMIT
+# failures for one user name from one address lock that name at that address, and
+# SIGNIN_ADDRESS_FAILURE_LIMIT failures from one address across all names lock the address, for
 # SIGNIN_LOCKOUT_MINUTES. Admins see and clear lockouts in the Django admin ("Axes").
-# The address is REMOTE_ADDR, or with TRUSTED_PROXY_COUNT > 0 the client's address as the
-# trusted proxies in front append it to X-Forwarded-For (never a header the client sets alone).
+# The address is REMOTE_ADDR, or with TRUSTED_PROXY_COUNT = N > 0 the entry the outermost trusted
+# proxy appended to X-Forwarded-For (entry -N; never one the client wrote itself).
 AXES_ENABLED = env.bool("SIGNIN_THROTTLING", default=True)
 AXES_FAILURE_LIMIT = _env_int("SIGNIN_FAILURE_LIMIT", 5)
+SIGNIN_ADDRESS_FAILURE_LIMIT = _env_int("SIGNIN_ADDRESS_FAILURE_LIMIT", 20)
+if SIGNIN_ADDRESS_FAILURE_LIMIT < AXES_FAILURE_LIMIT:
+    raise ImproperlyConfigured(f"SIGNIN_ADDRESS_FAILURE_LIMIT={SIGNIN_ADDRESS_FAILURE_LIMIT} must be at least "
+                               f"SIGNIN_FAILURE_LIMIT={AXES_FAILURE_LIMIT} (it counts every user name's failures)")
 AXES_COOLOFF_TIME = timedelta(minutes=_env_int("SIGNIN_LOCKOUT_MINUTES", 30))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]   # this order: gpuportal.signin reads it
+AXES_HANDLER = "gpuportal.signin.SigninHandler"
+AXES_CLIENT_IP_CALLABLE = "gpuportal.signin.client_address"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
 TRUSTED_PROXY_COUNT = _env_int("TRUSTED_PROXY_COUNT", 0, low=0)
-if TRUSTED_PROXY_COUNT:
-    AXES_IPWARE_PROXY_COUNT = TRUSTED_PROXY_COUNT
-    AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
-else:
-    AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",        # first: refuses a locked-out user or address
     "django.contrib.auth.backends.ModelBackend",
