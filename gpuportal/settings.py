@@ -36,6 +36,18 @@ for _key in filter(None, (k.strip() for k in CREDENTIALS_KEY.split(","))):
                                    "make one with: python -c 'from cryptography.fernet import Fernet; "
                                    "print(Fernet.generate_key().decode())')") from None
 
+# Where cluster credential *sources* may point (apps/clusters/secrets.py, docs/security.md):
+# `file:` only under this directory, `env:` only variables with this prefix; empty turns that
+# kind of source off. Anything else is refused, so a cluster record cannot read /etc/passwd or
+# SECRET_KEY and send it to its Prometheus URL.
+CLUSTER_CREDENTIALS_DIR = env.str("CLUSTER_CREDENTIALS_DIR", default="/var/run/secrets/prometheus").strip()
+if CLUSTER_CREDENTIALS_DIR and not CLUSTER_CREDENTIALS_DIR.startswith("/"):
+    raise ImproperlyConfigured(f"CLUSTER_CREDENTIALS_DIR={CLUSTER_CREDENTIALS_DIR!r} is not an absolute path")
+if CLUSTER_CREDENTIALS_DIR.rstrip("/") in ("", "/proc", "/etc", "/sys", "/dev") and CLUSTER_CREDENTIALS_DIR:
+    raise ImproperlyConfigured(f"CLUSTER_CREDENTIALS_DIR={CLUSTER_CREDENTIALS_DIR!r} would let a cluster read "
+                               "system files; name the directory where the credential Secrets are mounted")
+CLUSTER_CREDENTIALS_ENV_PREFIX = env.str("CLUSTER_CREDENTIALS_ENV_PREFIX", default="PROMETHEUS_").strip()
+
 BILLING_TIMEZONE = env.str("BILLING_TIMEZONE", default="UTC")
 try:
     ZoneInfo(BILLING_TIMEZONE)
