@@ -1,7 +1,7 @@
 from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
-from .models import AuditEvent, LabelClaim, Namespace, NamespaceLabel, Team
+from .models import AuditEvent, LabelClaim, Namespace, NamespaceLabel, SignInIdentity, Team
 
 
 @admin.register(Team)
@@ -56,3 +56,13 @@ class LabelClaimAdmin(SimpleHistoryAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(SignInIdentity)
+class SignInIdentityAdmin(admin.ModelAdmin):
+    """Which account each single sign-on `sub` signs in as (docs/security.md, "Single sign-on").
+    Made on first sign-in; an admin adds one by hand to give an account that single sign-on may
+    not take over by e-mail (a superuser, one with a local password) to a provider identity."""
+    list_display = ("user", "subject", "linked_at")
+    search_fields = ("user__username", "user__email", "subject")
+    raw_id_fields = ("user",)
