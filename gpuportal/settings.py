@@ -14,12 +14,17 @@ from .envtyped import env, env_float as _env_float, env_int as _env_int
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-DEBUG = env.bool("DEBUG", default=True)
+# Off unless asked for (docs/security.md, "Production settings"): `make demo`, `make test` and
+# a development shell set DEBUG=true themselves. With DEBUG off, SECRET_KEY must be set and must
+# not be the development key below, which is public (and the cluster credentials' encryption
+# key is derived from it when CREDENTIALS_KEY is unset).
+DEBUG = env.bool("DEBUG", default=False)
+DEVELOPMENT_SECRET_KEY = "dev-only-insecure-key-change-me"
 SECRET_KEY = env.str("SECRET_KEY", default="")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
-    SECRET_KEY = "dev-only-insecure-key-change-me"
+if not DEBUG and SECRET_KEY.strip() in ("", DEVELOPMENT_SECRET_KEY):
+    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (a long random value, e.g. "
+                               "`openssl rand -hex 32`; DEBUG=true only for development and the demo)")
+SECRET_KEY = SECRET_KEY or DEVELOPMENT_SECRET_KEY
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -275,15 +280,15 @@ if OIDC_ENABLED:
     LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 
 # API tokens (docs/security.md, "API tokens"): knox keys made on /account/tokens/, stored as
-# digests, with an expiry and a scope. Keys of DRF's older token table keep working while
-# API_LEGACY_TOKENS is on (the migration path in docs/api.md).
-API_LEGACY_TOKENS = env.bool("API_LEGACY_TOKENS", default=True)
+# digests, with an expiry and a scope. Keys of DRF's older token table (plain text, no expiry)
+# work only with API_LEGACY_TOKENS=true (the migration path in docs/api.md); read per request.
+API_LEGACY_TOKENS = env.bool("API_LEGACY_TOKENS", default=False)
 KNOX_TOKEN_MODEL = "knox.AuthToken"    # knox's own table (its model is declared swappable)
 REST_KNOX = {"TOKEN_PREFIX": "gpp_", "AUTH_HEADER_PREFIX": "Token", "TOKEN_TTL": None, "AUTO_REFRESH": False}
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.teams.tokens.PortalTokenAuthentication",
-        *(["rest_framework.authentication.TokenAuthentication"] if API_LEGACY_TOKENS else []),
+        "apps.teams.tokens.LegacyTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -320,6 +325,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_SETTINGS": {"deepLinking": True, "validatorUrl": None},
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "gpuportal.openapi.document_errors"],
 }
+
+# `/metrics`, and the per-cluster ingest detail of `/healthz`, answer only a scraper that sends
+# `Authorization: Bearer <METRICS_TOKEN>` (docs/deploy.md "/metrics"); with no token they are
+# open only when METRICS_PUBLIC is on, which defaults to DEBUG (development and the demo).
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="").strip()
+METRICS_PUBLIC = env.bool("METRICS_PUBLIC", default=DEBUG)
 
 # Browser-facing headers, on in every mode (Django's defaults, stated so they cannot drift).
 X_FRAME_OPTIONS = "DENY"
