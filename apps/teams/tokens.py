@@ -48,9 +48,14 @@ class LegacyTokenAuthentication(DRFTokenAuthentication):
     settings.API_LEGACY_TOKENS is on, read at each request (docs/api.md, "Tokens")."""
 
     def authenticate(self, request):
-        if not settings.API_LEGACY_TOKENS:
-            return None
-        return super().authenticate(request)
+        if settings.API_LEGACY_TOKENS:
+            return super().authenticate(request)
+        parts = get_authorization_header(request).split()
+        if len(parts) == 2 and parts[0].lower() == b"token":     # not a gpp_ key: the portal's class passed it on
+            raise exceptions.AuthenticationFailed(
+                f"Invalid token: keys without the {portal_prefix()} prefix are off (API_LEGACY_TOKENS); "
+                "make a token on /account/tokens/")
+        return None
 
 
 class PortalTokenAuthentication(KnoxTokenAuthentication):
