@@ -25,6 +25,7 @@ from prometheus_client import (CONTENT_TYPE_PLAIN_0_0_4, REGISTRY, CollectorRegi
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from apps.web.dependencies import DEPENDENCY_ERRORS  # noqa: F401 — registered here too: the cache and broker fallbacks count in it
 from gpuportal.health import check_database, cluster_ingest_state, monitoring_allowed, monitoring_refused
 
 # The `*_created` series say when a label set was first seen: noise on a dashboard, and

@@ -197,8 +197,10 @@ from .settings_jobs import *  # noqa: E402,F401,F403
 from .settings_jobs import REDIS_KEY_PREFIX, REDIS_URL  # noqa: E402
 
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                          "KEY_PREFIX": REDIS_KEY_PREFIX}}
+    # Fails open while Redis is away (gpuportal/cache.py): an empty cache, logged and counted.
+    CACHES = {"default": {"BACKEND": "gpuportal.cache.FailOpenRedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": REDIS_KEY_PREFIX,
+                          "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2}}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
