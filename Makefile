@@ -32,9 +32,10 @@ system-packages:
 
 setup: $(VENV)/.installed system-packages
 
+# The demo is development: DEBUG on (the settings default to off and then want a real SECRET_KEY).
 demo: setup
 	mkdir -p var
-	DATABASE_URL=$${DATABASE_URL:-sqlite:///$(CURDIR)/var/demo.sqlite3} REDIS_URL= PORT=$(PORT) $(PY) manage.py demo
+	DEBUG=true DATABASE_URL=$${DATABASE_URL:-sqlite:///$(CURDIR)/var/demo.sqlite3} REDIS_URL= PORT=$(PORT) $(PY) manage.py demo
 
 # The README's newcomer path end to end (CI runs it on its clean checkout, before `make test`):
 # `make demo` on a free port, every demo login signed in, pages and API checked for the demo's
@@ -43,14 +44,14 @@ smoke:
 	$(PYTHON) scripts/demo_smoke.py $(CURDIR) --log-tail 40
 
 test: setup
-	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m pytest -q
+	DEBUG=$${DEBUG:-true} DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m pytest -q
 
 # Cheap checks first: the import layers (docs/architecture.md, contracts in pyproject.toml),
 # then Django's system checks and migrations in step with the models.
 lint: $(VENV)/.installed
 	$(VENV)/bin/lint-imports
-	$(PY) manage.py check
-	$(PY) manage.py makemigrations --check --dry-run
+	DEBUG=$${DEBUG:-true} $(PY) manage.py check
+	DEBUG=$${DEBUG:-true} $(PY) manage.py makemigrations --check --dry-run
 
 bench: setup
 	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m tests.bench

@@ -2,17 +2,38 @@
 and Kubernetes probes; `/metrics` lives in gpuportal/metrics.py and reads its ingest figures
 from here.
 
-Both are open (no login) and carry no secrets: cluster names, ages, counts.
+`/livez` and the plain `/healthz` answer are open (no login): status and which dependency is
+down, nothing else. The per-cluster ingest detail of `/healthz` (cluster names, lags; it
+aggregates every ingest run, so it is not free either) and `/metrics` answer only a caller
+that `monitoring_allowed` (docs/deploy.md "/metrics").
 """
 from __future__ import annotations
+
+import hmac
 
 from django.conf import settings
 from django.db import connection
 from django.db.models import Count, Max, Q, Sum
-from django.http import JsonResponse
+from django.http import HttpResponse, JsonResponse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET
+
+def monitoring_allowed(request) -> bool:
+    """`Authorization: Bearer <METRICS_TOKEN>` when a token is set; without one, METRICS_PUBLIC."""
+    token = settings.METRICS_TOKEN
+    if not token:
+        return settings.METRICS_PUBLIC
+    scheme, _, given = request.META.get("HTTP_AUTHORIZATION", "").partition(" ")
+    return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+def monitoring_refused() -> HttpResponse:
+    response = HttpResponse("send Authorization: Bearer <METRICS_TOKEN> (docs/deploy.md, \"/metrics\")\n",
+                            status=401, content_type="text/plain; charset=utf-8")
+    response["WWW-Authenticate"] = 'Bearer realm="gpuportal monitoring"'
+    return response
+
 
 # ------------------------------------------------------------------ figures (pure reads)
 
@@ -65,21 +86,27 @@ def check_redis() -> str:
 @never_cache
 @require_GET
 def healthz(request):
-    """200 when the database (and Redis, if configured) answer; 503 otherwise.
+    """200 when the database (and Redis, if configured) answer; 503 otherwise, naming which.
 
-    Stale ingest is reported per cluster (and as `ingest: "stale"`) but only fails the check
-    with `?strict=1`: a web worker that cannot ingest is still worth routing traffic to.
+    For a caller with the monitoring token (`monitoring_allowed`) it adds each cluster's ingest
+    state and `ingest: "stale"`, which fails the check only with `?strict=1`: a web worker that
+    cannot ingest is still worth routing traffic to. `?strict=1` without the token is a 401.
     """
+    detail = monitoring_allowed(request)
+    strict = request.GET.get("strict") in ("1", "true")
+    if strict and not detail:
+        return monitoring_refused()
     database, redis_state = check_database(), check_redis()
-    clusters = cluster_ingest_state() if database == "ok" else []
-    ingest = "stale" if any(c["stale"] for c in clusters) else "ok"
     healthy = database == "ok" and redis_state in ("ok", "not configured")
-    if request.GET.get("strict") in ("1", "true") and ingest != "ok":
-        healthy = False
-    body = {"status": "ok" if healthy else "unhealthy", "database": database, "redis": redis_state,
-            "ingest": ingest,
-            "clusters": [{k: c[k] for k in ("cluster", "last_success_age_seconds", "ingest_lag_seconds", "stale")}
-                         for c in clusters]}
+    body = {"status": "ok", "database": database, "redis": redis_state}
+    if detail:
+        clusters = cluster_ingest_state() if database == "ok" else []
+        body["ingest"] = "stale" if any(c["stale"] for c in clusters) else "ok"
+        body["clusters"] = [{k: c[k] for k in ("cluster", "last_success_age_seconds", "ingest_lag_seconds", "stale")}
+                            for c in clusters]
+        if strict and body["ingest"] != "ok":
+            healthy = False
+    body["status"] = "ok" if healthy else "unhealthy"
     return JsonResponse(body, status=200 if healthy else 503)
 
 

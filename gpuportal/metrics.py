@@ -25,7 +25,8 @@ from prometheus_client import (CONTENT_TYPE_PLAIN_0_0_4, REGISTRY, CollectorRegi
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from gpuportal.health import check_database, cluster_ingest_state
+from apps.web.dependencies import DEPENDENCY_ERRORS  # noqa: F401 — registered here too: the cache and broker fallbacks count in it
+from gpuportal.health import check_database, cluster_ingest_state, monitoring_allowed, monitoring_refused
 
 # The `*_created` series say when a label set was first seen: noise on a dashboard, and
 # multiprocess mode does not write them, so neither mode does.
@@ -107,4 +108,6 @@ def exposition() -> bytes:
 @never_cache
 @require_GET
 def metrics(request):
+    if not monitoring_allowed(request):
+        return monitoring_refused()
     return HttpResponse(exposition(), content_type=CONTENT_TYPE_PLAIN_0_0_4)

@@ -14,12 +14,17 @@ from .envtyped import env, env_float as _env_float, env_int as _env_int
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
-DEBUG = env.bool("DEBUG", default=True)
+# Off unless asked for (docs/security.md, "Production settings"): `make demo`, `make test` and
+# a development shell set DEBUG=true themselves. With DEBUG off, SECRET_KEY must be set and must
+# not be the development key below, which is public (and the cluster credentials' encryption
+# key is derived from it when CREDENTIALS_KEY is unset).
+DEBUG = env.bool("DEBUG", default=False)
+DEVELOPMENT_SECRET_KEY = "dev-only-insecure-key-change-me"
 SECRET_KEY = env.str("SECRET_KEY", default="")
-if not SECRET_KEY:
-    if not DEBUG:
-        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off")
-    SECRET_KEY = "dev-only-insecure-key-change-me"
+if not DEBUG and SECRET_KEY.strip() in ("", DEVELOPMENT_SECRET_KEY):
+    raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG is off (a long random value, e.g. "
+                               "`openssl rand -hex 32`; DEBUG=true only for development and the demo)")
+SECRET_KEY = SECRET_KEY or DEVELOPMENT_SECRET_KEY
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -35,6 +40,18 @@ for _key in filter(None, (k.strip() for k in CREDENTIALS_KEY.split(","))):
         raise ImproperlyConfigured("CREDENTIALS_KEY holds a key that is not a Fernet key (32 url-safe base64 bytes; "
                                    "make one with: python -c 'from cryptography.fernet import Fernet; "
                                    "print(Fernet.generate_key().decode())')") from None
+
+# Where cluster credential *sources* may point (apps/clusters/secrets.py, docs/security.md):
+# `file:` only under this directory, `env:` only variables with this prefix; empty turns that
+# kind of source off. Anything else is refused, so a cluster record cannot read /etc/passwd or
+# SECRET_KEY and send it to its Prometheus URL.
+CLUSTER_CREDENTIALS_DIR = env.str("CLUSTER_CREDENTIALS_DIR", default="/var/run/secrets/prometheus").strip()
+if CLUSTER_CREDENTIALS_DIR and not CLUSTER_CREDENTIALS_DIR.startswith("/"):
+    raise ImproperlyConfigured(f"CLUSTER_CREDENTIALS_DIR={CLUSTER_CREDENTIALS_DIR!r} is not an absolute path")
+if CLUSTER_CREDENTIALS_DIR.rstrip("/") in ("", "/proc", "/etc", "/sys", "/dev") and CLUSTER_CREDENTIALS_DIR:
+    raise ImproperlyConfigured(f"CLUSTER_CREDENTIALS_DIR={CLUSTER_CREDENTIALS_DIR!r} would let a cluster read "
+                               "system files; name the directory where the credential Secrets are mounted")
+CLUSTER_CREDENTIALS_ENV_PREFIX = env.str("CLUSTER_CREDENTIALS_ENV_PREFIX", default="PROMETHEUS_").strip()
 
 BILLING_TIMEZONE = env.str("BILLING_TIMEZONE", default="UTC")
 try:
@@ -180,8 +197,10 @@ from .settings_jobs import *  # noqa: E402,F401,F403
 from .settings_jobs import REDIS_KEY_PREFIX, REDIS_URL  # noqa: E402
 
 if REDIS_URL:
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": REDIS_URL,
-                          "KEY_PREFIX": REDIS_KEY_PREFIX}}
+    # Fails open while Redis is away (gpuportal/cache.py): an empty cache, logged and counted.
+    CACHES = {"default": {"BACKEND": "gpuportal.cache.FailOpenRedisCache", "LOCATION": REDIS_URL,
+                          "KEY_PREFIX": REDIS_KEY_PREFIX,
+                          "OPTIONS": {"socket_connect_timeout": 2, "socket_timeout": 2}}}
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
@@ -193,24 +212,26 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
 
-# Sign-in throttling (django-axes; docs/security.md): after SIGNIN_FAILURE_LIMIT failures for
-# one user name, or from one address, that user name or address is locked for
+# Sign-in throttling (django-axes; docs/security.md, gpuportal/signin.py): SIGNIN_FAILURE_LIMIT
+# failures for one user name from one address lock that name at that address, and
+# SIGNIN_ADDRESS_FAILURE_LIMIT failures from one address across all names lock the address, for
 # SIGNIN_LOCKOUT_MINUTES. Admins see and clear lockouts in the Django admin ("Axes").
-# The address is REMOTE_ADDR, or with TRUSTED_PROXY_COUNT > 0 the client's address as the
-# trusted proxies in front append it to X-Forwarded-For (never a header the client sets alone).
+# The address is REMOTE_ADDR, or with TRUSTED_PROXY_COUNT = N > 0 the entry the outermost trusted
+# proxy appended to X-Forwarded-For (entry -N; never one the client wrote itself).
 AXES_ENABLED = env.bool("SIGNIN_THROTTLING", default=True)
 AXES_FAILURE_LIMIT = _env_int("SIGNIN_FAILURE_LIMIT", 5)
+SIGNIN_ADDRESS_FAILURE_LIMIT = _env_int("SIGNIN_ADDRESS_FAILURE_LIMIT", 20)
+if SIGNIN_ADDRESS_FAILURE_LIMIT < AXES_FAILURE_LIMIT:
+    raise ImproperlyConfigured(f"SIGNIN_ADDRESS_FAILURE_LIMIT={SIGNIN_ADDRESS_FAILURE_LIMIT} must be at least "
+                               f"SIGNIN_FAILURE_LIMIT={AXES_FAILURE_LIMIT} (it counts every user name's failures)")
 AXES_COOLOFF_TIME = timedelta(minutes=_env_int("SIGNIN_LOCKOUT_MINUTES", 30))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]   # this order: gpuportal.signin reads it
+AXES_HANDLER = "gpuportal.signin.SigninHandler"
+AXES_CLIENT_IP_CALLABLE = "gpuportal.signin.client_address"
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
 TRUSTED_PROXY_COUNT = _env_int("TRUSTED_PROXY_COUNT", 0, low=0)
-if TRUSTED_PROXY_COUNT:
-    AXES_IPWARE_PROXY_COUNT = TRUSTED_PROXY_COUNT
-    AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
-else:
-    AXES_IPWARE_META_PRECEDENCE_ORDER = ["REMOTE_ADDR"]
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",        # first: refuses a locked-out user or address
     "django.contrib.auth.backends.ModelBackend",
@@ -261,15 +282,15 @@ if OIDC_ENABLED:
     LOGIN_REDIRECT_URL_FAILURE = "/accounts/login/"
 
 # API tokens (docs/security.md, "API tokens"): knox keys made on /account/tokens/, stored as
-# digests, with an expiry and a scope. Keys of DRF's older token table keep working while
-# API_LEGACY_TOKENS is on (the migration path in docs/api.md).
-API_LEGACY_TOKENS = env.bool("API_LEGACY_TOKENS", default=True)
+# digests, with an expiry and a scope. Keys of DRF's older token table (plain text, no expiry)
+# work only with API_LEGACY_TOKENS=true (the migration path in docs/api.md); read per request.
+API_LEGACY_TOKENS = env.bool("API_LEGACY_TOKENS", default=False)
 KNOX_TOKEN_MODEL = "knox.AuthToken"    # knox's own table (its model is declared swappable)
 REST_KNOX = {"TOKEN_PREFIX": "gpp_", "AUTH_HEADER_PREFIX": "Token", "TOKEN_TTL": None, "AUTO_REFRESH": False}
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.teams.tokens.PortalTokenAuthentication",
-        *(["rest_framework.authentication.TokenAuthentication"] if API_LEGACY_TOKENS else []),
+        "apps.teams.tokens.LegacyTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -307,6 +328,12 @@ SPECTACULAR_SETTINGS = {
     "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "gpuportal.openapi.document_errors",
                             "gpuportal.openapi.describe_parameters"],
 }
+
+# `/metrics`, and the per-cluster ingest detail of `/healthz`, answer only a scraper that sends
+# `Authorization: Bearer <METRICS_TOKEN>` (docs/deploy.md "/metrics"); with no token they are
+# open only when METRICS_PUBLIC is on, which defaults to DEBUG (development and the demo).
+METRICS_TOKEN = env.str("METRICS_TOKEN", default="").strip()
+METRICS_PUBLIC = env.bool("METRICS_PUBLIC", default=DEBUG)
 
 # Browser-facing headers, on in every mode (Django's defaults, stated so they cannot drift).
 X_FRAME_OPTIONS = "DENY"

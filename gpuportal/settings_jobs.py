@@ -46,6 +46,9 @@ ALERT_LOOKBACK_HOURS = _env_int("ALERT_LOOKBACK_HOURS", 24)
 ALERT_BEAT_MINUTES = _env_int("ALERT_BEAT_MINUTES", 15)
 ALERT_EMAIL_TO = env.list("ALERT_EMAIL_TO", default=[])
 ALERT_WEBHOOK_URL = env.str("ALERT_WEBHOOK_URL", default="")
+# Hosts the portal may send requests to: cluster Prometheus URLs and alert webhooks
+# (apps/clusters/outbound.py, docs/security.md "Outbound requests"). Empty: any host.
+OUTBOUND_ALLOWED_HOSTS = [h.strip() for h in env.list("OUTBOUND_ALLOWED_HOSTS", default=[]) if h.strip()]
 ALERT_WEBHOOK_TIMEOUT_SECONDS = _env_float("ALERT_WEBHOOK_TIMEOUT_SECONDS", 10.0, 0.1)
 ALERT_WEBHOOK_MAX_RETRIES = _env_int("ALERT_WEBHOOK_MAX_RETRIES", 6, low=0)
 PORTAL_URL = env.str("PORTAL_URL", default="http://localhost:8000")

@@ -8,6 +8,7 @@ from django.db import models
 
 from simple_history.models import HistoricalRecords
 
+from .outbound import outbound_problem
 from .secrets import SealedField, resolve, validate_source
 
 # Fields ingest maintains by itself: saving only these is not a configuration change and
@@ -60,6 +61,8 @@ def validate_prometheus_url(value: str) -> None:
     if parts.scheme not in ("http", "https") or not host or (
             not ip_like and not all(_HOST_LABEL.match(label) for label in labels)) or (port is not None and port == 0):
         raise ValidationError(f"{value!r} is not an http(s) URL of a Prometheus, e.g. http://prometheus:9090")
+    if problem := outbound_problem(value):
+        raise ValidationError(f"{value!r}: {problem}")
 
 
 class Cluster(models.Model):

@@ -4,7 +4,10 @@ A credential comes from one of three places, in this order:
 
 1. a *source*: `file:/path` (a mounted Kubernetes Secret, Prometheus' own `bearer_token_file`
    / `password_file` convention; read at each ingest, so a rotated Secret is picked up) or
-   `env:NAME` (an environment variable of the worker);
+   `env:NAME` (an environment variable of the worker). Only files under
+   `CLUSTER_CREDENTIALS_DIR` (the resolved path, so neither `..` nor a symbolic link leads out)
+   and variables starting with `CLUSTER_CREDENTIALS_ENV_PREFIX` are read: whoever edits a
+   cluster must not be able to send `/etc/passwd` or `SECRET_KEY` to a URL of their choosing;
 2. a value kept in the database, encrypted with `CREDENTIALS_KEY` (Fernet: AES-128-CBC with an
    HMAC; several comma-separated keys decrypt, the first encrypts, so keys can be rotated);
 3. nothing: no credential.
@@ -63,30 +66,44 @@ class SealedField(models.TextField):
         return value
 
 
-def validate_source(value: str) -> None:
-    if not value:
-        return
+def source_problem(value: str) -> str:
+    """Why a source may not be read, or "" when it may (docs/security.md, "Cluster credentials")."""
     kind, _, rest = value.partition(":")
     if kind == "file" and rest.startswith("/"):
-        return
-    if kind == "env" and rest.replace("_", "a").isalnum() and not rest[0].isdigit():
-        return
-    raise ValidationError(f"{value!r}: expected file:/absolute/path or env:VARIABLE_NAME")
+        base = settings.CLUSTER_CREDENTIALS_DIR
+        if not base:
+            return "file: sources are off (CLUSTER_CREDENTIALS_DIR is empty)"
+        if not Path(rest).resolve().is_relative_to(Path(base).resolve()):
+            return f"{rest} is outside {base} (CLUSTER_CREDENTIALS_DIR); only files there are read"
+        return ""
+    if kind == "env" and rest and rest.replace("_", "a").isalnum() and not rest[0].isdigit():
+        prefix = settings.CLUSTER_CREDENTIALS_ENV_PREFIX
+        if not prefix:
+            return "env: sources are off (CLUSTER_CREDENTIALS_ENV_PREFIX is empty)"
+        if not rest.startswith(prefix):
+            return f"{rest} does not start with {prefix} (CLUSTER_CREDENTIALS_ENV_PREFIX); only such variables are read"
+        return ""
+    return "expected file:/absolute/path or env:VARIABLE_NAME"
+
+
+def validate_source(value: str) -> None:
+    if value and (problem := source_problem(value)):
+        raise ValidationError(f"{value!r}: {problem}")
 
 
 def from_source(source: str, what: str) -> str:
+    if problem := source_problem(source):     # a row saved before the rule, or edited in SQL
+        raise CredentialError(f"the {what} source {source!r} is refused: {problem}")
     kind, _, rest = source.partition(":")
     if kind == "file":
         try:
             return Path(rest).read_text().strip()
         except OSError as exc:
             raise CredentialError(f"the {what} file {rest} cannot be read: {exc.strerror or exc}") from None
-    if kind == "env":
-        value = os.environ.get(rest)
-        if value is None:
-            raise CredentialError(f"the {what} variable {rest} is not set in this process's environment")
-        return value.strip()
-    raise CredentialError(f"the {what} source {source!r} is neither file:… nor env:…")
+    value = os.environ.get(rest)
+    if value is None:
+        raise CredentialError(f"the {what} variable {rest} is not set in this process's environment")
+    return value.strip()
 
 
 def resolve(source: str, sealed: str, what: str) -> str:

@@ -6,6 +6,7 @@ reason naming the cluster's endpoint.
 """
 from __future__ import annotations
 
+import logging
 import math
 import re
 from bisect import bisect_left
@@ -20,6 +21,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from urllib3.util.retry import Retry
 
 from .rollup import HOT_TEMPERATURE_C, HourlySeries, Series
+
+log = logging.getLogger(__name__)
 
 _timestamp = itemgetter(0)
 GPU_RESOURCES_RE = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"
@@ -65,8 +68,11 @@ class PrometheusClient:
 
     @classmethod
     def for_cluster(cls, cluster, timeout_seconds: float):
+        from apps.clusters.outbound import outbound_problem
         from apps.clusters.secrets import CredentialError
 
+        if problem := outbound_problem(cluster.prometheus_url):   # a row saved before the allow-list
+            raise PrometheusError(f"cluster {cluster.name}: {cluster.prometheus_url} is refused: {problem}")
         try:
             token, auth = cluster.credentials()
         except CredentialError as exc:
@@ -99,14 +105,15 @@ class PrometheusClient:
             raise PrometheusError(f"the answer from {self.url} to {what} is not Prometheus' (not its JSON API)") from None
 
     def _http_error(self, what, message):
+        """The status only: the reply's text goes to the log, not to the stored error that pages
+        show (a URL pointed at another service would otherwise read that service's pages back;
+        docs/security.md, "Outbound requests")."""
         # The client formats non-200 answers as "HTTP Status Code 400 (b'{...error...}')".
         status = message.split("(")[0].replace("HTTP Status Code", "").strip()
-        detail = ""
-        if "\"error\":" in message:
-            detail = message.split("\"error\":", 1)[1].split("\"", 2)[1]
+        log.warning("Prometheus at %s answered HTTP %s to %s: %s", self.url, status, what, _one_line(message, 500))
         if status == "400" or status == "422":
-            return f"Prometheus at {self.url} rejected the query for {what}: {_one_line(detail or message, 200)}"
-        return f"Prometheus at {self.url} answered HTTP {status} to {what}" + (f": {_one_line(detail, 200)}" if detail else "")
+            return f"Prometheus at {self.url} rejected the query for {what} (HTTP {status}; its reason is in the log)"
+        return f"Prometheus at {self.url} answered HTTP {status} to {what}"
 
     # ------------------------------------------------------------ API
     def check(self) -> None:

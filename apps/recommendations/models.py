@@ -8,6 +8,7 @@ from django.db import models
 from apps.accounting.calc import present
 from apps.accounting.currencies import minor_digits
 from apps.clusters.models import Cluster
+from apps.clusters.outbound import outbound_problem
 from apps.teams.models import Team
 
 KIND_NAMESPACE = "namespace"
@@ -69,6 +70,8 @@ class TeamBudget(models.Model):
         return f"{self.team.name}: {self.amount_text(self.monthly_amount)} {self.currency or 'GPU-hours'}/month"
 
     def clean(self):
+        if self.webhook_url and (problem := outbound_problem(self.webhook_url)):
+            raise ValidationError({"webhook_url": problem})
         if self.unit == self.Unit.MONEY and not self.currency:
             raise ValidationError({"currency": "a money budget needs a currency"})
         if self.unit == self.Unit.MONEY and self.monthly_amount is not None:

@@ -12,6 +12,7 @@ from django.utils import timezone
 
 from apps.accounting.calc import period_of
 from apps.accounting.timeparse import billing_zone
+from apps.web.dependencies import queue_or_run
 
 from .delivery import deliver_statements
 from .models import StatementDelivery
@@ -41,4 +42,4 @@ def send_month_to_date_statements():
 
 def queue_close_statements(sender=None, period: str = "", closed_at=None, **kwargs):
     """`accounting.signals.period_closed` receiver (connected in apps.py): queue the close's mail."""
-    send_statements.delay(period, StatementDelivery.Occasion.CLOSE, closed_at.isoformat())
+    queue_or_run(send_statements, period, StatementDelivery.Occasion.CLOSE, closed_at.isoformat())

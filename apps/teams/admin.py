@@ -1,7 +1,9 @@
+from django.conf import settings
 from django.contrib import admin
+from rest_framework.authtoken.admin import TokenProxy
 from simple_history.admin import SimpleHistoryAdmin
 
-from .models import AuditEvent, LabelClaim, Namespace, NamespaceLabel, Team
+from .models import AuditEvent, LabelClaim, Namespace, NamespaceLabel, SignInIdentity, Team
 
 
 @admin.register(Team)
@@ -59,3 +61,36 @@ class LabelClaimAdmin(SimpleHistoryAdmin):
 
     def has_add_permission(self, request):
         return False
+
+
+@admin.register(SignInIdentity)
+class SignInIdentityAdmin(admin.ModelAdmin):
+    """Which account each single sign-on `sub` signs in as (docs/security.md, "Single sign-on").
+    Made on first sign-in; an admin adds one by hand to give an account that single sign-on may
+    not take over by e-mail (a superuser, one with a local password) to a provider identity."""
+    list_display = ("user", "subject", "linked_at")
+    search_fields = ("user__username", "user__email", "subject")
+    raw_id_fields = ("user",)
+
+
+# DRF's older keys are plain text, and its admin lists them to any staff user who may view
+# tokens. Gone while API_LEGACY_TOKENS is off (the keys are refused then anyway); while it is on,
+# superusers only, and the list shows whose key it is, not the key (docs/api.md, "Tokens").
+admin.site.unregister(TokenProxy)
+if settings.API_LEGACY_TOKENS:
+    @admin.register(TokenProxy)
+    class LegacyTokenAdmin(admin.ModelAdmin):
+        list_display = ("user", "created")
+        fields = ("user",)
+        raw_id_fields = ("user",)
+
+        def has_module_permission(self, request):
+            return request.user.is_active and request.user.is_superuser
+
+        def has_view_permission(self, request, obj=None):
+            return request.user.is_active and request.user.is_superuser
+
+        def has_change_permission(self, request, obj=None):
+            return False
+
+        has_add_permission = has_delete_permission = has_view_permission

@@ -166,3 +166,19 @@ class ApiToken(models.Model):
 
     def __str__(self):
         return f"{self.name} ({'read-only' if self.read_only else 'read-write'})"
+
+
+class SignInIdentity(models.Model):
+    """The identity provider's `sub` for a user who signs in by single sign-on (docs/security.md,
+    "Single sign-on"): sign-ins are matched on it, never on the e-mail address, which a provider
+    may let its users choose."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="sign_in_identity")
+    subject = models.CharField(max_length=255, unique=True, help_text="the identity provider's `sub` claim")
+    linked_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "sign-in identities"
+
+    def __str__(self):
+        return f"{self.user} = sub {self.subject}"

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
@@ -23,6 +24,7 @@ from knox.models import AuthToken
 from knox.settings import knox_settings
 from knox.signals import token_expired
 from rest_framework import exceptions
+from rest_framework.authentication import TokenAuthentication as DRFTokenAuthentication
 from rest_framework.authentication import get_authorization_header
 from rest_framework.permissions import SAFE_METHODS
 
@@ -39,6 +41,21 @@ class TokenError(ValueError):
 
 def portal_prefix() -> str:
     return knox_settings.TOKEN_PREFIX
+
+
+class LegacyTokenAuthentication(DRFTokenAuthentication):
+    """Keys of DRF's older token table (plain text, never expiring): accepted only while
+    settings.API_LEGACY_TOKENS is on, read at each request (docs/api.md, "Tokens")."""
+
+    def authenticate(self, request):
+        if settings.API_LEGACY_TOKENS:
+            return super().authenticate(request)
+        parts = get_authorization_header(request).split()
+        if len(parts) == 2 and parts[0].lower() == b"token":     # not a gpp_ key: the portal's class passed it on
+            raise exceptions.AuthenticationFailed(
+                f"Invalid token: keys without the {portal_prefix()} prefix are off (API_LEGACY_TOKENS); "
+                "make a token on /account/tokens/")
+        return None
 
 
 class PortalTokenAuthentication(KnoxTokenAuthentication):

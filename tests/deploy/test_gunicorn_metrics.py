@@ -45,6 +45,9 @@ def stale_counter_file(directory: Path):
     stale.close()
 
 
+METRICS_TOKEN = secrets.token_urlsafe(32)   # as deployed: /metrics answers the scraper's bearer token only
+
+
 @pytest.fixture
 def gunicorn(tmp_path):
     multiproc = tmp_path / "prometheus-multiproc"
@@ -54,7 +57,7 @@ def gunicorn(tmp_path):
     env = dict(os.environ, DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{connection.settings_dict['NAME']}",
                PROMETHEUS_MULTIPROC_DIR=str(multiproc), DEBUG="false", SECRET_KEY=secrets.token_urlsafe(50),
                ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="false", STATIC_ROOT=str(tmp_path / "static"),
-               REDIS_URL="", LOG_LEVEL="ERROR")
+               REDIS_URL="", LOG_LEVEL="ERROR", METRICS_TOKEN=METRICS_TOKEN)
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", "gpuportal/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
          "--workers", "2", "--log-level", "warning", "gpuportal.wsgi:application"],
@@ -111,7 +114,8 @@ def healthz_counted_by_pid(multiproc: Path) -> dict[int, float]:
 
 def scraped(base) -> tuple[float, float]:
     """(/healthz requests, /healthz latency observations) in one scrape of /metrics."""
-    r = requests.get(base + "/metrics", timeout=30)
+    assert requests.get(base + "/metrics", timeout=30).status_code == 401
+    r = requests.get(base + "/metrics", headers={"Authorization": f"Bearer {METRICS_TOKEN}"}, timeout=30)
     assert r.status_code == 200 and r.headers["Content-Type"].startswith("text/plain")
     values = sample_values(r.text)
     requests_total = sum(v for (name, labels), v in values.items()

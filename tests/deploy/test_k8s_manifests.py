@@ -25,6 +25,8 @@ KUBERNETES_VERSION = "1.30"
 KUBECTL = os.environ.get("KUBECTL") or shutil.which("kubectl")
 SECRET_NAME = "gpuportal-secrets"
 REQUIRED_SECRET_KEYS = {"SECRET_KEY", "DATABASE_URL", "REDIS_URL"}
+# The web pods also need the token /metrics answers (the ServiceMonitor scrapes with it).
+WEB_SECRET_KEYS = REQUIRED_SECRET_KEYS | {"METRICS_TOKEN"}
 
 pytestmark = pytest.mark.skipif(KUBECTL is None, reason="kubectl is not installed (`make setup` installs Debian's "
                                                         "kubernetes-client); the manifests cannot be rendered")
@@ -105,9 +107,14 @@ def test_servicemonitor_scrapes_the_web_service_metrics(overlay):
     service = services[0]
     assert "namespaceSelector" not in monitor["spec"] and monitor["metadata"]["namespace"] == service["metadata"]["namespace"]
     port_names = {p["name"] for p in service["spec"]["ports"]}
+    web_env = {e["name"]: e for e in named(objects, "Deployment", "gpuportal-web")["spec"]["template"]["spec"]
+               ["containers"][0]["env"]}
     for endpoint in endpoints:
         assert endpoint["port"] in port_names
         assert resolve(endpoint["path"]).func is metrics.metrics
+        # /metrics answers only the bearer token the web pods hold: the scrape sends that one
+        assert endpoint["authorization"]["type"] == "Bearer"
+        assert endpoint["authorization"]["credentials"] == web_env["METRICS_TOKEN"]["valueFrom"]["secretKeyRef"]
     # The Service reaches the web pods on the port gunicorn listens on.
     web = named(objects, "Deployment", "gpuportal-web")
     assert service["spec"]["selector"].items() <= web["spec"]["template"]["metadata"]["labels"].items()
@@ -189,13 +196,13 @@ def test_every_setting_given_is_one_the_portal_reads(overlay):
                 assert e["name"] in reads | gunicorn_reads() | {"POD_IP"}, f"{where}: {e['name']} is read by nothing"
                 secret = e.get("valueFrom", {}).get("secretKeyRef")
                 if secret:
-                    assert secret["name"] == SECRET_NAME and secret["key"] in REQUIRED_SECRET_KEYS, where
+                    assert secret["name"] == SECRET_NAME and secret["key"] in WEB_SECRET_KEYS, where
                 for ref in re.findall(r"\$\((\w+)\)", e.get("value", "")):
                     assert ref in defined, f"{where}: $({ref}) is not defined before {e['name']}"
                 defined.add(e["name"])
             if c["name"] in ("web", "worker", "beat"):
                 given = {e["valueFrom"]["secretKeyRef"]["key"] for e in c["env"] if "secretKeyRef" in e.get("valueFrom", {})}
-                assert given == REQUIRED_SECRET_KEYS, where
+                assert given == (WEB_SECRET_KEYS if c["name"] == "web" else REQUIRED_SECRET_KEYS), where
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)
@@ -204,6 +211,16 @@ def test_every_container_runs_the_overlays_image(overlay):
     assert len(images) == 1
     (image,) = images
     assert image != "gpuportal" and re.fullmatch(r"[\w.\-/:]+:[\w.\-]+", image), image
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+def test_production_settings_are_given_explicitly(overlay):
+    """The settings default to safe, and the manifests say so too: DEBUG off, no legacy keys,
+    /metrics not public (docs/security.md, "Production settings")."""
+    (config,) = of_kind(rendered(overlay), "ConfigMap")
+    assert config["data"]["DEBUG"] == "false"
+    assert config["data"].get("API_LEGACY_TOKENS", "false") == "false"
+    assert config["data"].get("METRICS_PUBLIC", "false") == "false"
 
 
 def test_web_runs_the_images_command():

@@ -11,7 +11,6 @@ from decimal import Decimal
 
 from django.contrib.auth.models import Group, User
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from apps.accounting.actions import do_close_period
 from apps.accounting.calc import period_of, prev_period
@@ -21,6 +20,7 @@ from apps.ingest.models import IngestRun
 from apps.recommendations.models import Alert, RecommendationSnapshot
 from apps.teams.access import ROLES
 from apps.teams.models import Namespace, NamespaceAssignment, Team
+from apps.teams.tokens import do_create_api_token
 
 H100 = "NVIDIA H100 80GB HBM3"
 CURRENCY = "SEK"
@@ -69,7 +69,8 @@ def make_users(team_a: Team):
                                      is_superuser=(role == "admin"))
         u.groups.add(groups[role])
         users[role] = u
-        tokens[role] = Token.objects.create(user=u).key
+        # a personal read-write token: DRF's older keys are off by default (docs/api.md, "Tokens")
+        tokens[role] = do_create_api_token(u, name="tests", days=365, read_only=False)[1]
     team_a.members.add(users["team_lead"])
     return users, tokens
 

@@ -186,7 +186,17 @@ def test_bad_token_requests_are_400_naming_the_field(client, finance):
     assert not AuthToken.objects.exists()
 
 
-def test_old_keys_keep_working_beside_new_ones(finance, month):
+def test_old_keys_are_refused_unless_switched_on(finance, month, admin_client):
+    """DRF's older keys are plain text and never expire: off by default (docs/api.md, "Tokens"),
+    and their admin page, which listed the keys to any staff user allowed to view tokens, is gone."""
+    legacy = Token.objects.create(user=finance)
+    assert with_key(legacy.key).get("/api/v1/usage/").status_code == 401
+    page = admin_client.get("/admin/authtoken/tokenproxy/")
+    assert page.status_code == 404 and legacy.key not in page.content.decode()
+
+
+def test_old_keys_keep_working_beside_new_ones_when_switched_on(finance, month, settings):
+    settings.API_LEGACY_TOKENS = True
     legacy = Token.objects.create(user=finance)
     assert with_key(legacy.key).get("/api/v1/usage/").status_code == 200
     assert with_key("gpp_" + "0" * 64).get("/api/v1/usage/").status_code == 401

@@ -2,12 +2,14 @@
 file or an environment variable, or stored encrypted (docs/security.md)."""
 import importlib
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from django.apps import apps as django_apps
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.db import connection
 
 from apps.clusters.models import Cluster
@@ -68,7 +70,8 @@ def test_a_stored_token_is_encrypted_and_still_works(guarded):
     assert guarded.seen[-1] == "Bearer tok-123"
 
 
-def test_a_token_file_is_read_at_each_use(guarded, tmp_path):
+def test_a_token_file_is_read_at_each_use(guarded, tmp_path, settings):
+    settings.CLUSTER_CREDENTIALS_DIR = str(tmp_path)
     token = tmp_path / "token"
     token.write_text("tok-123\n")
     cluster = Cluster.objects.create(name="lab", prometheus_url=guarded.url, bearer_token="stale",
@@ -81,20 +84,81 @@ def test_a_token_file_is_read_at_each_use(guarded, tmp_path):
 
 
 def test_an_environment_variable_and_basic_auth(monkeypatch):
-    monkeypatch.setenv("PROM_PASSWORD", "s3cret")
+    monkeypatch.setenv("PROMETHEUS_PASSWORD", "s3cret")
     cluster = Cluster(name="lab", prometheus_url="http://x", basic_auth_user="portal",
-                      basic_auth_password_source="env:PROM_PASSWORD")
+                      basic_auth_password_source="env:PROMETHEUS_PASSWORD")
     assert cluster.credentials() == ("", ("portal", "s3cret"))
 
 
 @pytest.mark.parametrize("source, message", [
-    ("file:/nonexistent/token", "cluster lab: the bearer token file /nonexistent/token cannot be read"),
-    ("env:NO_SUCH_VARIABLE_X", "cluster lab: the bearer token variable NO_SUCH_VARIABLE_X is not set"),
+    ("file:/var/run/secrets/prometheus/no-such-token",
+     "cluster lab: the bearer token file /var/run/secrets/prometheus/no-such-token cannot be read"),
+    ("env:PROMETHEUS_NO_SUCH_VARIABLE_X", "cluster lab: the bearer token variable PROMETHEUS_NO_SUCH_VARIABLE_X is not set"),
 ])
 def test_an_unreadable_source_is_one_line(source, message):
     cluster = Cluster(name="lab", prometheus_url="http://x", bearer_token_source=source)
     with pytest.raises(PrometheusError, match=message):
         PrometheusClient.for_cluster(cluster, 5)
+
+
+@pytest.fixture
+def listener():
+    server = GuardedPrometheus("never")
+    yield server
+    server.close()
+
+
+@pytest.mark.parametrize("source, problem", [
+    ("file:/etc/passwd", "/etc/passwd is outside /var/run/secrets/prometheus (CLUSTER_CREDENTIALS_DIR)"),
+    ("file:/proc/self/environ", "/proc/self/environ is outside /var/run/secrets/prometheus"),
+    ("file:/var/run/secrets/prometheus/../../../etc/passwd", "is outside /var/run/secrets/prometheus"),
+    ("env:SECRET_KEY", "SECRET_KEY does not start with PROMETHEUS_ (CLUSTER_CREDENTIALS_ENV_PREFIX)"),
+    ("env:DATABASE_URL", "DATABASE_URL does not start with PROMETHEUS_"),
+])
+def test_a_source_outside_the_allowed_places_is_refused_and_nothing_is_sent(listener, source, problem):
+    """Pointed at a listener, main sent /etc/passwd base64-encoded in `Authorization: Basic`."""
+    cluster = Cluster(name="lab", prometheus_url=listener.url, basic_auth_user="x",
+                      basic_auth_password_source=source, bearer_token_source=source)
+    with pytest.raises(ValidationError) as refused:          # the admin form's answer
+        cluster.full_clean()
+    assert problem in str(refused.value.message_dict["bearer_token_source"])
+    assert problem in str(refused.value.message_dict["basic_auth_password_source"])
+    Cluster.objects.bulk_create([cluster])                   # a row saved before the rule (or in SQL)
+    with pytest.raises(PrometheusError, match="source .* is refused: .*" + re.escape(problem)):
+        PrometheusClient.for_cluster(Cluster.objects.get(name="lab"), 5).check()
+    assert listener.seen == []
+
+
+def test_a_symbolic_link_out_of_the_directory_is_refused(listener, tmp_path, settings):
+    settings.CLUSTER_CREDENTIALS_DIR = str(tmp_path / "secrets")
+    (tmp_path / "secrets").mkdir()
+    (tmp_path / "secrets" / "token").symlink_to("/etc/passwd")
+    cluster = Cluster(name="lab", prometheus_url=listener.url, bearer_token_source=f"file:{tmp_path}/secrets/token")
+    with pytest.raises(PrometheusError, match="secrets/token is outside .*secrets \\(CLUSTER_CREDENTIALS_DIR\\)"):
+        PrometheusClient.for_cluster(cluster, 5)
+    assert listener.seen == []
+
+
+def test_a_kubernetes_secret_mount_is_read_through_its_links(tmp_path, settings):
+    """A mounted Secret is `token -> ..data/token`, `..data -> ..2026_11_26...`: links that stay inside."""
+    settings.CLUSTER_CREDENTIALS_DIR = str(tmp_path)
+    (tmp_path / "..2026_11_26_10_00_00.1").mkdir()
+    (tmp_path / "..2026_11_26_10_00_00.1" / "token").write_text("tok-123\n")
+    (tmp_path / "..data").symlink_to("..2026_11_26_10_00_00.1")
+    (tmp_path / "token").symlink_to("..data/token")
+    cluster = Cluster(name="lab", prometheus_url="http://x", bearer_token_source=f"file:{tmp_path}/token")
+    cluster.full_clean()
+    assert cluster.credentials() == ("tok-123", None)
+
+
+def test_empty_settings_turn_a_kind_of_source_off(settings, monkeypatch):
+    settings.CLUSTER_CREDENTIALS_DIR = ""
+    settings.CLUSTER_CREDENTIALS_ENV_PREFIX = ""
+    monkeypatch.setenv("PROMETHEUS_TOKEN", "tok")
+    for source, problem in (("file:/var/run/secrets/prometheus/token", "file: sources are off"),
+                            ("env:PROMETHEUS_TOKEN", "env: sources are off")):
+        with pytest.raises(ValidationError, match=problem):
+            Cluster(name="lab", prometheus_url="http://x", bearer_token_source=source).full_clean()
 
 
 def test_a_changed_key_is_said_plainly(settings):

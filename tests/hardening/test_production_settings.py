@@ -43,6 +43,40 @@ def test_production_refuses_to_start_without_a_secret_key():
     assert "SECRET_KEY must be set when DEBUG is off" in result.stderr
 
 
+def bare_env(**extra):
+    """What a bare `docker run` gives the settings: nothing of the portal's own."""
+    env = {k: v for k, v in os.environ.items()
+           if k in ("PATH", "HOME", "LANG", "PYTHONPATH", "VIRTUAL_ENV") or k.startswith("LC_")}
+    env.update(DJANGO_SETTINGS_MODULE="gpuportal.settings", DATABASE_URL=os.environ["DATABASE_URL"], **extra)
+    return env
+
+
+DEFAULTS = ("import django; django.setup(); from django.conf import settings as s; "
+            "print(s.DEBUG, s.API_LEGACY_TOKENS, s.METRICS_PUBLIC, repr(s.METRICS_TOKEN))")
+
+
+def test_a_bare_start_refuses_without_a_secret_key():
+    """DEBUG used to default to on, with a public development key: a bare start ran, and cluster
+    credentials were encrypted with a key derived from that public one."""
+    result = run(["manage.py", "check"], bare_env())
+    assert result.returncode != 0
+    assert "SECRET_KEY must be set when DEBUG is off" in result.stderr.strip().splitlines()[-1]
+
+
+def test_the_public_development_key_is_refused_in_production():
+    result = run(["manage.py", "check"], bare_env(SECRET_KEY="dev-only-insecure-key-change-me"))
+    assert result.returncode != 0 and "SECRET_KEY must be set when DEBUG is off" in result.stderr
+
+
+def test_defaults_are_the_safe_ones():
+    result = run(["-c", DEFAULTS], bare_env(SECRET_KEY=secrets.token_urlsafe(64)))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["False", "False", "False", "''"]
+    development = run(["-c", DEFAULTS], bare_env(DEBUG="true"))
+    assert development.returncode == 0, development.stderr
+    assert development.stdout.split() == ["True", "False", "True", "''"]
+
+
 PROBE = textwrap.dedent("""
     import json, django
     django.setup()
