@@ -300,9 +300,16 @@ REST_FRAMEWORK = {
         "apps.web.csv.SafeCSVRenderer",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
+    # Fails open when its cache is unreachable (apps/web/throttle.py; docs/security.md, "Throttling").
+    "DEFAULT_THROTTLE_CLASSES": ["apps.web.throttle.FailOpenUserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": env.str("API_THROTTLE_RATE", default="6000/min")},
 }
+# Pages have their own per-user count (empty: the API's rate), docs/security.md "Throttling".
+PAGE_THROTTLE_RATE = env.str("PAGE_THROTTLE_RATE", default="") or None
+# Stored month bodies: at most this many per month, and dropped when not rendered for this many
+# days (docs/security.md, "Stored answers").
+MONTH_BODIES_PER_PERIOD = env.int("MONTH_BODIES_PER_PERIOD", default=200)
+MONTH_BODY_KEEP_DAYS = env.int("MONTH_BODY_KEEP_DAYS", default=31)
 
 SPECTACULAR_SETTINGS = {
     "TITLE": "gpuportal API",
