@@ -38,7 +38,7 @@ from .models import InputChange, MonthAnswer, MonthBody, MonthCell, MonthLine
 from .usage import Cell
 
 # Part of every version: a deploy that changes how an answer is computed re-proves them all.
-CODE_VERSION = "month-answers-1"
+CODE_VERSION = "month-answers-2"   # 2: a statement rounded once as a whole (docs/chargeback.md, "Rounding")
 LOCK_CLASS = 0x6770   # pg_advisory_xact_lock(class, key): the class of month-answer locks
 
 

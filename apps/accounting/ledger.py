@@ -14,8 +14,10 @@ from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
 
-from .calc import Line, present
+from .calc import Line, next_period, present
 from .figures import shown_hours
+from .models import FrozenCell
+from .months import closed_periods, month_late_cells
 from .statements import Statement, statement
 from .usage import UNASSIGNED
 
@@ -68,4 +70,63 @@ def usage_money(period: str, group_by: str, lines: list[Line] | None = None) -> 
             for key, money in money_by(lines, key_of, OWN_USAGE).items()}
 
 
-__all__ = ["month_ledger", "money_by", "usage_money", "Money", "OWN_USAGE"]
+@dataclass(frozen=True)
+class LateHours:
+    """GPU-hours of a closed month that arrived after its close, and the month they are billed in."""
+    billed_in: str
+    gpu_hours: float
+    pending: bool               # not booked yet: on the open month's statement, until it closes
+
+
+def late_hours(period: str, teams: set[str] | None = None, cluster: str | None = None) -> list[LateHours]:
+    """For a closed month, the allocated GPU-hours that arrived (or vanished, negative) after its
+    close, per month they were billed in: those booked by later closes, then those waiting in the
+    first open month after it. Empty for an open month, or when live usage is what was frozen."""
+    closed = closed_periods()
+    bp = closed.get(period)
+    if bp is None:
+        return []
+
+    def counted(team, cluster_name):
+        return team and (teams is None or team in teams) and (not cluster or cluster_name == cluster)
+
+    by_month: dict[str, float] = defaultdict(float)
+    rows = (FrozenCell.objects.filter(period=bp).exclude(booked_in=bp)
+            .values_list("booked_in__period", "team", "cluster", "gpu_seconds"))
+    for billed_in, team, cluster_name, seconds in rows:
+        if counted(team, cluster_name):
+            by_month[billed_in] += seconds
+    out = [LateHours(month, shown_hours(seconds), False) for month, seconds in sorted(by_month.items())
+           if shown_hours(seconds)]
+    pending = sum(c.gpu_seconds for c in month_late_cells(period, bp) if c.namespace and counted(c.team, c.cluster))
+    if shown_hours(pending):
+        first_open = next_period(period)
+        while first_open in closed:
+            first_open = next_period(first_open)
+        out.append(LateHours(first_open, shown_hours(pending), True))
+    return out
+
+
+def team_month(period: str, team: str, cluster: str | None = None) -> dict:
+    """A team's month as its ledger shows it: allocated GPU-hours of its own usage lines, cost
+    (usage and adjustments, one currency, else None with `costs_by_currency`), the adjustments'
+    part, unpriced GPU-hours, whether the month is closed, and its late hours (`late_hours`)."""
+    stmt = month_ledger(period)
+    lines = [line for line in stmt.lines if line.team == team and (not cluster or line.cluster == cluster)]
+    money = money_by(lines, lambda line: team).get(team, Money({}, Decimal(0)))
+    adjustments = money_by(lines, lambda line: team, ("adjustment",)).get(team, Money({}, Decimal(0)))
+    cost, currency = money.single
+    allocated = sum((line.allocated_gpu_seconds for line in lines if line.kind == "usage"), Decimal(0))
+    return {
+        "period": period, "closed": stmt.closed, "allocated_gpu_hours": shown_hours(allocated),
+        "cost": cost, "currency": currency,
+        "costs_by_currency": {c: present(a, c) for c, a in sorted(money.costs.items())},
+        "adjustments": present(adjustments.costs.get(currency, Decimal(0)), currency) if currency else None,
+        "adjusted_periods": sorted({line.adjusts_period for line in lines if line.kind == "adjustment"}),
+        "unpriced_gpu_hours": shown_hours(money.unpriced_seconds),
+        "money": dict(money.costs),         # currency -> shown Decimal, for the forecast's month to date
+        "late": late_hours(period, {team}, cluster) if stmt.closed else [],
+    }
+
+
+__all__ = ["month_ledger", "money_by", "usage_money", "late_hours", "team_month", "Money", "LateHours", "OWN_USAGE"]

@@ -91,7 +91,7 @@ LineKey = tuple     # (cluster id, namespace, GPU model, MIG profile, price clas
 
 def month_forecast(period: str, *, now: datetime | None = None, teams: set[str] | None = None,
                    cluster: str | None = None, unit: str = MONEY, card: RateCard | None = None,
-                   cells: list | None = None) -> MonthForecast:
+                   cells: list | None = None, booked: dict | None = None) -> MonthForecast:
     """Every team's forecast for a running month (`teams`: a team lead's scope; None: all).
     NotRunning for a month that has not started or has ended. `cells`: usage cells already read
     for these teams and clusters up to `now` from at least 14 days before today and the month's
@@ -124,7 +124,10 @@ def month_forecast(period: str, *, now: datetime | None = None, teams: set[str] 
     owner = _owners(cells, as_of)
     month_first = first.astimezone(zone).date()
     card = card or load_rate_card()
-    booked = _booked(period, teams, cluster) if unit == MONEY else {}
+    if unit != MONEY:
+        booked = {}
+    elif booked is None:        # `booked`: team -> {currency: money on the ledger}, when already read
+        booked = _booked(period, teams, cluster)
     out = []
     for team in sorted(set(per_team_day) | set(booked)):
         days = per_team_day.get(team, {})

@@ -199,9 +199,12 @@ def shown_costs(lines: list[Line]) -> list[Decimal | None]:
 def group_row(key: tuple, lines: list[Line], with_lines: bool = True) -> dict:
     shown = shown_costs(lines)
     totals: dict[str, Decimal] = defaultdict(Decimal)
+    adjustments: dict[str, Decimal] = defaultdict(Decimal)
     for line, amount in zip(lines, shown):
         if amount is not None:
             totals[line.currency] += amount
+            if line.kind == "adjustment":
+                adjustments[line.currency] += amount
     usage = [line for line in lines if line.kind in ("usage", "unallocated")]
     allocated = sum((line.allocated_gpu_seconds for line in usage), Decimal(0))
     used = sum((line.used_gpu_seconds for line in usage), Decimal(0))
@@ -220,6 +223,11 @@ def group_row(key: tuple, lines: list[Line], with_lines: bool = True) -> dict:
         "cost": present(totals[single], single) if single is not None else None,
         "currency": single,
         "costs_by_currency": {c: present(a, c) for c, a in sorted(totals.items())},
+        # The part of the cost that is adjustments: late data of closed months billed in this one
+        # (docs/chargeback.md, "Adjustments"); "0.00" in the row's one currency when it has none.
+        "adjustments": present(adjustments.get(single, Decimal(0)), single) if single is not None else None,
+        "adjustments_by_currency": {c: present(a, c) for c, a in sorted(adjustments.items())},
+        "adjusted_periods": sorted({line.adjusts_period for line in lines if line.kind == "adjustment"}),
         "lines": [line_row(line, amount) for line, amount in zip(lines, shown)] if with_lines else [],
     }
 
@@ -234,9 +242,12 @@ def statement_payload(stmt: Statement, group_by: str, scope, shared_idle: str = 
     ordered = sorted(groups, key=lambda k: (k[0] == UNALLOCATED_KEY, k[0]))
     results = [group_row(k, groups[k], lines_of is None or k[0] in lines_of) for k in ordered]
     totals: dict[str, Decimal] = defaultdict(Decimal)
+    adjustments: dict[str, Decimal] = defaultdict(Decimal)
     for row in results:
         for currency, amount in row["costs_by_currency"].items():
             totals[currency] += Decimal(amount)
+        for currency, amount in row["adjustments_by_currency"].items():
+            adjustments[currency] += Decimal(amount)
     return {
         "period": stmt.period,
         "group_by": group_by,
@@ -245,6 +256,8 @@ def statement_payload(stmt: Statement, group_by: str, scope, shared_idle: str = 
         "rate_card": stmt.rate_card,
         "shared_idle": shared_idle,
         "totals_by_currency": {c: present(a, c) for c, a in sorted(totals.items())},
+        "adjustments_by_currency": {c: present(a, c) for c, a in sorted(adjustments.items())},
+        "adjusted_periods": sorted({p for row in results for p in row["adjusted_periods"]}),
         "results": results,
     }
 
