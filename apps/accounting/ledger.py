@@ -58,13 +58,15 @@ def money_by(lines: list[Line], key_of, kinds: tuple[str, ...] | None = None) ->
     return dict(out)
 
 
-def usage_money(period: str, group_by: str, lines: list[Line] | None = None) -> dict[str, tuple] | None:
+def usage_money(period: str, group_by: str, teams=None, lines: list[Line] | None = None) -> dict[str, tuple] | None:
     """For the usage API's whole-month rows: key -> (shown cost, currency, unpriced GPU-hours) of
-    the month's own allocated usage on the ledger, by team or by namespace; None for any other
-    grouping (the ledger has no cluster or model figure of its own)."""
+    the month's own allocated usage on the ledger of `teams` (None: all), by team or by
+    namespace; None for any other grouping (the usage API's rows by cluster or model are priced
+    from their hours)."""
     if group_by not in ("team", "namespace"):
         return None
     lines = month_ledger(period).lines if lines is None else lines
+    lines = [line for line in lines if teams is None or line.team in teams]
     key_of = (lambda line: line.team or UNASSIGNED) if group_by == "team" else (lambda line: line.namespace)
     return {key: (*money.single, shown_hours(money.unpriced_seconds))
             for key, money in money_by(lines, key_of, OWN_USAGE).items()}

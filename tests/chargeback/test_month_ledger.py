@@ -116,3 +116,16 @@ def test_the_overview_of_a_closed_month_shows_its_frozen_money(late_october, fin
     client.force_login(finance)
     page = html.unescape(client.get("/", {"start": "2026-10-01", "end": "2026-11-01"}).content.decode())
     assert "$20.00" in page and "$26.00" not in page       # the window's and research's cost: frozen
+
+
+def test_a_team_leads_usage_rows_count_only_their_teams_money(late_october, team_lead, api):
+    """vision also has a namespace named llm, on another cluster: 1 h × 2.00 in November. research's
+    lead asking for November by namespace sees research's llm only: its own usage, 10.00 (the
+    October adjustment is not November's usage)."""
+    edge = make_cluster("edge")
+    make_namespace(edge, "llm", "vision")
+    make_usage(make_device(edge), "llm", utc(2026, 11, 11, 8))
+    make_team("research", lead=team_lead)
+    body = api(team_lead).get("/api/v1/usage/", {"start": "2026-11-01", "end": "2026-12-01",
+                                                   "group_by": "namespace"}).json()
+    assert [(r["key"], r["cost"]) for r in body["results"]] == [("llm", "10.00")]

@@ -85,7 +85,7 @@ def month_money(f: UsageFilter, group_by: str) -> dict | None:
     if f.cluster or f.namespaces is not None or f.gpu_models is not None:
         return None
     period = whole_month(f)
-    return usage_money(period, group_by) if period else None
+    return usage_money(period, group_by, f.teams) if period else None
 
 
 class UsageView(APIView):
