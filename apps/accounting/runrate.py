@@ -116,7 +116,7 @@ def month_forecast(period: str, *, now: datetime | None = None, teams: set[str] 
                                         teams=frozenset(teams) if teams is not None else None))
     else:
         first_day = day_of(history_start, zone)
-        cells = [c for c in cells if c.day >= first_day and day_start(c.day, zone) < as_of]
+        cells = [c for c in cells if c.day >= first_day]
     per_team_day: dict[str, dict[date, list]] = defaultdict(lambda: defaultdict(list))
     for c in cells:
         if c.namespace:
