@@ -9,7 +9,6 @@ The forecast is made at midnight starting Tuesday 3 November: the 1st and 2nd ar
 24 GPU-hours; left are 3-30 November: 20 weekdays and 8 weekend days.
 """
 from datetime import date
-from decimal import Decimal as D
 
 import pytest
 

@@ -9,11 +9,9 @@ Team research, namespace llm on prod, one H100 at 2.00 USD per GPU-hour:
 Live, October now holds 13 h (26.00); its frozen statement says 10 h and 20.00.
 """
 import html
-from datetime import date
 from decimal import Decimal as D
 
 import pytest
-from django.utils import timezone
 
 from apps.accounting.actions import do_close_period
 from apps.accounting.ledger import late_hours
