@@ -18,7 +18,7 @@ import calendar
 import re
 from bisect import bisect_right
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time
 from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from math import fsum
@@ -125,6 +125,9 @@ class Line:
     billed_seconds: Decimal = Decimal(0)
     adjusts_period: str = ""
     fixed_cost: Decimal | None = None   # shared-idle lines carry a cost, not a rate
+    # The cost as every view shows it, in the currency's minor unit (`assign_shown`); None until
+    # the statement it is on is rounded, and for an unpriced line.
+    shown: Decimal | None = field(default=None, compare=False, repr=False)
 
     @property
     def priced(self) -> bool:
@@ -206,6 +209,8 @@ def spread_shared_idle(lines: list[Line]) -> list[Line]:
     that model there) stays as an unallocated line; unpriced unallocated hours stay too."""
     team_cost = defaultdict(lambda: defaultdict(Decimal))   # (cluster, model, currency) -> team -> cost
     idle_cost = defaultdict(Decimal)
+    idle_shown = defaultdict(Decimal)     # the same lines' shown costs, when they are rounded
+    rounded = True
     kept = []
     for line in lines:
         group = (line.cluster, line.gpu_model, line.currency)
@@ -213,6 +218,8 @@ def spread_shared_idle(lines: list[Line]) -> list[Line]:
             team_cost[group][line.team] += line.cost
         if line.kind == "unallocated" and line.cost is not None:
             idle_cost[group] += line.cost
+            idle_shown[group] += line.shown or Decimal(0)
+            rounded = rounded and line.shown is not None
     spread_groups = {g for g, c in idle_cost.items() if sum(team_cost[g].values(), Decimal(0)) > 0}
     for line in lines:
         group = (line.cluster, line.gpu_model, line.currency)
@@ -221,12 +228,16 @@ def spread_shared_idle(lines: list[Line]) -> list[Line]:
         kept.append(line)
     for group in sorted(spread_groups):
         cluster, model, currency = group
-        teams = team_cost[group]
-        total = sum(teams.values(), Decimal(0))
-        for team, cost in sorted(teams.items()):
+        teams = sorted(team_cost[group].items())
+        total = sum((cost for _, cost in teams), Decimal(0))
+        shares = [idle_cost[group] * cost / total for _, cost in teams]
+        # Rounded lines hand their shown cents on, split by largest remainder: spreading moves
+        # money between rows and never changes the total (docs/chargeback.md, "Rounding").
+        shown = apportion(idle_shown[group], shares, currency) if rounded else [None] * len(teams)
+        for (team, _), share, amount in zip(teams, shares, shown):
             kept.append(Line(kind="shared_idle", team=team, cluster=cluster, namespace="", gpu_model=model,
                              mig_profile="", price_class="", rate_basis="", hourly_rate=None, currency=currency,
-                             fixed_cost=idle_cost[group] * cost / total))
+                             fixed_cost=share, shown=amount))
     return sorted(kept, key=Line.sort_key)
 
 
@@ -327,6 +338,57 @@ def round_to_total(amounts: list[Decimal], currency: str) -> list[Decimal]:
         return []
     target = sum(amounts, Decimal(0)).quantize(minor_unit(currency), rounding=ROUND_HALF_UP)
     return apportion(target, amounts, currency)
+
+
+def shown_amounts(lines: list[Line]) -> list[Decimal | None]:
+    """Every line's cost as shown, rounded once for the whole statement (docs/chargeback.md,
+    "Rounding"). Per currency, the exact total of all lines is rounded half-up to the minor
+    unit; that total is split over the teams (unallocated capacity is one more), each team's
+    part over its namespaces (team × cluster × namespace; unallocated capacity per cluster),
+    and each namespace's part over its lines — every split by largest remainder (`apportion`).
+    So every view that adds shown lines up — by team, by namespace, the CSV, the workbook, the
+    FOCUS rows — gives the same total and the same figure per team and per namespace, each
+    within one minor unit of its exact cost. None for an unpriced line."""
+    out: list[Decimal | None] = [None] * len(lines)
+    by_currency: dict[str, list[int]] = defaultdict(list)
+    for i, line in enumerate(lines):
+        if line.cost is not None:
+            by_currency[line.currency].append(i)
+    for currency, idx in by_currency.items():
+        target = sum((lines[i].cost for i in idx), Decimal(0)).quantize(minor_unit(currency), rounding=ROUND_HALF_UP)
+        _split(target, idx, lines, currency, _LEDGER_LEVELS, out)
+    return out
+
+
+_LEDGER_LEVELS = (lambda line: line.team, lambda line: (line.team, line.cluster, line.namespace))
+
+
+def _split(target: Decimal, idx: list[int], lines: list[Line], currency: str, levels, out: list) -> None:
+    if not levels:
+        for i, amount in zip(idx, apportion(target, [lines[i].cost for i in idx], currency)):
+            out[i] = amount
+        return
+    groups: dict = defaultdict(list)
+    for i in idx:
+        groups[levels[0](lines[i])].append(i)
+    keys = sorted(groups)
+    parts = apportion(target, [sum((lines[i].cost for i in groups[k]), Decimal(0)) for k in keys], currency)
+    for key, part in zip(keys, parts):
+        _split(part, groups[key], lines, currency, levels[1:], out)
+
+
+def assign_shown(lines: list[Line]) -> list[Line]:
+    """Round a whole statement's lines once (`shown_amounts`), setting each line's `shown`."""
+    for line, amount in zip(lines, shown_amounts(lines)):
+        line.shown = amount
+    return lines
+
+
+def ensure_shown(lines: list[Line]) -> list[Line]:
+    """`assign_shown` unless every priced line already carries its shown cost."""
+    if any(line.shown is None and line.cost is not None for line in lines):
+        assign_shown(lines)
+    return lines
 
 
 def apportion(target: Decimal, amounts: list[Decimal], currency: str) -> list[Decimal]:

@@ -3,6 +3,7 @@ each currency's minor unit: money is rounded and shown in it (docs/dates-and-mon
 from decimal import Decimal
 from functools import lru_cache
 
+import iso4217
 from babel.numbers import get_currency_precision
 
 ISO_4217 = frozenset("""
@@ -24,9 +25,16 @@ def is_currency(code: str) -> bool:
 
 @lru_cache(maxsize=None)
 def minor_digits(currency: str) -> int:
-    """Decimal places of the currency's minor unit (ISO 4217, from babel's CLDR data):
-    JPY 0, USD and EUR 2, KWD 3. A code babel does not know gets 2."""
-    return get_currency_precision(currency) if currency else 2
+    """Decimal places of the currency's minor unit as ISO 4217 lists it: JPY 0, USD and EUR 2,
+    KWD and IQD 3, RSD 2. ISO 4217 wins over babel's CLDR data, which gives 13 codes (IQD, RSD,
+    ALL, …) the digits they are paid in cash instead (docs/dates-and-money.md). A code the ISO
+    table no longer lists (withdrawn, as ANG and BGN) takes babel's digits; no code at all, 2."""
+    if not currency:
+        return 2
+    try:
+        return iso4217.Currency(currency).exponent
+    except ValueError:
+        return get_currency_precision(currency)
 
 
 def minor_unit(currency: str) -> Decimal:

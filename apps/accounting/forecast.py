@@ -18,9 +18,11 @@ A month with no day left projects its month to date; no history gives no forecas
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date, timedelta
 from decimal import Decimal
+from typing import Any
 
 WEEKEND_DAYS = (5, 6)           # date.weekday(): Saturday, Sunday
 LOOKBACK_DAYS = 14              # two weeks: ten weekdays and four weekend days
@@ -56,6 +58,9 @@ class Forecast:
     weekend: RunRate
     days_left: DaysLeft
     history_days: int
+    # Each day still to come with the mean amount a whole day of it adds (`forecast_by_day`:
+    # the day's own rates); empty for `forecast`, whose days all add their kind's mean.
+    path: tuple[tuple[date, Decimal], ...] = ()
 
 
 def history(amounts: dict[date, Decimal], today: date, lookback_days: int = LOOKBACK_DAYS) -> list[tuple[date, Decimal]]:
@@ -114,6 +119,42 @@ def forecast(month_to_date: Decimal, amounts: dict[date, Decimal], today: date, 
                     weekday=weekday, weekend=weekend, days_left=left, history_days=len(days))
 
 
+def forecast_by_day(booked: Decimal, days: list[tuple[date, Any]], value_on: Callable[[date, Any], Decimal],
+                    today: date, today_left: Decimal, last_day: date, *, goes_on: bool = True) -> Forecast:
+    """The month-end forecast from a history whose days are valued per day still to come.
+
+    `days` is the history (`history`: non-empty, from its first day with usage), each day as
+    whatever the caller measured (a team's GPU-seconds per statement line); `value_on(d, h)` is
+    what history day `h` would add were it day `d` (those seconds at the rates in force on `d`,
+    a future-dated rate included). Each day left takes the values of the history days of its
+    kind (all history days when its kind has none): their mean for the projection, their lowest
+    and highest for the range. `booked` is the money already on the month's statement, so the
+    range never starts below it. `goes_on=False` (the team owns nothing any more) projects no
+    more days, with or without history: projected = low = high = booked. The run rates reported
+    are at today's rates."""
+    everything = [h for _, h in days]
+    weekday_h = [h for d, h in days if not is_weekend(d)]
+    weekend_h = [h for d, h in days if is_weekend(d)]
+    rest = [ZERO, ZERO, ZERO]
+    path = []
+    day, part = today, today_left
+    while goes_on and day <= last_day:
+        pool = (weekend_h if is_weekend(day) else weekday_h) or everything
+        values = [value_on(day, h) for h in pool]
+        mean = sum(values, ZERO) / len(values)
+        for i, v in enumerate((mean, min(values), max(values))):
+            rest[i] += part * v
+        path.append((day, mean))
+        day, part = day + timedelta(days=1), Decimal(1)
+    at_today = [value_on(today, h) for h in everything] or [ZERO]
+    weekday = _rate([value_on(today, h) for h in weekday_h], at_today)
+    weekend = _rate([value_on(today, h) for h in weekend_h], at_today)
+    left = days_left(today, today_left, last_day) if goes_on else DaysLeft(ZERO, ZERO)
+    return Forecast(month_to_date=booked, projected=booked + rest[0], low=booked + max(rest[1], ZERO),
+                    high=booked + max(rest[2], ZERO), weekday=weekday, weekend=weekend, days_left=left,
+                    history_days=len(days), path=tuple(path))
+
+
 def crossing_day(f: Forecast, limit: Decimal, today: date, today_left: Decimal, last_day: date) -> date | None:
     """The day the projected amount reaches `limit` at the mean rates: today when what is left of
     today covers it, else the first later day whose whole day does. None when the month ends
@@ -121,6 +162,14 @@ def crossing_day(f: Forecast, limit: Decimal, today: date, today_left: Decimal, 
     total = f.month_to_date
     if total >= limit:
         return today
+    if f.path:      # each day at its own rates (`forecast_by_day`)
+        part = today_left
+        for day, mean in f.path:
+            total += part * mean
+            if total >= limit:
+                return day
+            part = Decimal(1)
+        return None
     day, part = today, today_left
     while day <= last_day:
         total += part * (f.weekend.mean if is_weekend(day) else f.weekday.mean)
@@ -130,5 +179,5 @@ def crossing_day(f: Forecast, limit: Decimal, today: date, today_left: Decimal, 
     return None
 
 
-__all__ = ["Forecast", "RunRate", "DaysLeft", "forecast", "history", "run_rates", "days_left", "crossing_day",
+__all__ = ["Forecast", "RunRate", "DaysLeft", "forecast", "forecast_by_day", "history", "run_rates", "days_left", "crossing_day",
            "LOOKBACK_DAYS", "is_weekend"]

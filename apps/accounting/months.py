@@ -199,4 +199,6 @@ def usage_version(f: UsageFilter, priced: bool, *, scoped: bool = False) -> tupl
     if period is None:
         return None
     inputs = read_inputs([period])
-    return period, inputs.lines(period) if priced else inputs.cells(period)
+    # Priced, a month's money is its ledger's (its statement rounded as a whole): the version of
+    # the statement, with the hours' own.
+    return period, f"{inputs.cells(period)}|{statement_version(period)}" if priced else inputs.cells(period)

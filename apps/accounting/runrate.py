@@ -1,11 +1,14 @@
-"""Each team's month-end forecast (docs/forecast.md), fed from the usage rollups and the rate card.
+"""Each team's month-end forecast (docs/forecast.md), fed from the usage rollups, the rate card
+and the month's ledger.
 
-The amounts the pure model (`forecast.py`) projects are the team's usage as the chargeback
-prices it: the cells of `usage_cells`, priced per currency by `pricing.price_cells_by_currency`
-(the statement's `line_sums` × the rate in force on each day), so the month to date here is the
-team's usage lines on the open statement, and the budget's "spent". Or, for a GPU-hour budget,
-the allocated GPU-hours (`figures.shown_hours`). Adjustment lines (late data of closed months)
-are corrections of earlier months and are not projected.
+What is projected is GPU-seconds per statement line (cluster × namespace × GPU model × MIG
+profile × price class) of the namespaces the team owns at the ingest watermark; each day left
+is priced at the rate in force that day (`calc.RateCard`, a future-dated rate included), so a
+price change is in the forecast from its day on. The month to date is the team's money on the
+month's ledger (`ledger.py`: the statement's figure, adjustments included), the budget's
+"spent", and the range never starts below it. Or, for a GPU-hour budget, the allocated GPU-hours
+(`figures.shown_hours`). Days are counted from the ingest watermark (`data_instant`), not the
+clock.
 
 One function (`forecast_payload`) turns a month's forecasts into what the API, the team page
 and the chargeback page show.
@@ -19,10 +22,10 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from .calc import RateCard, last_day, period_bounds, present
+from .calc import BASIS_PROFILE, RateCard, billed_cost, last_day, period_bounds, present, to_decimal
 from .days import day_of, day_start
 from .figures import shown_hours
-from .forecast import LOOKBACK_DAYS, Forecast, days_left, forecast
+from .forecast import LOOKBACK_DAYS, Forecast, days_left, forecast_by_day, history
 from .pricing import load_rate_card, price_cells_by_currency
 from .usage import UsageFilter, billing_zone, group_key, usage_cells
 
@@ -70,19 +73,41 @@ def today_and_rest(as_of: datetime) -> tuple[date, Decimal]:
     return today, left
 
 
+def data_instant(period: str, clock: datetime, cluster: str | None = None) -> datetime:
+    """The instant the forecast stands at: the ingest watermark (the earliest `ingested_until` of
+    the clusters that have one, or of `cluster`), never after the clock nor before the month's
+    start. While nothing arrives the forecast stays where the data stops, instead of counting
+    days as gone that it has no usage for (docs/forecast.md)."""
+    from apps.clusters.models import Cluster
+    marks = Cluster.objects.exclude(ingested_until=None)
+    if cluster:
+        marks = marks.filter(name=cluster)
+    as_of = min([clock, *marks.values_list("ingested_until", flat=True)])
+    return max(as_of, period_bounds(period, billing_zone())[0])
+
+
+LineKey = tuple     # (cluster id, namespace, GPU model, MIG profile, price class): a statement line's usage
+
+
 def month_forecast(period: str, *, now: datetime | None = None, teams: set[str] | None = None,
                    cluster: str | None = None, unit: str = MONEY, card: RateCard | None = None,
-                   cells: list | None = None) -> MonthForecast:
+                   cells: list | None = None, booked: dict | None = None) -> MonthForecast:
     """Every team's forecast for a running month (`teams`: a team lead's scope; None: all).
     NotRunning for a month that has not started or has ended. `cells`: usage cells already read
     for these teams and clusters up to `now` from at least 14 days before today and the month's
-    start (the team page reads last month and this one once for both its tables)."""
+    start (the team page reads last month and this one once for both its tables).
+
+    The model (docs/forecast.md): GPU-seconds per statement line are projected, each day left
+    priced at the rates in force that day; days are counted from the ingest watermark
+    (`data_instant`); a team projects only the namespaces it owns at that instant (none: no more
+    spending); the month to date is the team's money on the month's ledger."""
     zone = billing_zone()
-    as_of = now or timezone.now()
-    if not is_running(period, as_of):
+    clock = now or timezone.now()
+    if not is_running(period, clock):
         start = period_bounds(period, zone)[0]
-        when = "has not started yet" if as_of < start else "has ended: its cost is on its statement"
+        when = "has not started yet" if clock < start else "has ended: its cost is on its statement"
         raise NotRunning(f"period={period!r} {when}; a forecast is made for the running month only")
+    as_of = data_instant(period, clock, cluster)
     today, left = today_and_rest(as_of)
     first = period_bounds(period, zone)[0]
     history_start = min(first, day_start(today - timedelta(days=LOOKBACK_DAYS), zone))
@@ -96,38 +121,113 @@ def month_forecast(period: str, *, now: datetime | None = None, teams: set[str] 
     for c in cells:
         if c.namespace:
             per_team_day[group_key(c, "team")][c.day].append(c)
+    owner = _owners(cells, as_of)
     month_first = first.astimezone(zone).date()
     card = card or load_rate_card()
+    if unit != MONEY:
+        booked = {}
+    elif booked is None:        # `booked`: team -> {currency: money on the ledger}, when already read
+        booked = _booked(period, teams, cluster)
     out = []
-    for team, days in sorted(per_team_day.items()):
+    for team in sorted(set(per_team_day) | set(booked)):
+        days = per_team_day.get(team, {})
         month_cells = [c for d, cs in days.items() if d >= month_first for c in cs]
+        history_days = _history(days, today, lambda c, team=team: owner.get((c.cluster_id, c.namespace)) == team)
+        goes_on = any(t == team for t in owner.values())
         if unit == GPU_HOURS:
-            out.append(_gpu_hours(team, days, month_cells, today, left, period))
+            out.append(_gpu_hours(team, history_days, month_cells, today, left, period, goes_on))
         else:
-            out.extend(_money(team, days, month_cells, today, left, period, card))
+            out.extend(_money(team, history_days, month_cells, booked.get(team, {}), today, left, period, card,
+                              goes_on))
     return MonthForecast(period=period, as_of=as_of, today=today, today_left=left, last_day=last_day(period),
                          unit=unit, teams=out)
+
+
+def _owners(cells, as_of: datetime) -> dict[tuple[int, str], str]:
+    """(cluster id, namespace) -> its team at `as_of`, for the namespaces the cells are on."""
+    from apps.teams.resolve import TeamResolver
+    keys = {(c.cluster_id, c.namespace) for c in cells if c.namespace}
+    if not keys:
+        return {}
+    resolver = TeamResolver({k[0] for k in keys})
+    day = day_of(as_of, billing_zone())
+    return {k: resolver.team(k[0], k[1], day, as_of) for k in keys}
+
+
+def _history(days: dict[date, list], today: date, owned) -> list[tuple[date, dict]]:
+    """The forecast's history (`forecast.history`) of a team: per complete day of the lookback,
+    the GPU-seconds and MIG instance-seconds of each line whose namespace it still owns."""
+    vectors: dict[date, dict[LineKey, list]] = {}
+    activity: dict[date, Decimal] = {}
+    for d, cs in days.items():
+        if d >= today:
+            continue
+        v: dict[LineKey, list] = {}
+        for c in cs:
+            if not owned(c):
+                continue
+            acc = v.setdefault((c.cluster_id, c.namespace, c.gpu_model, c.mig_profile, c.price_class), [0.0, 0.0])
+            acc[0] += c.gpu_seconds
+            acc[1] += c.mig_seconds
+        vectors[d] = v
+        activity[d] = Decimal(str(sum(a[0] for a in v.values())))
+    return [(d, vectors.get(d, {})) for d, _ in history(activity, today)]
+
+
+def _booked(period: str, teams, cluster) -> dict[str, dict[str, Decimal]]:
+    """team -> {currency: its money on the month's ledger} (usage and adjustments, as shown)."""
+    from .ledger import money_by, month_ledger
+    lines = [line for line in month_ledger(period).lines
+             if line.team and (teams is None or line.team in teams) and (not cluster or line.cluster == cluster)]
+    return {team: dict(m.costs) for team, m in money_by(lines, lambda line: line.team).items() if m.costs}
 
 
 def _hours(cells) -> Decimal:
     return Decimal(str(shown_hours(sum(c.gpu_seconds for c in cells))))
 
 
-def _gpu_hours(team, days, month_cells, today, left, period) -> TeamForecast:
-    amounts = {d: _hours(cs) for d, cs in days.items() if d < today}
-    return TeamForecast(team, None, forecast(_hours(month_cells), amounts, today, left, last_day(period)))
+def _gpu_hours(team, history_days, month_cells, today, left, period, goes_on) -> TeamForecast:
+    if not history_days and goes_on:
+        return TeamForecast(team, None, None)
+
+    def hours_of(_day, v):
+        return Decimal(str(shown_hours(sum(a[0] for a in v.values()))))
+    return TeamForecast(team, None, forecast_by_day(_hours(month_cells), history_days, hours_of, today, left,
+                                                    last_day(period), goes_on=goes_on))
 
 
-def _money(team, days, month_cells, today, left, period, card) -> list[TeamForecast]:
-    spent, unpriced_seconds = price_cells_by_currency(month_cells, card)
+def _money(team, history_days, month_cells, booked, today, left, period, card, goes_on) -> list[TeamForecast]:
+    _spent, unpriced_seconds = price_cells_by_currency(month_cells, card)
     unpriced = shown_hours(unpriced_seconds)
-    daily = {d: price_cells_by_currency(cs, card)[0] for d, cs in days.items() if d < today}
-    currencies = sorted(set(spent) | {cur for costs in daily.values() for cur in costs})
+    prices: dict[tuple, tuple | None] = {}
+
+    def rate_on(key: LineKey, day: date):
+        found = prices.get((key[2:], day), False)
+        if found is False:
+            hit = card.lookup(key[2], key[3], key[4], day)
+            found = prices[(key[2:], day)] = (hit[0].hourly_rate, hit[0].currency, hit[1]) if hit else None
+        return found
+
+    def value_in(currency):
+        def value_on(day: date, v: dict) -> Decimal:
+            total = Decimal(0)
+            for key, (gpu_s, mig_s) in v.items():
+                rate = rate_on(key, day)
+                if rate is not None and rate[1] == currency:
+                    total += billed_cost(rate[0], to_decimal(mig_s if rate[2] == BASIS_PROFILE else gpu_s))
+            return total
+        return value_on
+
+    last = last_day(period)
+    seen = {rate[1] for d, v in history_days for key in v for day in (d, today)
+            if (rate := rate_on(key, day)) is not None}
+    currencies = sorted(set(booked) | seen)
     if not currencies:
         return [TeamForecast(team, None, None, unpriced)]
-    return [TeamForecast(team, cur, forecast(spent.get(cur, Decimal(0)),
-                                             {d: costs.get(cur, Decimal(0)) for d, costs in daily.items()},
-                                             today, left, last_day(period)), unpriced)
+    if not history_days and goes_on:
+        return [TeamForecast(team, cur, None, unpriced) for cur in currencies]
+    return [TeamForecast(team, cur, forecast_by_day(booked.get(cur, Decimal(0)), history_days, value_in(cur),
+                                                    today, left, last, goes_on=goes_on), unpriced)
             for cur in currencies]
 
 

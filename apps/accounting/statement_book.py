@@ -1,9 +1,9 @@
 """What a month's statement workbook holds, as data (docs/chargeback.md, "The statement workbook").
 
 The workbook, the page, the API and its CSV show one statement: every figure here comes from
-`statements.statement_payload` or from the statement's lines with their cost *as the statement
-by team shows it* (`lines_as_shown`: rounded per team and currency to the minor unit, largest
-remainder). The breakdowns by namespace and by GPU model add those shown line costs up, so every
+`statements.statement_payload` or from the statement's lines with their cost as the statement
+shows it (`lines_as_shown`: the statement rounded once as a whole, `calc.shown_amounts`,
+docs/chargeback.md "Rounding"). The breakdowns by namespace and by GPU model add those shown line costs up, so every
 sheet's total per currency is the statement's `totals_by_currency` to the minor unit, and a
 breakdown row is the sum of the CSV's lines it covers.
 
@@ -21,7 +21,7 @@ from decimal import Decimal
 
 from apps.teams.models import Team
 
-from .calc import BASIS_PROFILE, Line, RateCard, last_day, present
+from .calc import BASIS_PROFILE, Line, RateCard, ensure_shown, last_day, present
 from .figures import shown_hours
 from .models import BillingPeriod
 from .pricing import load_rate_card, rate_card_at
@@ -72,10 +72,10 @@ class StatementBook:
 
 
 def lines_as_shown(lines: list[Line], scope) -> list[tuple[Line, Decimal | None]]:
-    """The lines `scope` may see, each with its cost as the statement by team shows it (None:
+    """The lines `scope` may see, each with its cost as the statement shows it (None:
     unpriced). The FOCUS export and the workbook's breakdowns read costs from here."""
     groups: dict[tuple, list[Line]] = defaultdict(list)
-    for line in visible(lines, scope):
+    for line in visible(ensure_shown(lines), scope):
         groups[line_group(line, "team")].append(line)
     out = []
     for key in sorted(groups, key=lambda k: (k[0] == UNALLOCATED_KEY, k[0])):

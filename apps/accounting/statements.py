@@ -7,14 +7,14 @@ the XLSX and the HTML page all show (STYLE §5), so they cannot disagree.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import timedelta
 from decimal import Decimal
 
 from django.utils import timezone
 
-from .calc import (BASIS_PROFILE, Line, RateCard, build_lines, cost_by_currency, period_bounds, period_of,
-                   present, round_to_total, spread_shared_idle, to_decimal)
+from .calc import (BASIS_PROFILE, Line, RateCard, assign_shown, build_lines, cost_by_currency, ensure_shown,
+                   period_bounds, period_of, present, shown_amounts, spread_shared_idle, to_decimal)
 from .figures import shown_efficiency, shown_hours, shown_ratio
 from .answers import proven, proven_rows, read_inputs, stored_answers
 from .models import BillingPeriod, MonthAnswer, Rate, StatementLine, UsageHour
@@ -141,6 +141,9 @@ def statement(period: str, *, shared_idle: str = "apart") -> Statement:
         last = Rate.history.order_by("-history_id").values_list("history_id", "history_date").first()
         result = Statement(period=period, closed=False, lines=month_lines(period),
                            rate_card=_rate_card(*last) if last else None, zone=billing_zone().key)
+    # Rounded once, as a whole, before any view groups it; spreading hands the shown cents on
+    # (docs/chargeback.md, "Rounding"). Copies: the lines may be a stored answer's.
+    result.lines = assign_shown([replace(line) for line in result.lines])
     if shared_idle == "spread":
         result.lines = spread_shared_idle(result.lines)
     return result
@@ -188,24 +191,22 @@ def line_row(line: Line, shown_cost: Decimal | None) -> dict:
 
 
 def shown_costs(lines: list[Line]) -> list[Decimal | None]:
-    """Per currency, line costs rounded to its minor unit so they add up to the rounded exact total."""
-    shown: list[Decimal | None] = [None] * len(lines)
-    by_currency = defaultdict(list)
-    for i, line in enumerate(lines):
-        if line.cost is not None:
-            by_currency[line.currency].append(i)
-    for currency, idx in by_currency.items():
-        for i, amount in zip(idx, round_to_total([lines[i].cost for i in idx], currency)):
-            shown[i] = amount
-    return shown
+    """The lines' costs as shown: those the statement was rounded to as a whole (`calc.shown_amounts`,
+    docs/chargeback.md "Rounding"); lines never on a rounded statement are rounded here, as one."""
+    if any(line.shown is None and line.cost is not None for line in lines):
+        return shown_amounts(lines)
+    return [line.shown if line.cost is not None else None for line in lines]
 
 
 def group_row(key: tuple, lines: list[Line], with_lines: bool = True) -> dict:
     shown = shown_costs(lines)
     totals: dict[str, Decimal] = defaultdict(Decimal)
+    adjustments: dict[str, Decimal] = defaultdict(Decimal)
     for line, amount in zip(lines, shown):
         if amount is not None:
             totals[line.currency] += amount
+            if line.kind == "adjustment":
+                adjustments[line.currency] += amount
     usage = [line for line in lines if line.kind in ("usage", "unallocated")]
     allocated = sum((line.allocated_gpu_seconds for line in usage), Decimal(0))
     used = sum((line.used_gpu_seconds for line in usage), Decimal(0))
@@ -224,6 +225,11 @@ def group_row(key: tuple, lines: list[Line], with_lines: bool = True) -> dict:
         "cost": present(totals[single], single) if single is not None else None,
         "currency": single,
         "costs_by_currency": {c: present(a, c) for c, a in sorted(totals.items())},
+        # The part of the cost that is adjustments: late data of closed months billed in this one
+        # (docs/chargeback.md, "Adjustments"); "0.00" in the row's one currency when it has none.
+        "adjustments": present(adjustments.get(single, Decimal(0)), single) if single is not None else None,
+        "adjustments_by_currency": {c: present(a, c) for c, a in sorted(adjustments.items())},
+        "adjusted_periods": sorted({line.adjusts_period for line in lines if line.kind == "adjustment"}),
         "lines": [line_row(line, amount) for line, amount in zip(lines, shown)] if with_lines else [],
     }
 
@@ -233,14 +239,17 @@ def statement_payload(stmt: Statement, group_by: str, scope, shared_idle: str = 
     """The statement as shown. `lines_of`: only these groups' rows carry their line rows (the
     page shows one team's lines at a time); None: every group's do. Totals never change."""
     groups: dict[tuple, list[Line]] = defaultdict(list)
-    for line in visible(stmt.lines, scope):
+    for line in visible(ensure_shown(stmt.lines), scope):
         groups[line_group(line, group_by)].append(line)
     ordered = sorted(groups, key=lambda k: (k[0] == UNALLOCATED_KEY, k[0]))
     results = [group_row(k, groups[k], lines_of is None or k[0] in lines_of) for k in ordered]
     totals: dict[str, Decimal] = defaultdict(Decimal)
+    adjustments: dict[str, Decimal] = defaultdict(Decimal)
     for row in results:
         for currency, amount in row["costs_by_currency"].items():
             totals[currency] += Decimal(amount)
+        for currency, amount in row["adjustments_by_currency"].items():
+            adjustments[currency] += Decimal(amount)
     return {
         "period": stmt.period,
         "group_by": group_by,
@@ -249,6 +258,8 @@ def statement_payload(stmt: Statement, group_by: str, scope, shared_idle: str = 
         "rate_card": stmt.rate_card,
         "shared_idle": shared_idle,
         "totals_by_currency": {c: present(a, c) for c, a in sorted(totals.items())},
+        "adjustments_by_currency": {c: present(a, c) for c, a in sorted(adjustments.items())},
+        "adjusted_periods": sorted({p for row in results for p in row["adjusted_periods"]}),
         "results": results,
     }
 

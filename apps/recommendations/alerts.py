@@ -18,7 +18,9 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.accounting.calc import period_of
 from apps.accounting.figures import IdleHour, idle_stretches, shown_hours
+from apps.accounting.ledger import team_month
 from apps.accounting.models import UsageHour
 from apps.accounting.usage import UsageFilter, billing_zone, group_cells, usage_cells
 from apps.teams.models import AuditEvent
@@ -43,32 +45,22 @@ def crossed_thresholds(spent: Decimal, budget: Decimal, thresholds=BUDGET_THRESH
     return [pct for pct in thresholds if spent * 100 >= budget * pct]
 
 
-def _price_usage_row():
-    try:
-        from apps.accounting.pricing import price_usage_row
-    except ImportError:
-        return None
-    return price_usage_row
-
-
 def team_spend(budget: TeamBudget, start: datetime, end: datetime) -> tuple[Decimal | None, str]:
-    """Allocated GPU-hours, or money through the rate card's `price_usage_row` hook; None when
-    a money budget cannot be priced (no rate card yet, or unpriced models)."""
-    cells = usage_cells(UsageFilter(start=start, end=end, teams=frozenset({budget.team.name})))
-    rows = group_cells(cells, "team")
+    """Allocated GPU-hours from `start` to `end`; or, for a money budget, the team's money on the
+    month's ledger (`ledger.team_month`): the chargeback statement's figure for the month,
+    adjustments included, to the minor unit. None when the money cannot be compared: nothing of
+    the team's usage is priced, or it is priced in another currency than the budget's."""
     if budget.unit == TeamBudget.Unit.GPU_HOURS:
-        seconds = sum(r.allocated_gpu_seconds for r in rows)
+        cells = usage_cells(UsageFilter(start=start, end=end, teams=frozenset({budget.team.name})))
+        seconds = sum(r.allocated_gpu_seconds for r in group_cells(cells, "team"))
         return Decimal(str(shown_hours(seconds))), "GPU-hours"
-    pricer = _price_usage_row()
-    if pricer is None:
-        return (Decimal("0") if not rows else None), budget.currency
-    total = Decimal("0")
-    for row in rows:
-        cost, currency = pricer(row)
-        if cost is None or (budget.currency and currency and currency != budget.currency):
-            return None, budget.currency
-        total += Decimal(str(cost))
-    return total, budget.currency
+    month = team_month(period_of(start.astimezone(billing_zone()).date()), budget.team.name)
+    costs = month["costs_by_currency"]
+    if not costs:
+        return (None if month["unpriced_gpu_hours"] else Decimal("0")), budget.currency
+    if budget.currency not in costs or len(costs) > 1:
+        return None, budget.currency
+    return Decimal(costs[budget.currency]), budget.currency
 
 
 @dataclass

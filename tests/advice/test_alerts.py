@@ -61,22 +61,26 @@ def test_budget_alert_at_100_percent_and_next_month(budget):
     assert check_budgets(datetime(2026, 12, 2, tzinfo=timezone.utc)) == []  # nothing used in December yet
 
 
-def test_money_budget_without_a_rate_card_raises_nothing(budget, monkeypatch):
-    monkeypatch.setattr(alerts, "_price_usage_row", lambda: None)
+def test_money_budget_without_a_rate_card_raises_nothing(budget):
+    # nothing of vision's usage is priced: the money cannot be compared with the budget
     budget.unit, budget.currency = TeamBudget.Unit.MONEY, "EUR"
     budget.save()
     assert check_budgets(NOW) == []
 
 
-def test_money_budget_through_the_pricing_hook(budget, monkeypatch):
-    # 192 GPU-hours at 2.00 = 384.00 of a 400.00 budget = 96 %
-    monkeypatch.setattr(alerts, "_price_usage_row",
-                        lambda: lambda row: (f"{Decimal(row.allocated_gpu_seconds / 1800):.2f}", "EUR"))
+def test_money_budget_counts_the_statements_money(budget):
+    # 192 GPU-hours at 2.00 EUR = 384.00 of a 400.00 budget = 96 %: the chargeback statement's figure
+    from apps.accounting.models import Rate
+    from apps.accounting.statements import statement, statement_payload
+    Rate.objects.create(gpu_model="NVIDIA H100 80GB HBM3", mig_profile="", price_class="on_demand",
+                        hourly_rate=Decimal("2.00"), currency="EUR", effective_from=datetime(2026, 1, 1).date())
     budget.unit, budget.currency, budget.monthly_amount = TeamBudget.Unit.MONEY, "EUR", Decimal("400")
     budget.save()
     raised = check_budgets(NOW)
     assert [r.alert.fields["spent"] for r in raised] == ["384.00"]
     assert raised[0].alert.text.endswith("(384.00 of 400.00 EUR).")
+    [vision] = [r for r in statement_payload(statement("2026-11"), "team", None)["results"] if r["key"] == "vision"]
+    assert vision["cost"] == "384.00"
 
 
 @pytest.fixture

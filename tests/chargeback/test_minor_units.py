@@ -153,3 +153,31 @@ def test_a_bad_money_locale_stops_start_up():
                             capture_output=True, text=True, timeout=120)
     assert result.returncode != 0
     assert "ImproperlyConfigured: MONEY_LOCALE='xx_NOWHERE' is not a locale" in result.stderr
+
+
+# ---------------------------------------------------------------- ISO 4217, not CLDR
+
+# ISO 4217's minor units where babel's CLDR data says 0: the 13 codes the two sources disagree on.
+ISO_WINS = {"AFN": 2, "ALL": 2, "IQD": 3, "IRR": 2, "KPW": 2, "LAK": 2, "LBP": 2, "MGA": 2, "MMK": 2,
+            "RSD": 2, "SOS": 2, "SYP": 2, "YER": 2}
+
+
+def test_iso_4217_minor_units_win_over_babel():
+    from babel.numbers import get_currency_precision
+
+    from apps.accounting.currencies import ISO_4217, minor_digits
+    differ = {code: minor_digits(code) for code in ISO_4217 if minor_digits(code) != get_currency_precision(code)}
+    assert differ == ISO_WINS
+    # 1.2345 Iraqi dinars are shown in fils (3 places), 1.235 Serbian dinars in paras (2 places)
+    assert present(D("1.2345"), "IQD") == "1.235" and present(D("1.235"), "RSD") == "1.24"
+    assert round_to_total([D("0.0005")] * 2, "IQD") == [D("0.001"), D("0.000")]
+    # withdrawn codes the ISO table no longer lists keep babel's digits: the guilder and the lev 2
+    assert minor_digits("ANG") == 2 and minor_digits("BGN") == 2 and minor_digits("") == 2
+
+
+def test_pages_write_iso_4217_digits(settings):
+    from apps.reports.templatetags.report_format import money
+    assert money("1.2345", "IQD") == "IQD1.235" and money("1.235", "RSD") == "RSD1.24"
+    assert money("502", "JPY") == "¥502" and money("1234.5", "USD") == "$1,234.50"
+    settings.MONEY_LOCALE = "de_DE"
+    assert money("27.589", "USD") == "27,59\xa0$" and money("1.2345", "IQD") == "1,235\xa0IQD"

@@ -147,3 +147,49 @@ def test_periods_outside_2000_to_2100_are_refused():
             parse_period(bad)
         with pytest.raises(ValueError, match="out of range"):
             period_bounds(bad, ZoneInfo("UTC"))
+
+
+def test_one_rounding_for_five_thousand_half_cent_namespaces():
+    """5,000 namespaces of 50 teams at 0.005 USD each: 25.00 exactly. Rounded on their own they
+    would show 50.00; rounded once, every team shows its 0.50 (100 × 0.005) and the namespaces
+    add up to 25.00, each at 0.00 or 0.01, 50 of each per team."""
+    from apps.accounting.calc import shown_amounts
+    lines = [Line(kind="usage", team=f"t{i // 100:02d}", cluster="prod", namespace=f"ns{i:04d}", gpu_model=H100,
+                  mig_profile="", price_class="on_demand", rate_basis="gpu_model", hourly_rate=D("0.018"),
+                  currency="USD", billed_seconds=D(1000)) for i in range(5000)]
+    assert lines[0].cost == D("0.005")
+    shown = shown_amounts(lines)
+    assert sum(shown) == D("25.00") and set(shown) == {D("0.00"), D("0.01")}
+    per_team = {}
+    for line, amount in zip(lines, shown):
+        per_team[line.team] = per_team.get(line.team, D(0)) + amount
+    assert set(per_team.values()) == {D("0.50")}
+
+
+def test_one_rounding_keeps_each_team_and_namespace_within_a_unit_of_exact():
+    from apps.accounting.calc import shown_amounts
+    costs = {("A", "a1"): "1.004", ("A", "a2"): "0.333", ("B", "b1"): "0.667",
+             ("B", "b2"): "-0.251", ("", ""): "4.445"}
+    lines = [Line(kind="usage" if team else "unallocated", team=team, cluster="prod", namespace=ns, gpu_model=H100,
+                  mig_profile="", price_class="", rate_basis="", hourly_rate=None, currency="USD",
+                  fixed_cost=D(c)) for (team, ns), c in costs.items()]
+    shown = shown_amounts(lines)
+    # 1.004 + 0.333 + 0.667 - 0.251 + 4.445 = 6.198 -> 6.20; teams "" 4.445, A 1.337, B 0.416:
+    # floors 4.44 + 1.33 + 0.41 = 6.18, the two missing cents to A (0.007) and B (0.006).
+    # A's 1.34 over 1.004 and 0.333: floors 1.00 + 0.33, the cent to a1 (0.004 > 0.003);
+    # B's 0.42 over 0.667 and -0.251: floors 0.66 - 0.26 = 0.40, a cent to each.
+    assert sum(shown) == D("6.20")
+    assert dict(zip([line.namespace for line in lines], shown)) == {
+        "a1": D("1.01"), "a2": D("0.33"), "b1": D("0.67"), "b2": D("-0.25"), "": D("4.44")}
+
+
+def test_rounding_worked_example_of_the_chargeback_docs():
+    """docs/chargeback.md, "Rounding": ml 0.005, nb 0.005 (team A), web 7.035 (B), unallocated
+    2.345: 9.39 in all; teams 2.35, 0.01, 7.03; ml 0.01, nb 0.00."""
+    from apps.accounting.calc import shown_amounts
+    spec = [("A", "ml", "0.005"), ("A", "nb", "0.005"), ("B", "web", "7.035"), ("", "", "2.345")]
+    lines = [Line(kind="usage" if team else "unallocated", team=team, cluster="prod", namespace=ns, gpu_model=H100,
+                  mig_profile="", price_class="", rate_basis="", hourly_rate=None, currency="USD", fixed_cost=D(c))
+             for team, ns, c in spec]
+    assert shown_amounts(lines) == [D("0.01"), D("0.00"), D("7.03"), D("2.35")]
+    assert round_to_total([D(c) for *_, c in spec], "USD") != shown_amounts(lines)   # the old per-line rounding

@@ -62,11 +62,11 @@ def test_closing_mails_finance_and_each_team_lead_their_statement(march, finance
     finance_mail = messages["finance@example.com"]
     assert finance_mail.subject == "[gpuportal] Chargeback statement 2026-03 (closed)"
     assert f"State: closed at {bp.closed_at:%Y-%m-%d %H:%M} UTC by finance" in finance_mail.body
-    assert "Totals: JPY 450; USD 38.75" in finance_mail.body
+    assert "Totals: JPY 450; USD 38.74" in finance_mail.body
     assert "http://localhost:8000/chargeback/?period=2026-03" in finance_mail.body
     assert attached_by_team(finance_mail) == (
-        [("A", "JPY", 450), ("A", "USD", 30.45), ("B", "USD", 5.95), ("unallocated capacity", "USD", 2.35)],
-        {"JPY": 450, "USD": 38.75})
+        [("A", "JPY", 450), ("A", "USD", 30.45), ("B", "USD", 5.94), ("unallocated capacity", "USD", 2.35)],
+        {"JPY": 450, "USD": 38.74})
     assert attached_by_team(messages["lead@example.com"]) == ([("A", "JPY", 450), ("A", "USD", 30.45)],
                                                               {"JPY": 450, "USD": 30.45})
     assert "Teams: A\n" in messages["lead@example.com"].body
@@ -85,7 +85,7 @@ def test_admin_chosen_recipients_replace_and_add_to_the_defaults(march, finance,
     close_march(finance, django_capture_on_commit_callbacks)
     messages = sent_to()
     assert set(messages) == {"finance@example.com", "ap@example.com"}
-    assert attached_by_team(messages["ap@example.com"]) == ([("B", "USD", 5.95)], {"USD": 5.95})  # 3.60 + 2.345
+    assert attached_by_team(messages["ap@example.com"]) == ([("B", "USD", 5.94)], {"USD": 5.94})  # 3.60 + 2.34: B 5.945 on the statement rounded once
     refused = StatementDelivery.objects.get(email="viewer@example.com")
     assert (refused.status, refused.error) == ("failed", "viewer may not see money figures")
 

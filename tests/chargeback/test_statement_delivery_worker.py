@@ -72,7 +72,7 @@ def test_a_close_on_the_command_line_mails_the_statements_from_a_worker(clean_re
         assert message["Subject"] == "[gpuportal] Chargeback statement 2026-03 (closed)"
         [attachment] = [p for p in message.walk() if p.get_filename() == "chargeback-2026-03-statement.xlsx"]
         totals[address] = table(read_book(attachment.get_payload(decode=True))["By team"])[1]
-    assert totals == {"finance@example.com": {"JPY": 450, "USD": 38.75}, "lead@example.com": {"JPY": 450, "USD": 30.45}}
+    assert totals == {"finance@example.com": {"JPY": 450, "USD": 38.74}, "lead@example.com": {"JPY": 450, "USD": 30.45}}
     # (February's close in build_march mailed its own statement, in this process)
     assert sorted(StatementDelivery.objects.filter(period="2026-03").values_list("email", "status")) == [
         ("finance@example.com", "sent"), ("lead@example.com", "sent")]

@@ -52,36 +52,36 @@ def test_finance_workbook_has_every_view_with_hand_computed_figures(march, finan
              r["Cost"]) for r in rows] == [
         ("A", "CC-100", 15.714286, 7.857143, 0.5, "JPY", 450),        # 12 + 3 + 5/7 GPU-h, half used
         ("A", "CC-100", None, None, None, "USD", 30.45),             # 23.45 + 5.00 + 2.00; hours counted once
-        ("B", None, 4, 2, 0.5, "USD", 5.95),                         # 3.60 + 2.345 (adjustment), hours: March only
+        ("B", None, 4, 2, 0.5, "USD", 5.94),                         # 3.60 + 2.34 (adjustment), hours: March only
         ("unallocated capacity", None, 1, 0, 0, "USD", 2.35),
     ]
-    assert totals == {"JPY": 450, "USD": 38.75}
+    assert totals == {"JPY": 450, "USD": 38.74}
 
     rows, totals = table(book["By namespace"])
     assert costs(rows, "Team", "Cluster", "Namespace") == {
         ("A", "prod", "ml", "USD"): Decimal("28.45"), ("A", "prod", "nb", "JPY"): Decimal("450"),
-        ("A", "prod", "nb", "USD"): Decimal("2.00"), ("B", "prod", "cv", "USD"): Decimal("5.95"),
+        ("A", "prod", "nb", "USD"): Decimal("2.00"), ("B", "prod", "cv", "USD"): Decimal("5.94"),
         ("unallocated capacity", "prod", None, "USD"): Decimal("2.35")}
     nb = next(r for r in rows if r["Namespace"] == "nb" and r["Currency"] == "JPY")
     assert (nb["Allocated GPU-h"], nb["Used GPU-h"]) == (3.714286, 1.857143)
-    assert totals == {"JPY": 450, "USD": 38.75}
+    assert totals == {"JPY": 450, "USD": 38.74}
 
     rows, totals = table(book["By GPU model"])
     assert [(r["GPU model"], r["MIG profile"], r["Price class"], r["Allocated GPU-h"], r["Billed hours"],
              r["Billed unit"], r["Hourly rate"], r["Currency"], r["Cost"]) for r in rows] == [
         (A100, None, "on_demand", 3, 3, "GPU-hour", 150, "JPY", 450),
-        # ml 10 h + unallocated 1 h this month; billed also the February hour: 23.45 + 2.35 + 2.35
-        (H100, None, "on_demand", 11, 12, "GPU-hour", 2.345, "USD", 28.15),
+        # ml 10 h + unallocated 1 h this month; billed also the February hour: 23.45 + 2.35 + 2.34
+        (H100, None, "on_demand", 11, 12, "GPU-hour", 2.345, "USD", 28.14),
         (H100, None, "on_demand", 2, 2, "GPU-hour", 2.5, "USD", 5),
         (H100, None, "spot", 4, 4, "GPU-hour", 0.9, "USD", 3.6),
         (H100, MIG, "on_demand", 0.714286, 5, "instance-hour", 0.4, "USD", 2),
     ]
-    assert totals == {"JPY": 450, "USD": 38.75}
+    assert totals == {"JPY": 450, "USD": 38.74}
 
     rows, totals = table(book["Adjustments"])
     assert [(r["Corrects month"], r["Team"], r["Namespace"], r["Billed hours"], r["Hourly rate"], r["Cost"])
-            for r in rows] == [("2026-02", "B", "cv", 1, 2.345, 2.35)]
-    assert totals == {"USD": 2.35}
+            for r in rows] == [("2026-02", "B", "cv", 1, 2.345, 2.34)]
+    assert totals == {"USD": 2.34}
 
     facts = cover(book["Summary"])
     assert book["Summary"]["A1"].value == "Chargeback statement 2026-03"
@@ -91,7 +91,7 @@ def test_finance_workbook_has_every_view_with_hand_computed_figures(march, finan
     assert facts["Teams"] == "all teams, with unallocated capacity"
     last = Rate.history.order_by("-history_id").first()
     assert facts["Rate card"] == f"version {last.history_id}, last changed {last.history_date:%Y-%m-%d %H:%M} UTC"
-    assert [(r["Currency"], r["Cost"]) for r in cover_table(book["Summary"], "Totals")] == [("JPY", 450), ("USD", 38.75)]
+    assert [(r["Currency"], r["Cost"]) for r in cover_table(book["Summary"], "Totals")] == [("JPY", 450), ("USD", 38.74)]
     assert [(f["Cluster"], f["Ingested until"], f["Behind the month end"][:3])
             for f in cover_table(book["Summary"], "Data freshness")] == [
         ("edge", "2026-03-20 00:00 UTC", "yes"), ("prod", "2026-04-01 00:00 UTC", "no")]
@@ -116,7 +116,7 @@ def test_number_formats_frozen_headers_and_widths(march, finance, api):
     rate = rate_sheet.cell(3, model_header.index("Hourly rate") + 1)
     assert (rate.value, rate.number_format) == (2.345, "0.000")          # a rate keeps its places
     total = ws.cell(ws.max_row, cost)
-    assert (ws.cell(ws.max_row, 1).value, total.value, total.number_format, total.font.b) == ("Total", 38.75, "0.00", True)
+    assert (ws.cell(ws.max_row, 1).value, total.value, total.number_format, total.font.b) == ("Total", 38.74, "0.00", True)
     for sheet in book.worksheets:
         assert sheet.freeze_panes == "A2", sheet.title
         assert sheet.column_dimensions["A"].width >= 8, sheet.title
@@ -202,7 +202,7 @@ def test_closed_month_names_who_closed_it_when_and_keeps_its_rates(berlin, march
     assert facts["Month"] == "2026-03-01 00:00 CET – 2026-04-01 00:00 CEST"
     changed = datetime.fromisoformat(bp.rate_card_changed_at.isoformat()).astimezone(ZoneInfo("Europe/Berlin"))
     assert facts["Rate card"] == f"version {bp.rate_card_version}, last changed {changed:%Y-%m-%d %H:%M %Z}"
-    assert table(book["By team"])[1] == {"JPY": 450, "USD": 38.75}
+    assert table(book["By team"])[1] == {"JPY": 450, "USD": 38.74}
     assert [r["Hourly rate"] for r in cover_table(book["Summary"], "Rate card in force")] == [150, 2.345, 2.5, 0.9, 0.4]
     # prod's watermark (1 April 00:00 UTC = 02:00 CEST) passed Berlin's month end; edge's did not
     assert [(f["Cluster"], f["Ingested until"], f["Behind the month end"][:3])
@@ -227,9 +227,9 @@ def test_the_page_links_the_statement_workbook(march, finance, client):
 
 def test_unallocated_cost_spread_over_teams(march, finance, api):
     """The 2.345 unallocated H100 hour goes to the teams in proportion to their H100 cost on prod
-    (A 30.45, B 3.60 of 34.05): A 2.09712… and B 0.24793…; rounded per team A 32.547… -> 32.55,
-    B 3.60 + 2.345 + 0.24793 = 6.19293 -> 6.19, whose largest remainder gives the cent to the
-    shared-idle line: 3.60 + 2.34 + 0.25."""
+    (A 30.45, B 3.60 of 34.05): A 2.09712… and B 0.24793…. Its shown 2.35 (the statement rounded
+    once, apart) is split by largest remainder: 2.09 + 0.24 leave two cents, one each: A 2.10,
+    B 0.25. A 30.45 + 2.10 = 32.55, B 3.60 + 2.34 + 0.25 = 6.19; the total stays 38.74."""
     client = api(finance)
     book = read_book(client.get(URL + "xlsx/", {"period": "2026-03", "shared_idle": "spread"}).content)
     body = client.get(URL, {"period": "2026-03", "shared_idle": "spread"}).json()

@@ -9,9 +9,11 @@ March 2026 (hand-computed; used ratio 0.5 everywhere, billing zone midnight to m
     nb  H100 1g.10gb    5 instance-hours at 0.40 USD (1/7 GPU: 0.714286 GPU-h) = 2.00
   team B, cluster prod:
     cv  H100 spot (node spot-1) 4 h at 0.90 USD               =  3.60
-    cv  adjustment for February: 1 late hour at 2.345 USD     =  2.345 -> 2.35 (B: 5.945 -> 5.95)
-  unallocated capacity, prod: H100 on-demand 1 h at 2.345      =  2.345 -> 2.35
-  totals: JPY 450; USD 30.45 + 5.95 + 2.35 = 38.75
+    cv  adjustment for February: 1 late hour at 2.345 USD     =  2.345
+  unallocated capacity, prod: H100 on-demand 1 h at 2.345      =  2.345
+  totals, rounded once (docs/chargeback.md, "Rounding"): JPY 450; USD 30.45 + 5.945 + 2.345 =
+  38.74 exactly; floors 30.45 + 5.94 + 2.34 leave one cent, which goes to the first of the equal
+  remainders (unallocated capacity sorts first): A 30.45, B 5.94 (3.60 + 2.34), unallocated 2.35
 Clusters: prod ingested to 1 April (not behind), edge to 20 March (behind, no usage).
 """
 import io

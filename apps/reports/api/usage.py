@@ -8,7 +8,8 @@ from rest_framework.views import APIView
 from apps.accounting.pricing import price_usage_rows_detail
 from apps.accounting.figures import shown_hours, shown_ratio
 from apps.accounting.answers import scope_tag
-from apps.accounting.months import usage_version, window_cells
+from apps.accounting.ledger import usage_money
+from apps.accounting.months import usage_version, whole_month, window_cells
 from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells
 from apps.clusters.models import Cluster
 from apps.teams.access import can_see_money, money_scope, require_team, sees_money_of, team_scope
@@ -71,6 +72,9 @@ def usage_payload(request, group_by, usage_filter):
     shown = priced_rows(request.user, rows)
     detail = iter(price_usage_rows_detail([r for r, ok in zip(rows, shown) if ok]) if any(shown) else [])
     prices = [next(detail) if ok else None for ok in shown]
+    ledger = month_money(usage_filter, group_by) if any(shown) else None
+    if ledger:      # a whole month's money is its ledger's (docs/chargeback.md, "One month, one answer")
+        prices = [ledger.get(row.key, price) if ok else None for row, price, ok in zip(rows, prices, shown)]
     out = []
     for row, priced in zip(rows, prices):
         cost, currency, unpriced_hours = priced or (None, None, None)
@@ -89,6 +93,15 @@ def usage_payload(request, group_by, usage_filter):
             item["unpriced_gpu_hours"] = unpriced_hours
         out.append(item)
     return out
+
+
+def month_money(f: UsageFilter, group_by: str) -> dict | None:
+    """The ledger's money per team or namespace when the window is one whole billing month of
+    every cluster; None otherwise (any other window is priced from its own hours)."""
+    if f.cluster or f.namespaces is not None or f.gpu_models is not None:
+        return None
+    period = whole_month(f)
+    return usage_money(period, group_by, f.teams) if period else None
 
 
 class UsageView(APIView):

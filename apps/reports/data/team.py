@@ -3,7 +3,7 @@ quota, and the namespaces that moved to or from it."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
 from django.db.models import Max, Sum
@@ -13,9 +13,9 @@ from django.utils import timezone
 from apps.accounting.calc import period_of
 from apps.accounting.figures import gpu_hours
 from apps.accounting.models import QuotaHour
-from apps.accounting.pricing import price_usage_rows_detail
+from apps.accounting.ledger import team_month
 from apps.accounting.runrate import forecast_payload, month_forecast
-from apps.accounting.usage import UsageFilter, UsageRow, billing_zone, group_cells, usage_cells
+from apps.accounting.usage import UsageFilter, billing_zone, usage_cells
 from apps.accounting.days import day_of, day_start
 from apps.teams.resolve import TeamResolver
 
@@ -59,6 +59,11 @@ class MonthCost:
     currency: str | None
     priced: bool
     unpriced_gpu_hours: float = 0.0
+    adjustments: str | None = None          # the part of cost that is late data of closed months
+    adjusted_periods: list[str] = field(default_factory=list)
+    closed: bool = False                    # the frozen statement's figures
+    money: dict = field(default_factory=dict)   # currency -> shown Decimal (the forecast's month to date)
+    late: list = field(default_factory=list)   # ledger.LateHours: hours that arrived after the close
 
 
 def month_bounds(now: datetime) -> tuple[datetime, datetime, datetime]:
@@ -79,30 +84,31 @@ def money_cells(sel: Selection, team: str, now: datetime, resolver: TeamResolver
 
 
 def month_costs(sel: Selection, team: str, now: datetime | None = None, card=None, cells=None) -> list[MonthCost]:
-    """Month-to-date and last month for the team, priced by the rate card when it exists.
-
-    One usage query covers both months (`money_cells`); its billing-zone days split them.
-    """
+    """Month to date and last month for the team, as the month's ledger has them
+    (`ledger.team_month`): the chargeback statement's figure (adjustments included, shown apart
+    too), a closed month's frozen one with the hours that arrived after its close
+    (docs/chargeback.md, "One month, one answer"). `card`, `cells`: unused, kept for callers."""
     last_start, this_start, now = month_bounds(now or timezone.now())
-    if cells is None:
-        cells = money_cells(sel, team, now)
-    parts = []
-    for label, start, end, this_month in (("Month to date", this_start, now, True),
-                                          ("Last month", last_start, this_start, False)):
-        rows = group_cells([c for c in cells if (c.day >= this_start.date()) == this_month], "team")
-        parts.append((label, start, end, rows[0] if rows else UsageRow(key=team)))
-    prices = price_usage_rows_detail([row for *_, row in parts], card)
-    return [MonthCost(label, start, end, gpu_hours(row.allocated_gpu_seconds), cost, currency, True, unpriced)
-            for (label, start, end, row), (cost, currency, unpriced) in zip(parts, prices)]
+    zone = billing_zone()
+    out = []
+    for label, start, end in (("Month to date", this_start, now), ("Last month", last_start, this_start)):
+        m = team_month(period_of(start.astimezone(zone).date()), team, sel.cluster)
+        out.append(MonthCost(label, start, end, m["allocated_gpu_hours"], m["cost"], m["currency"], True,
+                             unpriced_gpu_hours=m["unpriced_gpu_hours"], adjustments=m["adjustments"],
+                             adjusted_periods=m["adjusted_periods"], closed=m["closed"], late=m["late"],
+                             money=m["money"]))
+    return out
 
 
-def team_forecast(sel: Selection, team: str, now: datetime | None = None, card=None, cells=None) -> dict:
+def team_forecast(sel: Selection, team: str, now: datetime | None = None, card=None, cells=None,
+                  costs: list[MonthCost] | None = None) -> dict:
     """The running month's month-end forecast of the team (docs/forecast.md), on the clusters
     the page shows, as the API answers it. `cells`: `money_cells` up to the same `now`."""
     now = now or timezone.now()
     period = period_of(now.astimezone(billing_zone()).date())
+    booked = {team: costs[0].money} if costs else None      # this month's ledger, read for the costs table
     return forecast_payload(month_forecast(period, now=now, teams={team}, cluster=sel.cluster, card=card,
-                                           cells=cells))
+                                           cells=cells, booked=booked))
 
 
 @dataclass

@@ -1,11 +1,15 @@
 """Number formatting shared by the report templates."""
+import copy
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
-from babel.numbers import format_currency
+from babel import Locale
+from babel.numbers import format_currency, parse_pattern
 from django import template
 from django.conf import settings
 
 from apps.accounting.calc import present
+from apps.accounting.currencies import minor_digits
 from apps.accounting.figures import gpu_hours, percent_text
 from apps.accounting.usage import billing_zone
 
@@ -59,7 +63,18 @@ def money(amount, currency):
     value = _decimal(amount)
     if value is None or not currency:
         return "–"
-    return format_currency(Decimal(present(value, currency)), currency, locale=settings.MONEY_LOCALE)
+    locale = Locale.parse(settings.MONEY_LOCALE)
+    return _money_pattern(settings.MONEY_LOCALE, minor_digits(currency)).apply(
+        Decimal(present(value, currency)), locale, currency=currency, currency_digits=False)
+
+
+@lru_cache(maxsize=None)
+def _money_pattern(locale: str, digits: int):
+    """The locale's currency pattern with ISO 4217's minor digits, not CLDR's (which differ for
+    13 codes: IQD has 3 places, CLDR writes 0; docs/dates-and-money.md)."""
+    pattern = copy.copy(parse_pattern(Locale.parse(locale).currency_formats["standard"]))
+    pattern.frac_prec = (digits, digits)
+    return pattern
 
 
 @register.filter

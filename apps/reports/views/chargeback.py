@@ -8,6 +8,7 @@ from django.views.decorators.http import require_http_methods
 
 from apps.accounting.actions import ActionError, before_history, do_close_period
 from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
+from apps.accounting.ledger import late_hours
 from apps.accounting.models import BillingPeriod, UsageHour
 from apps.accounting.runrate import forecast_payload, forecasts_by_team, is_running, month_forecast
 from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
@@ -48,12 +49,15 @@ def statement_view(request):
         forecasts = forecasts_by_team(forecast_payload(month_forecast(period, teams=scope)))
         for row in payload["results"]:
             row["forecast"] = forecasts.get(row["key"], [])
+    # A closed month shows its frozen statement; the hours that came after the close are said,
+    # with the month that bills them (docs/chargeback.md, "One month, one answer").
+    late = late_hours(period, team_scope(request.user)) if payload["closed"] else []
     selected = next((row for row in payload["results"] if row["key"] == team), None) if team else None
     api = reverse("api-chargeback")
     query = f"period={period}&shared_idle={shared_idle}"
     closer = can_close_periods(request.user)
     return render(request, "chargeback/statement.html", {
-        "payload": payload, "period": period, "shared_idle": shared_idle, "running": running,
+        "payload": payload, "period": period, "shared_idle": shared_idle, "running": running, "late": late,
         "selected": selected, "team": team, "unallocated_key": UNALLOCATED_KEY,
         "prev_period": prev_period(period), "next_period": next_period(period),
         "closed": _closed(period) if payload["closed"] else None,

@@ -3,7 +3,11 @@ from collections import defaultdict
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from apps.accounting.usage import group_cells, usage_cells
+from dataclasses import replace
+
+from apps.accounting.ledger import OWN_USAGE, money_by, month_ledger
+from apps.accounting.months import whole_month
+from apps.accounting.usage import UNASSIGNED, group_cells, usage_cells
 
 from .. import figures
 from ..data.overview import daily_totals, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
@@ -49,6 +53,7 @@ def _figures(f, money: bool, fleet: bool) -> dict:
             "fig_models": figures.models_bar(models) if fleet else None}
     if money:
         data.update(_money(cells, spans, days, teams, models))
+        _from_ledger(f, data)
     else:
         data.update(total_cost=None, day_rows=[(d, None) for d in days], team_rows=[(t, None) for t in teams],
                     model_rows=[(m, None, None) for m in models])
@@ -73,3 +78,29 @@ def _money(cells, spans, days, teams, models):
         "team_rows": [(t, next(priced)) for t in teams],
         "model_rows": [(m, next(priced), next(unallocated)) for m in models],
     }
+
+
+def _from_ledger(f, data) -> None:
+    """A whole billing month of every cluster: the window's and each team's cost are the month's
+    ledger's (its statement, a closed month's frozen one; docs/chargeback.md, "One month, one
+    answer"), so the overview says what the chargeback page says; so are each GPU model's usage
+    and unallocated cost. The days stay priced from their own (live) hours."""
+    period = whole_month(f)
+    if period is None or f.cluster or f.namespaces is not None or f.gpu_models is not None:
+        return
+    lines = [line for line in month_ledger(period).lines if f.teams is None or line.team in f.teams]
+    by_team = money_by(lines, lambda line: line.team or UNASSIGNED, OWN_USAGE)
+    total = money_by(lines, lambda line: "", OWN_USAGE).get("")
+
+    def ledger_priced(priced, money):
+        if priced is None or money is None or len(money.costs) != 1:
+            return priced
+        [(currency, amount)] = money.costs.items()
+        return replace(priced, cost=amount, currency=currency)
+
+    by_model = money_by(lines, lambda line: line.gpu_model, OWN_USAGE)
+    idle_by_model = money_by(lines, lambda line: line.gpu_model, ("unallocated",))
+    data["total_cost"] = ledger_priced(data["total_cost"], total)
+    data["team_rows"] = [(t, ledger_priced(p, by_team.get(t.key))) for t, p in data["team_rows"]]
+    data["model_rows"] = [(m, ledger_priced(p, by_model.get(m["gpu_model"])),
+                           ledger_priced(u, idle_by_model.get(m["gpu_model"]))) for m, p, u in data["model_rows"]]

@@ -35,7 +35,7 @@ def team_dashboard(request, sel, name):
         now = timezone.now()
         money = money_cells(sel, name, now, resolver)
         costs = month_costs(sel, name, now, card=card, cells=money)
-        forecast = team_forecast(sel, name, now, card=card, cells=money)
+        forecast = team_forecast(sel, name, now, card=card, cells=money, costs=costs)
     priced = price_groups([r.cells for r in namespaces], card=card) if sel.money else [None] * len(namespaces)
     return page(request, sel, "reports/team.html", "team", {
         "team": name, "namespaces": namespaces, "namespace_rows": list(zip(namespaces, priced)), "mig": mig, "quotas": quotas, "costs": costs, "forecast": forecast,

@@ -1,0 +1,134 @@
+"""A month's ledger: the one place a month's money is read from (docs/chargeback.md, "One
+month, one answer").
+
+The ledger of a month is its statement (`statements.statement`): for a closed month its frozen
+lines, for an open month its live lines with the adjustments for the closed months before it,
+rounded once as a whole (`calc.shown_amounts`). Every view of a whole month's money — the
+chargeback page and API, the usage API's month rows by team or namespace, the team page's
+months, the overview, budget alerts — reads its figures from here, so a month shows one
+figure per team and per namespace wherever it is looked at.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from decimal import Decimal
+
+from .calc import Line, next_period, present
+from .figures import shown_hours
+from .models import FrozenCell
+from .months import closed_periods, month_late_cells
+from .statements import Statement, statement
+from .usage import UNASSIGNED
+
+OWN_USAGE = ("usage",)           # a team's own allocated usage of the month (no adjustments, no idle)
+
+
+def month_ledger(period: str) -> Statement:
+    """The month's statement lines, each with its shown cost (unallocated cost apart)."""
+    return statement(period)
+
+
+@dataclass
+class Money:
+    """One key's money on the ledger: shown amounts per currency, and unpriced GPU-seconds."""
+    costs: dict[str, Decimal]
+    unpriced_seconds: Decimal
+
+    @property
+    def single(self) -> tuple[str | None, str | None]:
+        """(shown cost, currency) when exactly one currency is priced; (None, None) else."""
+        if len(self.costs) != 1:
+            return None, None
+        [(currency, amount)] = self.costs.items()
+        return present(amount, currency), currency
+
+
+def money_by(lines: list[Line], key_of, kinds: tuple[str, ...] | None = None) -> dict[str, Money]:
+    """key -> its lines' shown costs per currency (`kinds`: only lines of these kinds)."""
+    out: dict[str, Money] = defaultdict(lambda: Money(defaultdict(Decimal), Decimal(0)))
+    for line in lines:
+        if kinds is not None and line.kind not in kinds:
+            continue
+        money = out[key_of(line)]
+        if line.cost is None:
+            money.unpriced_seconds += line.allocated_gpu_seconds
+        else:
+            money.costs[line.currency] += line.shown
+    return dict(out)
+
+
+def usage_money(period: str, group_by: str, teams=None, lines: list[Line] | None = None) -> dict[str, tuple] | None:
+    """For the usage API's whole-month rows: key -> (shown cost, currency, unpriced GPU-hours) of
+    the month's own allocated usage on the ledger of `teams` (None: all), by team or by
+    namespace; None for any other grouping (the usage API's rows by cluster or model are priced
+    from their hours)."""
+    if group_by not in ("team", "namespace"):
+        return None
+    lines = month_ledger(period).lines if lines is None else lines
+    lines = [line for line in lines if teams is None or line.team in teams]
+    key_of = (lambda line: line.team or UNASSIGNED) if group_by == "team" else (lambda line: line.namespace)
+    return {key: (*money.single, shown_hours(money.unpriced_seconds))
+            for key, money in money_by(lines, key_of, OWN_USAGE).items()}
+
+
+@dataclass(frozen=True)
+class LateHours:
+    """GPU-hours of a closed month that arrived after its close, and the month they are billed in."""
+    billed_in: str
+    gpu_hours: float
+    pending: bool               # not booked yet: on the open month's statement, until it closes
+
+
+def late_hours(period: str, teams: set[str] | None = None, cluster: str | None = None) -> list[LateHours]:
+    """For a closed month, the allocated GPU-hours that arrived (or vanished, negative) after its
+    close, per month they were billed in: those booked by later closes, then those waiting in the
+    first open month after it. Empty for an open month, or when live usage is what was frozen."""
+    closed = closed_periods()
+    bp = closed.get(period)
+    if bp is None:
+        return []
+
+    def counted(team, cluster_name):
+        return team and (teams is None or team in teams) and (not cluster or cluster_name == cluster)
+
+    by_month: dict[str, float] = defaultdict(float)
+    rows = (FrozenCell.objects.filter(period=bp).exclude(booked_in=bp)
+            .values_list("booked_in__period", "team", "cluster", "gpu_seconds"))
+    for billed_in, team, cluster_name, seconds in rows:
+        if counted(team, cluster_name):
+            by_month[billed_in] += seconds
+    out = [LateHours(month, shown_hours(seconds), False) for month, seconds in sorted(by_month.items())
+           if shown_hours(seconds)]
+    pending = sum(c.gpu_seconds for c in month_late_cells(period, bp) if c.namespace and counted(c.team, c.cluster))
+    if shown_hours(pending):
+        first_open = next_period(period)
+        while first_open in closed:
+            first_open = next_period(first_open)
+        out.append(LateHours(first_open, shown_hours(pending), True))
+    return out
+
+
+def team_month(period: str, team: str, cluster: str | None = None) -> dict:
+    """A team's month as its ledger shows it: allocated GPU-hours of its own usage lines, cost
+    (usage and adjustments, one currency, else None with `costs_by_currency`), the adjustments'
+    part, unpriced GPU-hours, whether the month is closed, and its late hours (`late_hours`)."""
+    stmt = month_ledger(period)
+    lines = [line for line in stmt.lines if line.team == team and (not cluster or line.cluster == cluster)]
+    money = money_by(lines, lambda line: team).get(team, Money({}, Decimal(0)))
+    adjustments = money_by(lines, lambda line: team, ("adjustment",)).get(team, Money({}, Decimal(0)))
+    cost, currency = money.single
+    allocated = sum((line.allocated_gpu_seconds for line in lines if line.kind == "usage"), Decimal(0))
+    return {
+        "period": period, "closed": stmt.closed, "allocated_gpu_hours": shown_hours(allocated),
+        "cost": cost, "currency": currency,
+        "costs_by_currency": {c: present(a, c) for c, a in sorted(money.costs.items())},
+        "adjustments": present(adjustments.costs.get(currency, Decimal(0)), currency) if currency else None,
+        "adjusted_periods": sorted({line.adjusts_period for line in lines if line.kind == "adjustment"}),
+        "unpriced_gpu_hours": shown_hours(money.unpriced_seconds),
+        "money": dict(money.costs),         # currency -> shown Decimal, for the forecast's month to date
+        "late": late_hours(period, {team}, cluster) if stmt.closed else [],
+    }
+
+
+__all__ = ["month_ledger", "money_by", "usage_money", "late_hours", "team_month", "Money", "LateHours", "OWN_USAGE"]
