@@ -1,4 +1,6 @@
 """The chargeback page: a month's statement per team, drill-down to lines, close with confirmation."""
+from zoneinfo import ZoneInfo
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -15,7 +17,7 @@ from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_b
                                         period_has_ended, statement, statement_payload)
 from apps.accounting.months import month_zone
 from apps.clusters.models import Cluster
-from apps.teams.access import can_close_periods, can_see_money, money_scope, require_team
+from apps.teams.access import can_close_periods, can_see_money, money_scope, require_team, team_scope
 from apps.web.pages import bad_request
 from apps.web.throttle import throttled_page
 
@@ -42,8 +44,8 @@ def statement_view(request):
     if team:
         require_team(request.user, team, money=True)
     scope = money_scope(request.user)     # never widened by `viewer` (docs/security.md, "Money scope")
-    payload = statement_payload(statement(period, shared_idle=shared_idle), "team", scope,
-                                shared_idle, lines_of={team})
+    stmt = statement(period, shared_idle=shared_idle)
+    payload = statement_payload(stmt, "team", scope, shared_idle, lines_of={team})
     running = not payload["closed"] and is_running(period)
     if running:   # the running month: each team's month-end forecast beside its cost (docs/forecast.md)
         forecasts = forecasts_by_team(forecast_payload(month_forecast(period, teams=scope)))
@@ -61,7 +63,7 @@ def statement_view(request):
         "selected": selected, "team": team, "unallocated_key": UNALLOCATED_KEY,
         "prev_period": prev_period(period), "next_period": next_period(period),
         "closed": _closed(period) if payload["closed"] else None,
-        "ended": period_has_ended(period), "closes_from": period_bounds(period, month_zone(period))[1],
+        "ended": period_has_ended(period), "closes_from": period_bounds(period, ZoneInfo(stmt.zone))[1],
         "closer": closer,
         "can_close": closer and not payload["closed"] and period_has_ended(period),
         "csv_url": f"{api}?{query}&group_by=team&format=csv",
