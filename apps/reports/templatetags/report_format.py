@@ -8,6 +8,7 @@ from django.conf import settings
 from apps.accounting.calc import present
 from apps.accounting.figures import gpu_hours, percent_text
 from apps.accounting.usage import billing_zone
+from apps.accounting.words import money_text
 
 from ..presets import local_text
 
@@ -59,7 +60,7 @@ def money(amount, currency):
     value = _decimal(amount)
     if value is None or not currency:
         return "–"
-    return format_currency(Decimal(present(value, currency)), currency, locale=settings.MONEY_LOCALE)
+    return money_text(value, currency)
 
 
 @register.filter
