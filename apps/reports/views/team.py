@@ -9,6 +9,7 @@ from apps.teams.resolve import TeamResolver
 from .. import figures
 from ..money import load_rate_card, price_groups
 from ..data.team import mig_hours, money_cells, month_costs, team_forecast, namespace_moves, namespace_series, quota_use, team_cells
+from ..data.overview import partial_day
 from .common import page, report_view
 
 
@@ -35,7 +36,7 @@ def team_dashboard(request, sel, name):
     return page(request, sel, "reports/team.html", "team", {
         "team": name, "namespaces": namespaces, "namespace_rows": list(zip(namespaces, priced)), "mig": mig, "quotas": quotas, "costs": costs, "forecast": forecast,
         "moves": namespace_moves(sel, name, resolver),
-        "fig_namespaces": figures.namespace_lines(series),
+        "fig_namespaces": figures.namespace_lines(series, partial_day(sel.usage_filter())),
         "fig_mig": figures.mig_bar(mig),
         "fig_quota": figures.quota_bar(quotas),
     })
