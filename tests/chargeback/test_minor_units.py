@@ -85,12 +85,12 @@ def test_yen_csv_and_xlsx_are_whole_yen_numbers(yen, finance, api):
     lines = book["Lines"]
     header = [c.value for c in lines[1]]
     cost, rate = header.index("cost") + 1, header.index("hourly_rate") + 1
-    assert [(lines.cell(r, cost).value, lines.cell(r, cost).number_format) for r in (2, 3)] == [(301, "0"), (201, "0")]
-    assert (lines.cell(2, rate).value, lines.cell(2, rate).number_format) == (100.4, "0.0")
+    assert [(lines.cell(r, cost).value, lines.cell(r, cost).number_format) for r in (2, 3)] == [(301, "#,##0"), (201, "#,##0")]
+    assert (lines.cell(2, rate).value, lines.cell(2, rate).number_format) == (100.4, "#,##0.0")
     by_team = load_workbook(io.BytesIO(client.get(URL, {"period": "2026-03", "format": "xlsx"}).content))["By team"]
     header = [c.value for c in by_team[1]]
     total = by_team.cell(2, header.index("Cost") + 1)
-    assert (total.value, total.number_format, by_team.cell(2, header.index("Currency") + 1).value) == (502, "0", "JPY")
+    assert (total.value, total.number_format, by_team.cell(2, header.index("Currency") + 1).value) == (502, "#,##0", "JPY")
 
 
 def test_yen_on_the_page_in_the_money_locale(yen, finance, client, settings):
@@ -117,7 +117,7 @@ def test_dinars_have_three_decimals_everywhere(finance, api, client):
     sheet = load_workbook(io.BytesIO(c.get(URL + "xlsx/", {"period": "2026-03"}).content))["Lines"]
     header = [cell.value for cell in sheet[1]]
     cost = sheet.cell(2, header.index("cost") + 1)
-    assert (cost.value, cost.number_format) == (1.235, "0.000")
+    assert (cost.value, cost.number_format) == (1.235, "#,##0.000")
     client.force_login(finance)
     assert "KWD1.235" in html.unescape(client.get("/chargeback/", {"period": "2026-03"}).content.decode())
 
