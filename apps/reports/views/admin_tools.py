@@ -25,7 +25,7 @@ def ingest_log(request, sel):
     return page(request, sel, "reports/ingest_log.html", "ingest", {
         "runs": list(runs[:RUN_LIMIT]), "limit": RUN_LIMIT, "status": status,
         "statuses": IngestRun.Status.values, "freshness": [f for f in ingest_freshness() if not sel.cluster or f.cluster == sel.cluster],
-    })
+    }, picker=("cluster",))   # the newest runs: no team, no dates
 
 
 @report_view(admin_only=True)
@@ -42,7 +42,7 @@ def label_claims(request, sel):
         "claims": pending_claims(), "teams": sorted(Team.objects.values_list("name", flat=True)),
         "error": message[1:] if message.startswith("!") else "", "done": request.GET.get("done", "")[:200],
         "decided": LabelClaim.objects.select_related("namespace__cluster", "decided_by").order_by("-decided_at")[:50],
-    })
+    }, picker=())   # every pending claim: nothing to pick
 
 
 def _decide(request) -> str:

@@ -1,4 +1,6 @@
 from django.http import Http404
+from django.shortcuts import redirect
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounting.usage import group_cells
@@ -19,6 +21,10 @@ def team_dashboard(request, sel, name):
     require_team(request.user, name)
     if name != UNASSIGNED and not Team.objects.filter(name=name).exists():
         raise Http404("no such team")
+    if sel.team and sel.team != name:   # another team picked in the bar: that team's page
+        query = request.GET.copy()
+        query.pop("team")
+        return redirect(f"{reverse('reports:team', args=[sel.team])}{'?' + query.urlencode() if query else ''}")
     resolver = TeamResolver()     # one read of mappings and label history for the cells, quota and moves
     cells = team_cells(sel, name, resolver)
     namespaces = group_cells(cells, "namespace")
@@ -39,4 +45,4 @@ def team_dashboard(request, sel, name):
         "fig_namespaces": figures.namespace_lines(series, partial_day(sel.usage_filter())),
         "fig_mig": figures.mig_bar(mig),
         "fig_quota": figures.quota_bar(quotas),
-    })
+    }, picker_team=name)
