@@ -43,6 +43,8 @@ class QuotaRecommendationsView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name; default all clusters"),
+            OpenApiParameter("team", OpenApiTypes.STR, description="one team only (team leads: one of theirs, "
+                             "else 403)"),
             OpenApiParameter("window_days", OpenApiTypes.INT, description="trailing window; default 28"),
         ],
         responses=inline_serializer("QuotaRecommendations", {
