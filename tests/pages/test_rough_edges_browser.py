@@ -29,3 +29,25 @@ def test_advice_yaml_is_readable_and_copyable_on_a_laptop(session):
     copied = s.page.evaluate("() => navigator.clipboard.readText()")
     assert copied.startswith("apiVersion: v1\nkind: ResourceQuota\n") and "namespace: cv-train" in copied
     assert s.console_errors == [] and s.foreign_requests() == []
+
+
+PHONE = {"width": 390, "height": 844}
+RIGHT_EDGE = "el => el.getBoundingClientRect().right"
+
+
+def test_on_a_phone_the_column_a_table_is_read_for_is_on_screen(session):
+    # Before: at 390 px the chargeback's Cost and the advice's Verdict lay past the right edge,
+    # reachable only by scrolling the table sideways.
+    finance = session("finance", PHONE)
+    finance.open("/chargeback/")
+    cost = finance.page.locator("#statement-teams tbody tr").first.locator("td.cost")
+    assert cost.evaluate(RIGHT_EDGE) <= PHONE["width"], cost.inner_text()
+    assert finance.page.locator("#statement-teams thead th").nth(1).inner_text() == "Cost"
+    finance.shot("finance-chargeback-phone", full_page=False)
+    admin = session("admin", PHONE)
+    admin.open("/advice/")
+    verdict = admin.page.locator("table.advice td.verdict").first
+    admin.shot("admin-advice-phone", full_page=False)
+    assert verdict.evaluate(RIGHT_EDGE) <= PHONE["width"], verdict.inner_text()
+    for s in (finance, admin):
+        assert s.console_errors == [] and s.page.evaluate("() => document.documentElement.scrollWidth") <= 390

@@ -1,4 +1,5 @@
 """Number formatting shared by the report templates."""
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
 
 from babel.numbers import format_currency
@@ -87,6 +88,8 @@ def local_time(instant):
     """An instant as people read it, in the billing time zone: '2026-04-02 11:30 CEST'."""
     if not instant:
         return "–"
+    if isinstance(instant, str):      # an ISO instant as the API payloads carry it
+        instant = datetime.fromisoformat(instant.replace("Z", "+00:00"))
     return local_text(instant, billing_zone())
 
 
