@@ -51,3 +51,16 @@ def test_on_a_phone_the_column_a_table_is_read_for_is_on_screen(session):
     assert verdict.evaluate(RIGHT_EDGE) <= PHONE["width"], verdict.inner_text()
     for s in (finance, admin):
         assert s.console_errors == [] and s.page.evaluate("() => document.documentElement.scrollWidth") <= 390
+
+
+@pytest.mark.parametrize("viewport", [LAPTOP, PHONE])
+def test_the_token_page_is_in_the_menu(session, viewport):
+    # Before: reachable only by clicking the grey user name at the top right.
+    s = session("viewer", viewport)
+    s.open("/")
+    if viewport is PHONE:
+        s.page.click("header.top .menu-toggle")
+    s.page.locator("header nav a", has_text="API tokens").click()
+    s.page.wait_for_url(s.base + "/account/tokens/")
+    assert s.page.locator("header nav a[aria-current=page]").inner_text() == "API tokens"
+    assert s.console_errors == []

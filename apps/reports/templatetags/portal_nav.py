@@ -53,6 +53,7 @@ def portal_nav(context):
         links.append(("Team claims", "/admin-tools/claims/", _active(path, "/admin-tools/claims/")))
     # Every signed-in role may use the API (docs/api.md); the docs page says what each answers.
     links.append(("API docs", "/api/v1/docs/", False))
+    links.append(("API tokens", "/account/tokens/", _active(path, "/account/tokens/")))
     if getattr(user, "is_staff", False):
         links.append(("Admin", "/admin/", False))
     return {"links": links}
