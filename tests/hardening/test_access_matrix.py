@@ -29,6 +29,7 @@ EXPECT = {
     "health/": ("login", ALL, ["/health/"]),
     "admin-tools/ingest/": ("login", ADMINS, ["/admin-tools/ingest/"]),
     "admin-tools/claims/": ("login", ADMINS, ["/admin-tools/claims/"]),
+    "admin-tools/rates/": ("login", ADMINS, ["/admin-tools/rates/"]),
     # Everyone's own API tokens (docs/security.md, "API tokens"); revoking is POST only.
     "account/tokens/": ("login", ALL, ["/account/tokens/"]),
     "account/tokens/<int:pk>/revoke/": ("login", (405,) * 4, ["/account/tokens/1/revoke/"]),
