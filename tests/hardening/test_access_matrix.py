@@ -60,6 +60,7 @@ EXPECT = {
     "api/v1/schema/": ("api", ALL, ["/api/v1/schema/"]),
     "api/v1/docs/": ("login", ALL, ["/api/v1/docs/"]),      # Swagger UI: a page, so sign in first
     "api/v1/redoc/": ("login", ALL, ["/api/v1/redoc/"]),
+    "api-docs-assets/redoc.standalone.js": ("login", ALL, ["/api-docs-assets/redoc.standalone.js"]),
     "api/v1/": ("api", ALL, ["/api/v1/"]),
 }
 

@@ -10,7 +10,6 @@ import re
 from datetime import timedelta
 
 from apps.accounting.calc import period_of
-from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
 from apps.teams.models import NamespaceAssignment, Team
 

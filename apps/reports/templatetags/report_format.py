@@ -6,7 +6,6 @@ from babel.numbers import format_currency
 from django import template
 from django.conf import settings
 
-from apps.accounting.calc import present
 from apps.accounting.figures import gpu_hours, percent_text
 from apps.accounting.usage import billing_zone
 from apps.accounting.words import money_text
