@@ -7,8 +7,9 @@ from .envtyped import env, env_float as _env_float, env_int as _env_int
 
 REDIS_URL = env.str("REDIS_URL", default="")
 
-# Celery: with no broker configured, tasks run eagerly in-process (the demo's default).
-CELERY_BROKER_URL = REDIS_URL or "memory://"
+# Celery: with no broker configured, tasks run eagerly in-process (the demo's default). The
+# in-memory broker is named with a host, or kombu warns "No hostname was supplied" in the log.
+CELERY_BROKER_URL = REDIS_URL or "memory://localhost/"
 CELERY_RESULT_BACKEND = REDIS_URL or None
 CELERY_TASK_ALWAYS_EAGER = not REDIS_URL
 CELERY_TASK_EAGER_PROPAGATES = True

@@ -6,7 +6,7 @@ from django.urls import include, path
 from django.http import HttpResponsePermanentRedirect
 
 from apps.reports.urls import chargeback_urls
-from gpuportal import health, metrics
+from gpuportal import api, health, metrics
 
 def favicon(request):
     # resolved per request: the static file's hashed name exists only after collectstatic
@@ -21,6 +21,8 @@ urlpatterns = [
     path("metrics", metrics.metrics, name="metrics"),
     path("admin/", admin.site.urls),
     path("api/v1/", include("gpuportal.api")),
+    # ReDoc's bundle as the docs page loads it (outside /api/v1/: an asset, not an operation)
+    path("api-docs-assets/redoc.standalone.js", api.redoc_bundle, name="api-redoc-bundle"),
     path("accounts/login/", auth_views.LoginView.as_view(extra_context={"oidc_enabled": settings.OIDC_ENABLED}), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("advice/", include("apps.recommendations.urls")),

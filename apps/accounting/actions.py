@@ -35,6 +35,21 @@ def _audit(actor, action, target, old=None, new=None):
 
 # ---------------------------------------------------------------- rates
 
+def do_import_rate_file(data: bytes, actor=None, source="") -> list[Rate]:
+    """A rate-card CSV as uploaded or read from disk: every row or none. Raises RateFileError
+    listing each bad line (or the file's encoding) — the command line and the admin's upload
+    page both call this (docs/chargeback.md)."""
+    from .models import PRICE_CLASSES
+    from .ratecsv import RateFileError, parse_rates
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise RateFileError([f"the file is not UTF-8 text (byte {exc.start}): save it as CSV UTF-8"])
+    text = text.replace("\r\n", "\n").replace("\r", "\n")   # universal newlines, as a text file is read
+    existing = set(Rate.objects.values_list("gpu_model", "mig_profile", "price_class", "effective_from"))
+    return do_import_rates(parse_rates(text, PRICE_CLASSES, existing), actor=actor, source=source)
+
+
 def do_import_rates(entries, actor=None, source="") -> list[Rate]:
     with transaction.atomic():
         rates = [Rate(gpu_model=e.gpu_model, mig_profile=e.mig_profile, price_class=e.price_class,

@@ -108,7 +108,7 @@ def assess_namespace(h: NamespaceHistory, end: datetime, params: est.Params, rat
             hard = used = None  # the ResourceQuota was deleted: advise as for no quota
         history = est.ResourceHistory(
             resource=resource, hourly=series(h.hourly.get(resource, {}), h.history_start, end),
-            hard=hard, used=used, allocated_gpu_seconds=h.allocated_gpu_seconds.get(resource, 0.0),
+            hard=hard, used=used, used_peak=h.quota_peak.get(resource) if hard is not None else None, allocated_gpu_seconds=h.allocated_gpu_seconds.get(resource, 0.0),
             used_gpu_seconds=h.used_gpu_seconds.get(resource, 0.0),
             queued_gpu_hours=h.queued_gpu_hours.get(resource, 0.0),
             quota_bound_queued_gpu_hours=h.quota_bound_queued_gpu_hours.get(resource, 0.0),
@@ -126,13 +126,13 @@ def _round(value, digits=4):
 def resource_dict(a: est.Assessment, previous: dict, money: bool) -> dict:
     e = a.estimate
     return {
-        "resource": a.resource, "hard": a.hard, "used": a.used,
+        "resource": a.resource, "hard": a.hard, "used": a.used, "used_peak": a.used_peak,
         "p50": _round(e.p50), "p90": _round(e.p90), "p95": _round(e.p95),
         "target": e.target, "lower_bound": _round(e.lower_bound), "upper_bound": _round(e.upper_bound),
         "recommended": a.recommended, "previous_target": previous.get(a.resource),
         "efficiency": shown_ratio(a.efficiency), "at_hard_share": _round(a.at_hard_share),
         "queued_gpu_hours": _round(a.queued_gpu_hours), "verdict": a.verdict, "verdict_text": a.verdict_text,
-        "reason": a.reason,
+        "advice_text": a.advice_text, "reason": a.reason,
         "monthly_money_at_stake": present(a.monthly_money_at_stake, a.currency) if money else None,
         "monthly_money_freed": present(a.monthly_money_freed, a.currency) if money else None,
         "currency": a.currency if money and a.monthly_money_at_stake is not None else None,
@@ -158,7 +158,7 @@ def build_row(kind, cluster, name, team, window, assessments, previous, money, y
         "monthly_money_freed": present(freed, currency) if money else None,
         "currency": currency if money else None,
     }
-    for column in ("resource", "hard", "used", "target", "lower_bound", "upper_bound", "p50", "p90", "p95",
+    for column in ("resource", "hard", "used", "used_peak", "target", "lower_bound", "upper_bound", "p50", "p90", "p95",
                    "recommended", "previous_target", "efficiency", "queued_gpu_hours"):
         row[column] = headline[column] if headline else None
     row.update(extra)
@@ -234,7 +234,7 @@ def advice_rows(q: AdviceQuery, rate_fn=None, basis_fn=None, *, with_assessments
 
 
 CSV_COLUMNS = [
-    "kind", "cluster", "name", "team", "resource", "hard", "used", "p50", "p90", "p95", "target",
+    "kind", "cluster", "name", "team", "resource", "hard", "used", "used_peak", "p50", "p90", "p95", "target",
     "lower_bound", "upper_bound", "recommended", "previous_target", "efficiency", "queued_gpu_hours",
     "verdict", "reason", "monthly_money_at_stake", "monthly_money_freed", "currency", "window_start", "window_end",
     "history_days", "yaml",

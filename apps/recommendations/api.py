@@ -12,13 +12,17 @@ from .query import advice_query_for
 
 RESOURCE_FIELDS = {
     "resource": serializers.CharField(), "hard": serializers.FloatField(allow_null=True),
-    "used": serializers.FloatField(allow_null=True), "p50": serializers.FloatField(),
+    "used": serializers.FloatField(allow_null=True),
+    "used_peak": serializers.FloatField(allow_null=True, help_text="the most GPUs (or MIG instances) counted "
+                                        "against the quota in any hour of the window; null without a quota"),
+    "p50": serializers.FloatField(),
     "p90": serializers.FloatField(), "p95": serializers.FloatField(), "target": serializers.IntegerField(),
     "lower_bound": serializers.FloatField(), "upper_bound": serializers.FloatField(),
     "recommended": serializers.IntegerField(), "previous_target": serializers.IntegerField(allow_null=True),
     "efficiency": serializers.FloatField(allow_null=True), "at_hard_share": serializers.FloatField(allow_null=True),
     "queued_gpu_hours": serializers.FloatField(), "verdict": serializers.CharField(),
-    "verdict_text": serializers.CharField(help_text="the verdict in words, as the page says it"),
+    "verdict_text": serializers.CharField(help_text="the verdict in words"),
+    "advice_text": serializers.CharField(help_text="the verdict with the quota to apply, as the page says it"),
     "reason": serializers.CharField(), "monthly_money_at_stake": serializers.CharField(allow_null=True),
     "monthly_money_freed": serializers.CharField(
         allow_null=True, help_text="(hard − recommended) × 730 h × rate: positive frees money, negative costs "
@@ -29,7 +33,7 @@ ROW_FIELDS = {
     "kind": serializers.ChoiceField(choices=["namespace", "cluster_queue"]), "cluster": serializers.CharField(),
     "name": serializers.CharField(), "namespace": serializers.CharField(), "cluster_queue": serializers.CharField(),
     "team": serializers.CharField(), "window_start": serializers.CharField(), "window_end": serializers.CharField(),
-    "history_days": serializers.FloatField(), **{k: v for k, v in RESOURCE_FIELDS.items() if k != "at_hard_share"},
+    "history_days": serializers.FloatField(), **{k: v for k, v in RESOURCE_FIELDS.items() if k not in ("at_hard_share", "advice_text")},
     "resources": inline_serializer("QuotaRecommendationResource", RESOURCE_FIELDS, many=True),
     "yaml": serializers.CharField(),
 }
@@ -39,6 +43,8 @@ class QuotaRecommendationsView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name; default all clusters"),
+            OpenApiParameter("team", OpenApiTypes.STR, description="one team only (team leads: one of theirs, "
+                             "else 403)"),
             OpenApiParameter("window_days", OpenApiTypes.INT, description="trailing window; default 28"),
         ],
         responses=inline_serializer("QuotaRecommendations", {

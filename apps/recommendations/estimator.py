@@ -24,7 +24,8 @@ percentile → margin → confidence chain):
    the hourly rate: positive when it lowers the quota, negative when it raises it (what the
    extra room may cost), 0 when it keeps it; a Decimal rounded half-up to the currency's minor
    unit (cents, whole yen; docs/dates-and-money.md); no rate → None ("unpriced"), no quota →
-   None (nothing to lower). **Money at stake** is its size, |hard − recommended| × 730 h × rate.
+   None (nothing to lower). **Money at stake** is its size, |hard − recommended| × 730 h × rate
+   (`Assessment.monthly_money_at_stake`).
 """
 from __future__ import annotations
 
@@ -50,6 +51,17 @@ VERDICT_TEXT = {
     OK: "about right: keep it",
     NO_QUOTA: "no quota: set one",
 }
+
+
+def advice_text(verdict_name: str, recommended: int) -> str:
+    """The verdict with the one quota to apply, as the page says it: "too small: raise it to 5",
+    "about right: keep 32" — never a second number that reads as a different advice."""
+    return {
+        UNDER: f"too small: raise it to {recommended}",
+        OVER: f"larger than needed: lower it to {recommended}",
+        OK: f"about right: keep {recommended}",
+        NO_QUOTA: f"no quota: set one of {recommended}",
+    }[verdict_name]
 
 
 @dataclass(frozen=True)
@@ -138,6 +150,7 @@ class ResourceHistory:
     hourly: Sequence[float]
     hard: float | None = None
     used: float | None = None
+    used_peak: float | None = None    # the most counted against the quota in any hour
     allocated_gpu_seconds: float = 0.0
     used_gpu_seconds: float = 0.0
     queued_gpu_hours: float = 0.0
@@ -160,6 +173,7 @@ class Assessment:
     verdict: str
     reason: str
     recommended: int = 0
+    used_peak: float | None = None
     hourly_rate: Decimal | None = None
     currency: str | None = None
     monthly_money_freed: Decimal | None = None
@@ -173,6 +187,10 @@ class Assessment:
     def verdict_text(self) -> str:
         return VERDICT_TEXT[self.verdict]
 
+    @property
+    def advice_text(self) -> str:
+        return advice_text(self.verdict, self.recommended)
+
 
 def at_hard_share(h: ResourceHistory) -> float | None:
     """The share of the hours with a hard limit during which used stood at it."""
@@ -185,11 +203,6 @@ def money_freed(hard: float, recommended: int, hourly_rate: Decimal, currency: s
     quota, negative when it raises it."""
     gap = Decimal(str(hard)) - Decimal(recommended)
     return (gap * HOURS_PER_MONTH * hourly_rate).quantize(minor_unit(currency), rounding=ROUND_HALF_UP)
-
-
-def money_at_stake(hard: float, recommended: int, hourly_rate: Decimal, currency: str) -> Decimal:
-    """|quota − recommended| × 730 h × rate: the size of `money_freed`."""
-    return abs(money_freed(hard, recommended, hourly_rate, currency))
 
 
 def _num(value: float) -> str:
@@ -213,7 +226,9 @@ def verdict(h: ResourceHistory, est: Estimate, params: Params = Params()) -> tup
     if h.pending_workloads:
         under.append(f"{_num(h.pending_workloads)} workloads pending in Kueue")
     if at_hard is not None and at_hard >= params.at_hard_share:
-        under.append(f"used reached the hard limit {_num(h.hard)} during {at_hard:.0%} of the time")
+        peak = f" (peak used {_num(h.used_peak)})" if h.used_peak is not None and h.used_peak > h.hard else ""
+        under.append(f"used stood at the quota of {_num(h.hard)} or above it during {at_hard:.0%} "
+                     f"of the time{peak}")
     if under:
         raise_to = recommended_quota(UNDER, h.hard, est.target, params)
         return UNDER, "; ".join(under) + f": raise it to {raise_to}"
@@ -227,9 +242,10 @@ def verdict(h: ResourceHistory, est: Estimate, params: Params = Params()) -> tup
             return OVER, (f"quota {_num(h.hard)} is above the upper bound {est.upper_bound:.2f} "
                           f"(P95 × 1.15 over {est.days:.1f} days) and {eff_text}: lower it to {est.target}" + note)
         return OK, (f"quota {_num(h.hard)} is above the upper bound {est.upper_bound:.2f} but {eff_text}, "
-                    f"at least {params.low_efficiency:.0%}" + note)
+                    f"at least {params.low_efficiency:.0%}: the GPUs it holds are well used, keep {_num(h.hard)}"
+                    + note)
     return OK, (f"quota {_num(h.hard)} lies within what {est.days:.1f} days of history support "
-                f"(target {est.target})" + note)
+                f"(bounds {est.lower_bound:.2f}–{est.upper_bound:.2f}): keep {_num(h.hard)}" + note)
 
 
 def recommended_quota(verdict_name: str, hard: float | None, target: int, params: Params = Params()) -> int:
@@ -250,7 +266,7 @@ def assess(h: ResourceHistory, params: Params = Params(),
         efficiency=efficiency(h.used_gpu_seconds, h.allocated_gpu_seconds),
         at_hard_share=at_hard_share(h),
         queued_gpu_hours=h.queued_gpu_hours, verdict=name, reason=reason,
-        recommended=recommended_quota(name, h.hard, est.target, params),
+        recommended=recommended_quota(name, h.hard, est.target, params), used_peak=h.used_peak,
     )
     if rate is not None:
         out.hourly_rate, out.currency = rate

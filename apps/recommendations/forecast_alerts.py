@@ -49,12 +49,11 @@ def check_budget_forecasts(now: datetime | None = None) -> list[Raised]:
 
 
 def _raise(budget: TeamBudget, period: str, f, day) -> Raised:
-    unit_text = budget.currency if budget.unit == TeamBudget.Unit.MONEY else "GPU-hours"
-    amount = budget.amount_text
+    amount, shown = budget.amount_text, budget.shown
     text = (f"GPU budget forecast: team {budget.team.name} will exceed its {period} budget of "
-            f"{amount(budget.monthly_amount)} {unit_text} by about {day:%Y-%m-%d} (projected month-end "
-            f"{amount(f.projected)} {unit_text}, range {amount(f.low)}-{amount(f.high)}; "
-            f"{amount(f.month_to_date)} so far).")
+            f"{shown(budget.monthly_amount)} by about {day:%Y-%m-%d} (projected month-end "
+            f"{shown(f.projected)}, range {shown(f.low)} – {shown(f.high)}; "
+            f"{shown(f.month_to_date)} so far).")
     fields = {"team": budget.team.name, "month": period, "budget": amount(budget.monthly_amount),
               "unit": budget.unit, "currency": budget.currency or None, "exceeds_on": day.isoformat(),
               "month_to_date": amount(f.month_to_date), "projected": amount(f.projected),

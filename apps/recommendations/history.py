@@ -31,6 +31,9 @@ class NamespaceHistory:
     quota_bound_queued_gpu_hours: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     # resource -> (latest hard, latest used, seconds at hard, hours with a hard limit)
     quota: dict[str, tuple[float, float | None, float, int]] = field(default_factory=dict)
+    # resource -> peak used: the most GPUs counted against the quota in any hour of the window
+    # (the highest QuotaHour.used_max), the team page's "Peak used" too (docs/advice-and-alerts.md)
+    quota_peak: dict[str, float] = field(default_factory=dict)
     quota_seen: dict[str, datetime] = field(default_factory=dict)  # resource -> last hour with a hard limit
 
     def resources(self) -> list[str]:
@@ -120,6 +123,8 @@ def namespace_histories(cluster_ids, start: datetime, end: datetime) -> dict[tup
         h = get(cluster_id, namespace)
         _, _, seconds, count = h.quota.get(resource, (None, None, 0.0, 0))
         h.quota[resource] = (hard, used, seconds + (at_hard or 0.0), count + 1)
+        if used is not None:
+            h.quota_peak[resource] = max(h.quota_peak.get(resource, used), used)
         h.quota_seen[resource] = hour
     return out
 

@@ -7,6 +7,7 @@ from django.db import models
 
 from apps.accounting.calc import present
 from apps.accounting.currencies import minor_digits
+from apps.accounting.words import money_text, quantity_text
 from apps.clusters.models import Cluster
 from apps.clusters.outbound import outbound_problem
 from apps.teams.models import Team
@@ -78,6 +79,12 @@ class TeamBudget(models.Model):
             digits = minor_digits(self.currency)
             if -self.monthly_amount.normalize().as_tuple().exponent > digits:
                 raise ValidationError({"monthly_amount": f"{self.currency} amounts have {digits} decimal place(s)"})
+
+    def shown(self, amount) -> str:
+        """An amount as people read it (alerts, e-mails): '$5,492.52', '1,234.50 GPU-hours'."""
+        if self.unit == self.Unit.MONEY:
+            return money_text(amount, self.currency)
+        return f"{quantity_text(amount)} GPU-hours"
 
     def amount_text(self, amount) -> str:
         """An amount in this budget's unit as the alerts and the audit log write it: money in

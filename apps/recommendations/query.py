@@ -3,7 +3,7 @@ a bad value is the same 400 or 404 wherever it is given."""
 from rest_framework.exceptions import NotFound, ValidationError
 
 from apps.clusters.models import Cluster
-from apps.teams.access import can_see_money, money_scope, team_scope
+from apps.teams.access import can_see_money, money_scope, require_team, team_scope
 
 from .advice import AdviceQuery
 
@@ -23,7 +23,12 @@ def advice_query_for(request) -> AdviceQuery:
         if not 1 <= window_days <= 366:
             raise ValidationError({"window_days": "window_days must be a whole number of days, 1 to 366"})
     scope = team_scope(request.user)
+    team = (params.get("team") or "").strip() or None
+    if team:   # one team only; a team lead asking for another team's gets 403, like every other view
+        require_team(request.user, team)
+        teams = frozenset({team})
+    else:
+        teams = frozenset(scope) if scope is not None else None
     money = money_scope(request.user)      # never widened by `viewer` (docs/security.md, "Money scope")
-    return AdviceQuery(cluster=cluster, teams=frozenset(scope) if scope is not None else None,
-                       money=can_see_money(request.user), money_teams=frozenset(money) if money is not None else None,
-                       window_days=window_days)
+    return AdviceQuery(cluster=cluster, teams=teams, money=can_see_money(request.user),
+                       money_teams=frozenset(money) if money is not None else None, window_days=window_days)

@@ -1,4 +1,7 @@
 """Pages: /advice/ (quota advice, same rows as the API) and /advice/alerts/."""
+from collections import defaultdict
+from decimal import Decimal
+
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
@@ -29,9 +32,26 @@ def advice(request):
         raise PermissionDenied("no team to show")
     rows = advice_rows(q)
     return render(request, "recommendations/advice.html", {
-        "rows": rows, "money": q.money, "cluster": q.cluster,
+        "rows": rows, "money": q.money, "cluster": q.cluster, "totals": money_totals(rows) if q.money else [],
         "clusters": Cluster.objects.values_list("name", flat=True),
     })
+
+
+def money_totals(rows) -> list[dict]:
+    """Per currency, what applying every row's advice frees (the lowered quotas) and costs more
+    (the raised ones), from each row's `monthly_money_freed` (docs/advice-and-alerts.md)."""
+    out = defaultdict(lambda: {"frees": Decimal(0), "costs": Decimal(0), "lowered": 0, "raised": 0})
+    for row in rows:
+        if row["monthly_money_freed"] is None:
+            continue
+        freed, t = Decimal(row["monthly_money_freed"]), out[row["currency"]]
+        if freed > 0:
+            t["frees"] += freed
+            t["lowered"] += 1
+        elif freed < 0:
+            t["costs"] -= freed
+            t["raised"] += 1
+    return [{"currency": c, **t} for c, t in sorted(out.items())]
 
 
 @login_required

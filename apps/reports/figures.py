@@ -10,6 +10,7 @@ import functools
 import html
 import json
 import uuid
+from datetime import date, datetime, time, timedelta
 
 import plotly.graph_objects as go
 import plotly.io as pio
@@ -73,40 +74,66 @@ def _template_json() -> dict:
     return json.loads(json.dumps(pio.templates["plotly_white"].to_plotly_json(), cls=PlotlyJSONEncoder))
 
 
-def _day_axis(fig: go.Figure, n_days: int) -> None:
-    """Daily points: label days, not instants; one tick per day while they fit."""
-    fig.update_xaxes(type="date", tickformat="%b %d", hoverformat="%Y-%m-%d")
-    if n_days <= 14:
-        fig.update_xaxes(dtick=86_400_000)
+def _day_axis(fig: go.Figure, days, partial=None) -> None:
+    """Daily points: label days, not instants — every day while they fit, else every k-th
+    counted back from the last, so the last point always has its label. A partial day
+    (`data.overview.PartialDay`) is shaded and labelled with the hours it holds."""
+    days = sorted({date.fromisoformat(d) if isinstance(d, str) else d for d in days})
+    if not days:
+        return
+    step = max(1, -(-len(days) // 14))
+    shown = days[::-1][::step][::-1]
+    labels = [f"{d:%b %d}" + (f" ({partial.hours_with_data:.0f} h)" if partial and d == partial.day else "")
+              for d in shown]
+    fig.update_xaxes(type="date", hoverformat="%Y-%m-%d", tickmode="array", tickvals=shown, ticktext=labels)
+    if partial is not None and partial.day in days:
+        fig.add_vrect(x0=_shifted(partial.day, -0.5), x1=_shifted(partial.day, 0.5), fillcolor="#90a4ae",
+                      opacity=0.18, line_width=0, layer="below",
+                      annotation_text=f"{partial.hours_with_data:.0f} of {partial.hours:.0f} h, at that pace",
+                      annotation_position="top left", annotation_font_size=10)
 
 
-def fleet_area(days, fleet: bool) -> str | None:
+def _shifted(day, days: float) -> str:
+    return (datetime.combine(day, time()) + timedelta(days=days)).isoformat()
+
+
+def _paced(days, values, partial):
+    """Per-day figures, the partial day's scaled to a whole day at the pace it ran (a day with
+    20 of 24 hours of data and 320 GPU-hours plots 384): a chart of GPU-hours per day must not
+    end in a cliff because today is not over."""
+    if partial is None:
+        return list(values)
+    return [v * partial.scale if d == partial.day and v is not None else v for d, v in zip(days, values)]
+
+
+def fleet_area(days, fleet: bool, partial=None) -> str | None:
     """Stacked: used + allocated-but-unused (+ unallocated) = allocated (capacity)."""
     if not days:
         return None
     x = [d.day for d in days]
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=x, y=[d.used_gpu_hours for d in days], name="used", stackgroup="gpu",
-                             line={"color": COLORS["used"]}))
-    fig.add_trace(go.Scatter(x=x, y=[max(d.allocated_gpu_hours - d.used_gpu_hours, 0.0) for d in days],
+    fig.add_trace(go.Scatter(x=x, y=_paced(x, [d.used_gpu_hours for d in days], partial), name="used",
+                             stackgroup="gpu", line={"color": COLORS["used"]}))
+    fig.add_trace(go.Scatter(x=x, y=_paced(x, [max(d.allocated_gpu_hours - d.used_gpu_hours, 0.0) for d in days],
+                                           partial),
                              name="allocated, not used", stackgroup="gpu", line={"color": COLORS["allocated"]}))
     if fleet:
-        fig.add_trace(go.Scatter(x=x, y=[d.unallocated_gpu_hours for d in days], name="unallocated",
-                                 stackgroup="gpu", line={"color": COLORS["unallocated"]}))
+        fig.add_trace(go.Scatter(x=x, y=_paced(x, [d.unallocated_gpu_hours for d in days], partial),
+                                 name="unallocated", stackgroup="gpu", line={"color": COLORS["unallocated"]}))
     fig.update_traces(mode="lines+markers")
     fig.update_yaxes(title_text="GPU-hours per day")
-    _day_axis(fig, len(days))
+    _day_axis(fig, x, partial)
     return _html(fig)
 
 
-def efficiency_trend(days) -> str | None:
+def efficiency_trend(days, partial=None) -> str | None:
     points = [(d.day, d.efficiency) for d in days if d.efficiency is not None]
     if not points:
         return None
     fig = go.Figure(go.Scatter(x=[p[0] for p in points], y=[p[1] for p in points], mode="lines+markers",
                                name="efficiency", line={"color": COLORS["efficiency"]}))
     fig.update_yaxes(title_text="used ÷ allocated", tickformat=".0%", rangemode="tozero")
-    _day_axis(fig, len(points))
+    _day_axis(fig, [p[0] for p in points], partial)
     return _html(fig, 320)
 
 
@@ -135,18 +162,18 @@ def models_bar(models) -> str | None:
     return _html(fig)
 
 
-def namespace_lines(series) -> str | None:
+def namespace_lines(series, partial=None) -> str | None:
     if not series:
         return None
     fig = go.Figure()
     for ns, points in series.items():
         x = [p[0] for p in points]
-        fig.add_trace(go.Scatter(x=x, y=[p[1] for p in points], name=f"{ns} allocated", mode="lines",
-                                 line={"dash": "dot"}, legendgroup=ns))
-        fig.add_trace(go.Scatter(x=x, y=[p[2] for p in points], name=f"{ns} used", mode="lines+markers",
-                                 legendgroup=ns))
+        fig.add_trace(go.Scatter(x=x, y=_paced(x, [p[1] for p in points], partial), name=f"{ns} allocated",
+                                 mode="lines", line={"dash": "dot"}, legendgroup=ns))
+        fig.add_trace(go.Scatter(x=x, y=_paced(x, [p[2] for p in points], partial), name=f"{ns} used",
+                                 mode="lines+markers", legendgroup=ns))
     fig.update_yaxes(title_text="GPU-hours per day", rangemode="tozero")
-    _day_axis(fig, max(len(p) for p in series.values()))
+    _day_axis(fig, [p[0] for points in series.values() for p in points], partial)
     return _html(fig)
 
 
@@ -182,7 +209,7 @@ def efficiency_heatmap(heat: dict) -> str | None:
                                colorbar={"title": {"text": "efficiency"}, "tickformat": ".0%"},
                                hovertemplate="%{y} %{x}<br>efficiency %{z:.1%}<extra></extra>"))
     fig.update_yaxes(autorange="reversed")
-    _day_axis(fig, len(days))
+    _day_axis(fig, days)
     return _html(fig, 120 + 30 * len(teams))
 
 

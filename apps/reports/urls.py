@@ -12,6 +12,7 @@ urlpatterns = [
     path("health/", health.health, name="health"),
     path("admin-tools/ingest/", admin_tools.ingest_log, name="ingest-log"),
     path("admin-tools/claims/", admin_tools.label_claims, name="label-claims"),
+    path("admin-tools/rates/", admin_tools.rate_upload, name="rate-upload"),
     path("account/tokens/", tokens.token_list, name="tokens"),
     path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
 ]

@@ -3,7 +3,8 @@
 Text cells are stored as strings, never as formulas, and escaped like CSV cells (a leading
 =, +, - or @ gets a quote): a team named "=HYPERLINK(...)" stays text.
 Money goes in as numbers, so sums in the sheet work, with a number format showing the
-currency's minor unit (0 for JPY, 0.00 for USD, 0.000 for KWD; docs/dates-and-money.md).
+currency's minor unit and thousands separators (#,##0 for JPY, #,##0.00 for USD, #,##0.000
+for KWD; docs/dates-and-money.md).
 The statement workbook itself is apps/reports/statement_xlsx.py.
 """
 import io
@@ -27,11 +28,12 @@ BOLD = Font(bold=True)
 
 
 def money_format(currency: str | None, amount: Decimal | None = None) -> str:
-    """'0', '0.00' or '0.000': the currency's minor digits, more when the amount has them (a rate)."""
+    """'#,##0', '#,##0.00' or '#,##0.000': thousands separators (as on the pages) and the
+    currency's minor digits, more when the amount has them (a rate)."""
     digits = minor_digits(currency or "")
     if amount is not None:
         digits = max(digits, -min(amount.normalize().as_tuple().exponent, 0))
-    return "0." + "0" * digits if digits else "0"
+    return "#,##0." + "0" * digits if digits else "#,##0"
 
 
 def put(ws, row, col, value, *, money=False, currency=None, number_format=None, bold=False):

@@ -45,6 +45,7 @@ LEAD_TEAM = "research"
 INTERVAL_SECONDS = 300          # five-minute samples keep seven weeks of history quick to load
 DEMO_CHUNK_HOURS = 24
 LATE_HOURS = 6                  # last month's last hours reach Prometheus after the close
+CLOSED_AFTER_MONTH_START = timedelta(hours=9)   # finance closes last month at 09:00 on the 1st
 SPOT_HOSTS = "gpu-node-02"      # an H100 node bought as spot capacity
 BUDGET_SHARES = {"research": Decimal("0.9"), "search": Decimal("1.2")}   # budget = share × spend so far
 IDLE_ALERT_MINUTES = 180
@@ -203,7 +204,10 @@ def load_demo(hours: int | None = None, log=print, progress=None, now: datetime 
         log(f"ingested {run.rows_written} rollup rows from {run.samples_read} samples "
             f"({_dt(story.start):%Y-%m-%d %H:%M} → {_dt(first_end):%Y-%m-%d %H:%M} UTC)")
         if story.closed_period:
-            do_close_period(story.closed_period, actor=User.objects.get(username="finance"))
+            closed = do_close_period(story.closed_period, actor=User.objects.get(username="finance"))
+            # finance closed it on the 1st, as the story tells (docs/demo.md), not when the demo started
+            closed.closed_at = min(_dt(story.month_start) + CLOSED_AFTER_MONTH_START, now)
+            closed.save(update_fields=["closed_at"])
             log(f"closed {story.closed_period}; then {LATE_HOURS} late hours of it arrive")
             run = ingest(cluster, _dt(story.late_from), _dt(story.end), trigger="demo", fetcher=fetcher,
                          progress=progress, chunk_hours=DEMO_CHUNK_HOURS)

@@ -43,3 +43,17 @@ window.addEventListener("load", function () {
   drawCharts();
   document.querySelectorAll(".js-plotly-plot").forEach(function (el) { window.Plotly.Plots.resize(el); });
 });
+
+// A <button data-copy="id"> copies the text of the element with that id (the advice's YAML).
+function copyButtons() {
+  document.querySelectorAll("button[data-copy]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var source = document.getElementById(button.getAttribute("data-copy"));
+      if (!source || !navigator.clipboard) { return; }
+      navigator.clipboard.writeText(source.textContent).then(function () {
+        button.textContent = "Copied";
+      });
+    });
+  });
+}
+document.addEventListener("DOMContentLoaded", copyButtons);

@@ -130,3 +130,14 @@ def test_snapshot_task_runs(users, priced):
 
     snapshot_recommendations.delay()
     assert RecommendationSnapshot.objects.filter(name="ml", target=7).exists()
+
+
+def test_a_team_picked_answers_that_team_or_403(users, priced):
+    # Before: ?team= was ignored, so a lead asking for another team got 200 with their own rows.
+    lead = client_for(users["team_lead"])
+    assert lead.get(URL, {"cluster": "prod", "window_days": 2, "team": "search"}).status_code == 403
+    assert lead.get(URL, {"cluster": "prod", "window_days": 2, "team": "nosuch"}).status_code == 403
+    own = lead.get(URL, {"cluster": "prod", "window_days": 2, "team": "vision"})
+    assert [r["name"] for r in own.json()["results"]] == ["ml"]
+    admin = client_for(users["admin"]).get(URL, {"cluster": "prod", "window_days": 2, "team": "vision"})
+    assert [r["name"] for r in admin.json()["results"]] == ["ml"]

@@ -40,13 +40,13 @@ NOW = datetime(2026, 11, 20, 12, tzinfo=timezone.utc)
 def test_budget_alert_at_80_percent_once(budget, mailoutbox):
     raised = check_budgets(NOW)
     assert [(r.alert.key, r.created) for r in raised] == [("budget:vision:2026-11:80", True)]
-    assert raised[0].alert.text == ("GPU budget: team vision has used 80% of its 2026-11 budget "
-                                   "(192.00 of 200.00 GPU-hours).")
+    assert raised[0].alert.text == ("GPU budget: team vision has used 96 % of its 2026-11 budget "
+                                   "(192.00 GPU-hours of 200.00 GPU-hours), past 80 %.")
     tasks.dispatch(raised[0].delivery_ids)
     assert len(mailoutbox) == 1
     mail = mailoutbox[0]
     assert mail.to == ["lead@example.com"]
-    assert mail.subject.startswith("[gpuportal] GPU budget: team vision has used 80%")
+    assert mail.subject.startswith("[gpuportal] GPU budget: team vision has used 96 %")
     assert "threshold_percent: 80" in mail.body
     # the next beat runs find the same threshold already raised
     assert [r.created for r in check_budgets(NOW)] == [False]
@@ -78,7 +78,7 @@ def test_money_budget_counts_the_statements_money(budget):
     budget.save()
     raised = check_budgets(NOW)
     assert [r.alert.fields["spent"] for r in raised] == ["384.00"]
-    assert raised[0].alert.text.endswith("(384.00 of 400.00 EUR).")
+    assert raised[0].alert.text.endswith("has used 96 % of its 2026-11 budget (€384.00 of €400.00), past 80 %.")
     [vision] = [r for r in statement_payload(statement("2026-11"), "team", None)["results"] if r["key"] == "vision"]
     assert vision["cost"] == "384.00"
 
@@ -101,7 +101,7 @@ def idle_pod(fleet):
 
 def expected_idle_payload(alert, idle_pod, receiver_free=True):
     start = idle_pod["start"]
-    text = (f"Idle GPUs: pod ml/nb-0 on prod has held 2 NVIDIA H100 80GB HBM3 GPU(s) idle for 90 minutes "
+    text = (f"Idle GPUs: pod ml/nb-0 on prod has held 2 NVIDIA H100 80GB HBM3 GPU(s) idle for 1 hour 30 minutes "
             f"since {start:%Y-%m-%d %H:%M} UTC and still does (team vision).")
     return {
         "text": text,

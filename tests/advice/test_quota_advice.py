@@ -42,7 +42,7 @@ def test_verdicts_bounds_and_money(fleet, django_assert_max_num_queries):
     mig = rows["mig"]
     assert mig["resource"] == "requests.nvidia.com/mig-1g.10gb"
     assert (mig["p90"], mig["target"], mig["recommended"]) == (3.0, 4, 4)
-    assert "hard limit 3 during 100% of the time" in mig["reason"]
+    assert "at the quota of 3 or above it during 100% of the time" in mig["reason"]
     assert mig["monthly_money_at_stake"] == "365.00"  # 1 instance × 730 × 0.50
 
     empty = rows["empty"]

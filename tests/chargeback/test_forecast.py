@@ -152,9 +152,9 @@ def test_a_forecast_past_the_budget_raises_one_alert_with_the_day(november):
     # 220 so far; + 8 (rest of the 18th) + 16 + 16 + 4 + 4 + 16 = 284 on the 23rd, + 16 = 300 on the 24th
     assert raised.created and raised.alert.key == "forecast:research:2026-11"
     assert raised.alert.kind == Alert.Kind.FORECAST
-    assert raised.alert.text == ("GPU budget forecast: team research will exceed its 2026-11 budget of 300.00 USD "
-                                 "by about 2026-11-24 (projected month-end 372.00 USD, range 372.00-372.00; "
-                                 "220.00 so far).")
+    assert raised.alert.text == ("GPU budget forecast: team research will exceed its 2026-11 budget of $300.00 "
+                                 "by about 2026-11-24 (projected month-end $372.00, range $372.00 – $372.00; "
+                                 "$220.00 so far).")
     assert raised.alert.fields["exceeds_on"] == "2026-11-24" and len(raised.delivery_ids) == 1
     assert [r.created for r in check_budget_forecasts(NOON_18)] == [False]      # once a month
 

@@ -42,11 +42,12 @@ def test_round_to_total_keeps_the_sum_in_the_currencys_unit():
     assert round_to_total([D("1.005")] * 3, "USD") == [D("1.01"), D("1.01"), D("1.00")]
 
 
-def test_money_at_stake_in_the_rates_unit():
-    # |4 - 2| × 730 h × 0.3333 = 486.618
-    assert est.money_at_stake(4, 2, D("0.3333"), "JPY") == D("487")
-    assert est.money_at_stake(4, 2, D("0.3333"), "USD") == D("486.62")
-    assert est.money_at_stake(4, 2, D("0.3333"), "KWD") == D("486.618")
+def test_money_freed_in_the_rates_unit():
+    # (4 - 2) × 730 h × 0.3333 = 486.618; raising 2 -> 4 costs the same more
+    assert est.money_freed(4, 2, D("0.3333"), "JPY") == D("487")
+    assert est.money_freed(4, 2, D("0.3333"), "USD") == D("486.62")
+    assert est.money_freed(4, 2, D("0.3333"), "KWD") == D("486.618")
+    assert est.money_freed(2, 4, D("0.3333"), "USD") == D("-486.62")
 
 
 # ---------------------------------------------------------------- a yen rate card end to end
@@ -84,12 +85,12 @@ def test_yen_csv_and_xlsx_are_whole_yen_numbers(yen, finance, api):
     lines = book["Lines"]
     header = [c.value for c in lines[1]]
     cost, rate = header.index("cost") + 1, header.index("hourly_rate") + 1
-    assert [(lines.cell(r, cost).value, lines.cell(r, cost).number_format) for r in (2, 3)] == [(301, "0"), (201, "0")]
-    assert (lines.cell(2, rate).value, lines.cell(2, rate).number_format) == (100.4, "0.0")
+    assert [(lines.cell(r, cost).value, lines.cell(r, cost).number_format) for r in (2, 3)] == [(301, "#,##0"), (201, "#,##0")]
+    assert (lines.cell(2, rate).value, lines.cell(2, rate).number_format) == (100.4, "#,##0.0")
     by_team = load_workbook(io.BytesIO(client.get(URL, {"period": "2026-03", "format": "xlsx"}).content))["By team"]
     header = [c.value for c in by_team[1]]
     total = by_team.cell(2, header.index("Cost") + 1)
-    assert (total.value, total.number_format, by_team.cell(2, header.index("Currency") + 1).value) == (502, "0", "JPY")
+    assert (total.value, total.number_format, by_team.cell(2, header.index("Currency") + 1).value) == (502, "#,##0", "JPY")
 
 
 def test_yen_on_the_page_in_the_money_locale(yen, finance, client, settings):
@@ -116,7 +117,7 @@ def test_dinars_have_three_decimals_everywhere(finance, api, client):
     sheet = load_workbook(io.BytesIO(c.get(URL + "xlsx/", {"period": "2026-03"}).content))["Lines"]
     header = [cell.value for cell in sheet[1]]
     cost = sheet.cell(2, header.index("cost") + 1)
-    assert (cost.value, cost.number_format) == (1.235, "0.000")
+    assert (cost.value, cost.number_format) == (1.235, "#,##0.000")
     client.force_login(finance)
     assert "KWD1.235" in html.unescape(client.get("/chargeback/", {"period": "2026-03"}).content.decode())
 

@@ -111,12 +111,12 @@ def test_number_formats_frozen_headers_and_widths(march, finance, api):
     ws = book["By team"]
     header = [c.value for c in ws[1]]
     cost, rate_sheet = header.index("Cost") + 1, book["By GPU model"]
-    assert [(ws.cell(r, cost).value, ws.cell(r, cost).number_format) for r in (2, 3)] == [(450, "0"), (30.45, "0.00")]
+    assert [(ws.cell(r, cost).value, ws.cell(r, cost).number_format) for r in (2, 3)] == [(450, "#,##0"), (30.45, "#,##0.00")]
     model_header = [c.value for c in rate_sheet[1]]
     rate = rate_sheet.cell(3, model_header.index("Hourly rate") + 1)
-    assert (rate.value, rate.number_format) == (2.345, "0.000")          # a rate keeps its places
+    assert (rate.value, rate.number_format) == (2.345, "#,##0.000")          # a rate keeps its places
     total = ws.cell(ws.max_row, cost)
-    assert (ws.cell(ws.max_row, 1).value, total.value, total.number_format, total.font.b) == ("Total", 38.74, "0.00", True)
+    assert (ws.cell(ws.max_row, 1).value, total.value, total.number_format, total.font.b) == ("Total", 38.74, "#,##0.00", True)
     for sheet in book.worksheets:
         assert sheet.freeze_panes == "A2", sheet.title
         assert sheet.column_dimensions["A"].width >= 8, sheet.title

@@ -36,6 +36,7 @@ EXPECT = {
     "health/": ("login", ALL, ["/health/"]),
     "admin-tools/ingest/": ("login", ADMINS, ["/admin-tools/ingest/"]),
     "admin-tools/claims/": ("login", ADMINS, ["/admin-tools/claims/"]),
+    "admin-tools/rates/": ("login", ADMINS, ["/admin-tools/rates/"]),
     # Everyone's own API tokens (docs/security.md, "API tokens"); revoking is POST only.
     "account/tokens/": ("login", ALL, ["/account/tokens/"]),
     "account/tokens/<int:pk>/revoke/": ("login", (405,) * 4, ["/account/tokens/1/revoke/"]),
@@ -68,6 +69,7 @@ EXPECT = {
     "api/v1/schema/": ("api", ALL, ["/api/v1/schema/"]),
     "api/v1/docs/": ("login", ALL, ["/api/v1/docs/"]),      # Swagger UI: a page, so sign in first
     "api/v1/redoc/": ("login", ALL, ["/api/v1/redoc/"]),
+    "api-docs-assets/redoc.standalone.js": ("login", ALL, ["/api-docs-assets/redoc.standalone.js"]),
     "api/v1/": ("api", ALL, ["/api/v1/"]),
 }
 

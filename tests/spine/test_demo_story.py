@@ -56,7 +56,8 @@ def test_the_demo_loads_the_whole_story(settings):
     # October closed; its last six hours arrived after the close and sit in November as
     # adjustments: 16 GPUs (12 whole, 4 MIG boards fully cut) × 6 hours = 96 GPU-hours in all,
     # allocated or not.
-    assert BillingPeriod.objects.get(period="2026-10").is_closed
+    # closed by finance on 1 November, as docs/demo.md tells it — not when the demo ran
+    assert BillingPeriod.objects.get(period="2026-10").closed_at == utc(2026, 11, 1, 9)
     lines = [line for line in statement("2026-11").lines if line.kind == "adjustment"]
     assert lines and {line.adjusts_period for line in lines} == {"2026-10"}
     assert float(sum(line.allocated_gpu_seconds for line in lines)) / 3600 == pytest.approx(96.0)

@@ -12,7 +12,7 @@ from apps.accounting.ledger import usage_money
 from apps.accounting.months import usage_version, whole_month, window_cells
 from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells
 from apps.clusters.models import Cluster
-from apps.teams.access import can_see_money, money_scope, require_team, sees_money_of, team_scope
+from apps.teams.access import can_see_money, money_scope, require_team, sees_fleet, sees_money_of, team_scope
 
 from apps.web.rendered import renders_stored
 
@@ -84,7 +84,8 @@ def usage_payload(request, group_by, usage_filter):
             "used_gpu_hours": shown_hours(row.used_gpu_seconds),
             "idle_gpu_hours": shown_hours(row.idle_gpu_seconds),
         }
-        if group_by in FLEET_GROUP_BYS:
+        if group_by in FLEET_GROUP_BYS and usage_filter.teams is None:
+            # capacity no pod held belongs to no team: only whole-fleet rows carry it
             item["unallocated_gpu_hours"] = shown_hours(row.unallocated_gpu_seconds)
         item["efficiency"] = shown_ratio(row.efficiency)
         item["mig_instance_hours"] = {p: shown_hours(s) for p, s in sorted(row.mig_seconds.items())}
@@ -108,7 +109,8 @@ class UsageView(APIView):
     @extend_schema(
         parameters=WINDOW_PARAMS + [
             OpenApiParameter("group_by", OpenApiTypes.STR, enum=list(GROUP_BYS), default="namespace",
-                             description="what a row is; cluster and gpu_model rows add unallocated_gpu_hours"),
+                             description="what a row is; cluster and gpu_model rows of the whole fleet (no team "
+                                         "picked, not a team lead) add unallocated_gpu_hours"),
             OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team only (team leads: one of theirs, "
                              "else 403; an unknown team: 404)"),
@@ -140,7 +142,8 @@ class UsageView(APIView):
     def csv_columns(self, rows):
         group_by = self.request.query_params.get("group_by") or "namespace"
         cols = ["key", "allocated_gpu_hours", "used_gpu_hours", "idle_gpu_hours"]
-        if group_by in FLEET_GROUP_BYS:
+        whole_fleet = not self.request.query_params.get("team") and sees_fleet(self.request.user)
+        if group_by in FLEET_GROUP_BYS and whole_fleet:
             cols.append("unallocated_gpu_hours")
         cols.append("efficiency")
         profiles = sorted({p for r in rows if isinstance(r, dict) for p in r.get("mig_instance_hours", {})})

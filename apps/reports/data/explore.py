@@ -15,7 +15,7 @@ from apps.teams.resolve import TeamResolver
 
 from ..selection import Selection
 
-GRAINS = ("hour", "day", "week")
+GRAINS = ("hour", "day", "week", "month")
 MAX_HOURLY_DAYS = 7
 CSV_COLUMNS = ["period_start", "cluster", "team", "namespace", "gpu_model",
                "allocated_gpu_hours", "used_gpu_hours", "idle_gpu_hours", "efficiency"]
@@ -32,6 +32,12 @@ SORTS = {
     "efficiency": lambda r: r.efficiency,
 }
 DEFAULT_SORT = "period"
+# For roles that see money: every row of the filters is priced first (the page otherwise
+# prices only the rows it shows), then sorted by its cost.
+MONEY_SORTS = {
+    "cost": lambda r: r.priced.cost if r.priced is not None else None,
+    "idle_cost": lambda r: r.priced.idle_cost if r.priced is not None else None,
+}
 
 
 def row_order(r: "ExploreRow") -> tuple:
@@ -57,6 +63,7 @@ class ExploreRow:
     used_gpu_seconds: float = 0.0
     idle_gpu_seconds: float = 0.0
     cells: list = field(default_factory=list, repr=False)     # what its cost is priced from
+    priced: object = field(default=None, repr=False)           # its money.Priced, once priced
 
     @property
     def efficiency(self) -> float | None:
@@ -120,13 +127,27 @@ def _hourly_cells(sel: Selection, opts: ExploreOptions):
             price_class=r["price_class"])
 
 
+def period_start(day: date, grain: str, first_day: date) -> date:
+    """The first day of the row a billing day falls in: itself, its ISO week's Monday or its
+    month's 1st — never before the window's first day (a window from Thursday 1 October has
+    a first week row "2026-10-01", not "2026-09-28": the row holds only the window's days)."""
+    if grain == "week":
+        start = day - timedelta(days=day.weekday())
+    elif grain == "month":
+        start = day.replace(day=1)
+    else:
+        start = day
+    return max(start, first_day)
+
+
 def _daily_cells(sel: Selection, opts: ExploreOptions):
     f = sel.usage_filter(namespaces=frozenset({opts.namespace}) if opts.namespace else None,
                          gpu_models=frozenset({opts.gpu_model}) if opts.gpu_model else None)
+    first_day = sel.start.astimezone(billing_zone()).date()
     for c in usage_cells(f):
         if not c.allocated:
             continue
-        yield (c.day - timedelta(days=c.day.weekday()) if opts.grain == "week" else c.day), c
+        yield period_start(c.day, opts.grain, first_day), c
 
 
 def explore(sel: Selection, opts: ExploreOptions) -> Explored:

@@ -8,8 +8,9 @@ from django.conf import settings
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
+from apps.accounting.days import day_of, day_start
 from apps.accounting.figures import efficiency, gpu_hours, share, shown_hours
-from apps.accounting.usage import Cell, UsageRow, group_cells
+from apps.accounting.usage import Cell, UsageFilter, UsageRow, billing_zone, group_cells
 from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
 
@@ -52,6 +53,40 @@ class DayTotals:
     @property
     def efficiency(self) -> float | None:
         return efficiency(self.used_gpu_seconds, self.allocated_gpu_seconds)
+
+
+@dataclass(frozen=True)
+class PartialDay:
+    """The window's last day when the data stops inside it (today, mostly): the charts scale its
+    figures to the whole day's pace and mark it (docs/pages.md, "Charts")."""
+    day: date
+    hours_with_data: float
+    hours: float            # of the day inside the window (23 or 25 on a DST change)
+
+    @property
+    def scale(self) -> float:
+        return self.hours / self.hours_with_data
+
+
+def partial_day(f: UsageFilter, now: datetime | None = None) -> PartialDay | None:
+    """The billing day in which the data of the window's clusters stops — the latest cluster's
+    ingest watermark, never after now — when the window goes on past it; None when every day
+    of the window is complete."""
+    now = now or timezone.now()
+    clusters = Cluster.objects.exclude(ingested_until=None)
+    if f.cluster:
+        clusters = clusters.filter(name=f.cluster)
+    latest = max(clusters.values_list("ingested_until", flat=True), default=None)
+    horizon = min(latest or now, now)
+    if not (f.start < horizon < f.end):
+        return None
+    zone = billing_zone()
+    day = day_of(horizon, zone)
+    start = max(day_start(day, zone), f.start)
+    end = min(day_start(date.fromordinal(day.toordinal() + 1), zone), f.end)
+    if horizon <= start or horizon >= end:
+        return None
+    return PartialDay(day, (horizon - start).total_seconds() / 3600, (end - start).total_seconds() / 3600)
 
 
 def daily_totals(cells: list[Cell]) -> list[DayTotals]:

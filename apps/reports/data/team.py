@@ -121,6 +121,9 @@ class QuotaUse:
 
 
 def quota_use(sel: Selection, team: str, resolver: TeamResolver | None = None) -> list[QuotaUse]:
+    """Per namespace: its GPU quota as the window's last day left it, the peak used (the most
+    GPUs counted against the quota in any hour, as the quota advice says it) and the hours at
+    the quota (docs/advice-and-alerts.md)."""
     qs = QuotaHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end, resource=GPU_QUOTA_RESOURCE)
     if sel.cluster:
         qs = qs.filter(cluster__name=sel.cluster)
@@ -128,12 +131,13 @@ def quota_use(sel: Selection, team: str, resolver: TeamResolver | None = None) -
             .annotate(hard=Max("hard"), used=Max("used_max"), at_hard=Sum("seconds_at_hard")).order_by())
     resolver = resolver or TeamResolver()
     out: dict[tuple[int, str], QuotaUse] = {}
-    for r in rows:
+    for r in sorted(rows, key=lambda r: r["day"]):
         if resolver.team(r["cluster_id"], r["namespace"], r["day"]) != team:
             continue
         key = (r["cluster_id"], r["namespace"])
         q = out.get(key) or out.setdefault(key, QuotaUse(r["cluster_id"], r["namespace"], None, None, 0.0))
-        q.hard = _max(q.hard, r["hard"])
+        if r["hard"] is not None:
+            q.hard = r["hard"]   # the latest day's: the quota as it stands, as the advice reads it
         q.used_peak = _max(q.used_peak, r["used"])
         q.hours_at_hard += (r["at_hard"] or 0.0) / 3600.0
     return sorted(out.values(), key=lambda q: (q.namespace, q.cluster_id))

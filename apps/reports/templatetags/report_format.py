@@ -1,17 +1,14 @@
 """Number formatting shared by the report templates."""
-import copy
+from datetime import datetime
 from decimal import Decimal, InvalidOperation
-from functools import lru_cache
 
-from babel import Locale
-from babel.numbers import format_currency, parse_pattern
+from babel.numbers import format_currency
 from django import template
 from django.conf import settings
 
-from apps.accounting.calc import present
-from apps.accounting.currencies import minor_digits
 from apps.accounting.figures import gpu_hours, percent_text
 from apps.accounting.usage import billing_zone
+from apps.accounting.words import money_text
 
 from ..presets import local_text
 
@@ -63,18 +60,7 @@ def money(amount, currency):
     value = _decimal(amount)
     if value is None or not currency:
         return "–"
-    locale = Locale.parse(settings.MONEY_LOCALE)
-    return _money_pattern(settings.MONEY_LOCALE, minor_digits(currency)).apply(
-        Decimal(present(value, currency)), locale, currency=currency, currency_digits=False)
-
-
-@lru_cache(maxsize=None)
-def _money_pattern(locale: str, digits: int):
-    """The locale's currency pattern with ISO 4217's minor digits, not CLDR's (which differ for
-    13 codes: IQD has 3 places, CLDR writes 0; docs/dates-and-money.md)."""
-    pattern = copy.copy(parse_pattern(Locale.parse(locale).currency_formats["standard"]))
-    pattern.frac_prec = (digits, digits)
-    return pattern
+    return money_text(value, currency)
 
 
 @register.filter
@@ -101,6 +87,8 @@ def local_time(instant):
     """An instant as people read it, in the billing time zone: '2026-04-02 11:30 CEST'."""
     if not instant:
         return "–"
+    if isinstance(instant, str):      # an ISO instant as the API payloads carry it
+        instant = datetime.fromisoformat(instant.replace("Z", "+00:00"))
     return local_text(instant, billing_zone())
 
 

@@ -1,8 +1,10 @@
+from django.contrib import messages
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone as djtz
 
-from apps.accounting.actions import ActionError, do_assign_namespace
+from apps.accounting.actions import ActionError, do_assign_namespace, do_import_rate_file
+from apps.accounting.ratecsv import COLUMNS as RATE_COLUMNS, OPTIONAL as RATE_OPTIONAL, RateFileError
 from apps.accounting.usage import billing_zone
 from apps.ingest.models import IngestRun
 from apps.teams.claims import ClaimError, do_decide_claim, pending_claims
@@ -25,7 +27,7 @@ def ingest_log(request, sel):
     return page(request, sel, "reports/ingest_log.html", "ingest", {
         "runs": list(runs[:RUN_LIMIT]), "limit": RUN_LIMIT, "status": status,
         "statuses": IngestRun.Status.values, "freshness": [f for f in ingest_freshness() if not sel.cluster or f.cluster == sel.cluster],
-    })
+    }, picker=("cluster",))   # the newest runs: no team, no dates
 
 
 @report_view(admin_only=True)
@@ -42,7 +44,37 @@ def label_claims(request, sel):
         "claims": pending_claims(), "teams": sorted(Team.objects.values_list("name", flat=True)),
         "error": message[1:] if message.startswith("!") else "", "done": request.GET.get("done", "")[:200],
         "decided": LabelClaim.objects.select_related("namespace__cluster", "decided_by").order_by("-decided_at")[:50],
-    })
+    }, picker=())   # every pending claim: nothing to pick
+
+
+RATE_FILE_LIMIT = 1024 * 1024     # bytes: a rate card is a few hundred lines
+
+
+@report_view(admin_only=True)
+def rate_upload(request, sel):
+    """Admins import a rate-card CSV from the browser: the same all-or-nothing parse, errors
+    per line and audit row as `manage.py import_rates` (docs/chargeback.md, "Rates")."""
+    errors, status = [], 200
+    if request.method == "POST":
+        upload = request.FILES.get("file")
+        if upload is None:
+            errors = ["choose a CSV file to upload"]
+        elif upload.size > RATE_FILE_LIMIT:
+            errors = [f"the file is {upload.size:,} bytes; a rate card may be at most {RATE_FILE_LIMIT:,}"]
+        else:
+            try:
+                rates = do_import_rate_file(upload.read(), actor=request.user, source=f"upload {upload.name}")
+            except RateFileError as exc:
+                errors = exc.errors
+            else:
+                messages.success(request, f"Imported {len(rates)} rate(s) from {upload.name}.")
+                return redirect(reverse("reports:rate-upload"))
+        status = 400
+    response = page(request, sel, "reports/rate_upload.html", "rates", {
+        "errors": errors, "columns": ",".join(RATE_COLUMNS), "optional": RATE_OPTIONAL,
+    }, picker=())
+    response.status_code = status
+    return response
 
 
 def _decide(request) -> str:

@@ -101,7 +101,10 @@ def close_view(request):
     stmt = statement(period)
     behind = clusters_behind(period)
     return render(request, "chargeback/close_confirm.html", {
-        "period": period, "zone": zone.key, "period_start": start, "period_end": end,
+        # the zone's name only where the times' abbreviation does not already say it ("CET" is
+        # Europe/Berlin; "UTC" is UTC, never "UTC (UTC)")
+        "period": period, "zone_note": "" if start.astimezone(zone).strftime("%Z") == zone.key else zone.key,
+        "period_start": start, "period_end": end,
         "ended": period_has_ended(period), "closed": stmt.closed,
         "before_history": None if stmt.closed else before_history(period),
         "behind": list(Cluster.objects.filter(name__in=behind).order_by("name").values("name", "ingested_until")),

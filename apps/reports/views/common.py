@@ -36,8 +36,14 @@ def report_view(view=None, *, admin_only=False):
     return wrap(view) if view else wrap
 
 
-def page(request, sel, template, active, context):
-    """Render a report page with the navigation and picker filled in."""
+PICKER_FIELDS = ("cluster", "team", "dates")
+
+
+def page(request, sel, template, active, context, *, picker=PICKER_FIELDS, picker_team=None):
+    """Render a report page with the navigation and picker filled in. `picker`: the fields the
+    page's figures follow — only those are offered (a picker that filters nothing is not
+    shown; an empty one hides the bar); `picker_team`: the team a page is about (the team
+    page), shown as picked."""
     teams = sorted(Team.objects.values_list("name", flat=True)) + [UNASSIGNED]
     if sel.scope is not None:
         teams = sorted(sel.scope)
@@ -53,6 +59,7 @@ def page(request, sel, template, active, context):
         "picker_window": presets.window_text(sel.start, sel.end, zone),
         "billing_timezone": zone.key,
         "my_teams": sorted(sel.scope) if sel.scope is not None else None,
+        "picker": frozenset(picker), "picker_team": picker_team or sel.team,
     }
     ctx.update(context)
     return render(request, template, ctx)

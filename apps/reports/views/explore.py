@@ -6,7 +6,8 @@ from apps.web.csv import rows_to_csv
 from apps.web.pages import bad_request
 
 from .. import figures
-from ..data.explore import CSV_COLUMNS, DEFAULT_SORT, GRAINS, MONEY_COLUMNS, SORTS, explore, parse_options, row_order
+from ..data.explore import (CSV_COLUMNS, DEFAULT_SORT, GRAINS, MONEY_COLUMNS, MONEY_SORTS, SORTS, explore,
+                            parse_options, row_order)
 from ..data.paging import page_of, parse_paging, sort_rows
 from ..money import price_groups
 from .common import csv_response, page, report_view
@@ -15,14 +16,16 @@ from .listing import page_links, sort_links
 # The direction a first click on a column sorts in.
 FIRST_DIRECTION = {"period": "", "team": "", "namespace": "", "allocated_gpu_hours": "-", "idle_gpu_hours": "-",
                    "efficiency": ""}
+MONEY_FIRST_DIRECTION = {"cost": "-", "idle_cost": "-"}
 
 
 @report_view
 def explorer(request, sel):
     csv = request.GET.get("format") == "csv"
+    sorts = SORTS | (MONEY_SORTS if sel.money else {})
     try:
         opts = parse_options(request.GET, sel)
-        paging = parse_paging(request.GET, SORTS, DEFAULT_SORT)
+        paging = parse_paging(request.GET, sorts, DEFAULT_SORT)
     except ValidationError as exc:
         return bad_request(request, exc.detail)
     result = explore(sel, opts)
@@ -30,12 +33,18 @@ def explorer(request, sel):
         priced = price_groups([r.cells for r in result.rows]) if sel.money else [None] * len(result.rows)
         rows = [r.as_dict() | (_money_columns(p) if sel.money else {}) for r, p in zip(result.rows, priced)]
         return csv_response(rows_to_csv(rows, CSV_COLUMNS + (MONEY_COLUMNS if sel.money else [])), "utilization.csv")
+    if paging.key in MONEY_SORTS:   # sorted by cost: every row priced first
+        for r, p in zip(result.rows, price_groups([r.cells for r in result.rows])):
+            r.priced = p
     try:
-        shown = page_of(sort_rows(result.rows, paging, SORTS, row_order), paging)
+        shown = page_of(sort_rows(result.rows, paging, sorts, row_order), paging)
     except ValidationError as exc:
         return bad_request(request, exc.detail)
-    # Only the rows on the page are priced: the page costs what it shows, not the whole window.
-    priced = price_groups([r.cells for r in shown.rows]) if sel.money else [None] * len(shown.rows)
+    # Otherwise only the rows on the page are priced: the page costs what it shows, not the whole window.
+    if paging.key in MONEY_SORTS:
+        priced = [r.priced for r in shown.rows]
+    else:
+        priced = price_groups([r.cells for r in shown.rows]) if sel.money else [None] * len(shown.rows)
     csv_query = request.GET.copy()
     for key in ("page", "page_size", "sort"):
         csv_query.pop(key, None)
@@ -43,7 +52,7 @@ def explorer(request, sel):
     return page(request, sel, "reports/explore.html", "explore", {
         "rows": list(zip(shown.rows, priced)), "shown": shown, "paging": paging, "opts": opts, "grains": GRAINS,
         "csv_url": "?" + csv_query.urlencode(),
-        "sort_links": sort_links(request, paging, FIRST_DIRECTION), "page_links": page_links(request, shown),
+        "sort_links": sort_links(request, paging, FIRST_DIRECTION | (MONEY_FIRST_DIRECTION if sel.money else {})), "page_links": page_links(request, shown),
         "gpu_models": sorted(set(Device.objects.exclude(model_name="").values_list("model_name", flat=True))),
         "fig_heatmap": figures.efficiency_heatmap(result.heatmap),
     })

@@ -10,7 +10,7 @@ from apps.accounting.months import whole_month
 from apps.accounting.usage import UNASSIGNED, group_cells, usage_cells
 
 from .. import figures
-from ..data.overview import daily_totals, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
+from ..data.overview import daily_totals, partial_day, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
 from ..data.overview_store import kept_html
 from ..money import load_rate_card, price_groups
 from .common import page, report_view
@@ -46,9 +46,10 @@ def _figures(f, money: bool, fleet: bool) -> dict:
     teams = group_cells(spans, "team")
     models = fleet_by_model(spans)
     idle_teams = top_idle_teams(spans)
+    partial = partial_day(f)
     data = {"days": days, "teams": teams, "idle_teams": idle_teams, "models": models,
-            "fig_fleet": figures.fleet_area(days, fleet),
-            "fig_efficiency": figures.efficiency_trend(days),
+            "fig_fleet": figures.fleet_area(days, fleet, partial),
+            "fig_efficiency": figures.efficiency_trend(days, partial),
             "fig_idle_teams": figures.idle_teams_bar(idle_teams),
             "fig_models": figures.models_bar(models) if fleet else None}
     if money:

@@ -3,9 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.accounting.actions import do_import_rates
-from apps.accounting.models import PRICE_CLASSES, Rate
-from apps.accounting.ratecsv import RateFileError, parse_rates
+from apps.accounting.actions import do_import_rate_file
+from apps.accounting.ratecsv import RateFileError
 
 
 class Command(BaseCommand):
@@ -17,13 +16,11 @@ class Command(BaseCommand):
     def handle(self, *args, **opts):
         path = Path(opts["file"])
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+            data = path.read_bytes()
+        except OSError as exc:
             raise CommandError(f"cannot read {path}: {exc}")
-        existing = set(Rate.objects.values_list("gpu_model", "mig_profile", "price_class", "effective_from"))
         try:
-            entries = parse_rates(text, PRICE_CLASSES, existing)
+            rates = do_import_rate_file(data, actor=None, source=str(path))
         except RateFileError as exc:
             raise CommandError(f"{path}: nothing imported:\n" + "\n".join(exc.errors))
-        do_import_rates(entries, actor=None, source=str(path))
-        self.stdout.write(f"imported {len(entries)} rate(s) from {path}")
+        self.stdout.write(f"imported {len(rates)} rate(s) from {path}")

@@ -1,4 +1,5 @@
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -22,20 +23,20 @@ class Command(BaseCommand):
         parser.add_argument("--no-serve", action="store_true", help="load the data and stop")
 
     def handle(self, *args, **opts):
+        # SIGTERM stops the demo as Ctrl-C does: unwinding, so the Prometheus it started is
+        # stopped and its private TSDB copy removed (the default SIGTERM kills without that).
+        signal.signal(signal.SIGTERM, stop_on_sigterm)
         make_sqlite_dir(settings.DATABASES["default"])
         call_command("migrate", interactive=False, verbosity=0)
         logins = create_logins()
         if is_loaded():
             self.stdout.write("demo data already loaded (delete var/demo.sqlite3 to start afresh)")
         else:
-            bar = tqdm(total=None, unit="chunk", desc="ingest demo", file=sys.stderr)
-
-            def progress(done, total):
-                bar.total = total
-                bar.update(done - bar.n)
-
-            load_demo(opts["hours"], log=self.stdout.write, progress=progress)
-            bar.close()
+            progress = OneBar()
+            try:
+                load_demo(opts["hours"], log=self.stdout.write, progress=progress)
+            finally:
+                progress.close()
         url = f"http://127.0.0.1:{opts['port']}/"
         self.stdout.write("")
         self.stdout.write(self.style.SUCCESS(f"gpuportal demo: {url}"))
@@ -47,6 +48,38 @@ class Command(BaseCommand):
         if opts["no_serve"]:
             return
         call_command("runserver", f"127.0.0.1:{opts['port']}", use_reloader=False)
+
+
+def stop_on_sigterm(signum, frame):
+    raise SystemExit(128 + signum)
+
+
+class OneBar:
+    """One progress bar over the demo's ingest runs (the history up to the close, then the
+    late hours): each run reports (done, total) of its own chunks; the bar adds them up. It
+    starts at the first chunk, not before the Prometheus backfill, so its first estimate is
+    of ingest alone."""
+
+    def __init__(self, file=None):
+        self.file = file or sys.stderr
+        self.bar = None
+        self.offset = 0            # chunks of the runs before this one
+        self.last = (0, 0)         # (done, total) of the current run
+
+    def __call__(self, done: int, total: int) -> None:
+        if done < self.last[0] or (done == self.last[0] == self.last[1] and total and done):
+            self.offset += self.last[1]   # a new run: the last one's chunks are all done
+        self.last = (done, total)
+        if self.bar is None:
+            self.bar = tqdm(total=self.offset + total, initial=self.offset + done, unit="chunk",
+                            desc="ingest demo", file=self.file, smoothing=0.1)
+            return
+        self.bar.total = self.offset + total
+        self.bar.update(self.offset + done - self.bar.n)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
 
 
 def make_sqlite_dir(db: dict) -> None:
