@@ -1,4 +1,4 @@
-"""Celery tasks of accounting: thin, safe to repeat (STYLE §4)."""
+"""Celery tasks of accounting: thin, safe to repeat (docs/conventions.md, "Tasks are thin and safe to repeat")."""
 from __future__ import annotations
 
 from datetime import timedelta

@@ -1,4 +1,4 @@
-"""Quota advice rows: one query feeding the page, the API and the CSV (STYLE §5).
+"""Quota advice rows: one query feeding the page, the API and the CSV (docs/conventions.md, "One home per concept").
 
 Per cluster, the window is the `window_days` before the last ingested hour (the cluster's
 `ingested_until` watermark, or now when it has none), so hours not yet ingested never count
