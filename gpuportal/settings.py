@@ -279,6 +279,8 @@ REST_FRAMEWORK = {
         "apps.web.csv.SafeCSVRenderer",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # A refused query string from the report data modules answers 400, as a DRF ValidationError does.
+    "EXCEPTION_HANDLER": "apps.web.drf.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": env.str("API_THROTTLE_RATE", default="6000/min")},
 }

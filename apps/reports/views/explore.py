@@ -1,9 +1,8 @@
-from rest_framework.exceptions import ValidationError
-
 from apps.accounting.calc import present
 from apps.clusters.models import Device
 from apps.web.csv import rows_to_csv
 from apps.web.pages import bad_request
+from apps.web.params import BadParameters
 
 from .. import figures
 from ..data.explore import CSV_COLUMNS, DEFAULT_SORT, GRAINS, MONEY_COLUMNS, SORTS, explore, parse_options, row_order
@@ -23,7 +22,7 @@ def explorer(request, sel):
     try:
         opts = parse_options(request.GET, sel)
         paging = parse_paging(request.GET, SORTS, DEFAULT_SORT)
-    except ValidationError as exc:
+    except BadParameters as exc:
         return bad_request(request, exc.detail)
     result = explore(sel, opts)
     if csv:
@@ -32,7 +31,7 @@ def explorer(request, sel):
         return csv_response(rows_to_csv(rows, CSV_COLUMNS + (MONEY_COLUMNS if sel.money else [])), "utilization.csv")
     try:
         shown = page_of(sort_rows(result.rows, paging, SORTS, row_order), paging)
-    except ValidationError as exc:
+    except BadParameters as exc:
         return bad_request(request, exc.detail)
     # Only the rows on the page are priced: the page costs what it shows, not the whole window.
     priced = price_groups([r.cells for r in shown.rows]) if sel.money else [None] * len(shown.rows)
