@@ -187,11 +187,6 @@ def money_freed(hard: float, recommended: int, hourly_rate: Decimal, currency: s
     return (gap * HOURS_PER_MONTH * hourly_rate).quantize(minor_unit(currency), rounding=ROUND_HALF_UP)
 
 
-def money_at_stake(hard: float, recommended: int, hourly_rate: Decimal, currency: str) -> Decimal:
-    """|quota − recommended| × 730 h × rate: the size of `money_freed`."""
-    return abs(money_freed(hard, recommended, hourly_rate, currency))
-
-
 def _num(value: float) -> str:
     return f"{value:g}" if value == int(value) else f"{value:.2f}"
 

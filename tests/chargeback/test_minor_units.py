@@ -42,11 +42,12 @@ def test_round_to_total_keeps_the_sum_in_the_currencys_unit():
     assert round_to_total([D("1.005")] * 3, "USD") == [D("1.01"), D("1.01"), D("1.00")]
 
 
-def test_money_at_stake_in_the_rates_unit():
-    # |4 - 2| × 730 h × 0.3333 = 486.618
-    assert est.money_at_stake(4, 2, D("0.3333"), "JPY") == D("487")
-    assert est.money_at_stake(4, 2, D("0.3333"), "USD") == D("486.62")
-    assert est.money_at_stake(4, 2, D("0.3333"), "KWD") == D("486.618")
+def test_money_freed_in_the_rates_unit():
+    # (4 - 2) × 730 h × 0.3333 = 486.618; a raised quota, (2 - 4) × ..., is the same amount negative
+    assert est.money_freed(4, 2, D("0.3333"), "JPY") == D("487")
+    assert est.money_freed(4, 2, D("0.3333"), "USD") == D("486.62")
+    assert est.money_freed(4, 2, D("0.3333"), "KWD") == D("486.618")
+    assert est.money_freed(2, 4, D("0.3333"), "USD") == D("-486.62")
 
 
 # ---------------------------------------------------------------- a yen rate card end to end
