@@ -1,17 +1,25 @@
-# gpuportal — `make demo` to try it, `make test` to check it.
+# gpuportal — `make demo` to try it, `make test-fast` while changing it, `make test` to check it.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 PORT   ?= 8000
+# The FOCUS validator's own environment: its pins (numpy 1.x, pytz<2024) stay out of .venv.
+FOCUS_VENV ?= .venv-focus
 export DATABASE_URL_TEST ?= postgres://postgres@127.0.0.1:5432/gpuportal
 
-.PHONY: setup system-packages demo smoke test lint bench load clean
+.PHONY: setup system-packages demo smoke test test-fast lint bench load clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e '.[test]'
+	touch $@
+
+$(FOCUS_VENV)/.installed: tests/chargeback/focus-validator.txt
+	$(PYTHON) -m venv $(FOCUS_VENV)
+	$(FOCUS_VENV)/bin/pip install --quiet --upgrade pip
+	$(FOCUS_VENV)/bin/pip install --quiet -r tests/chargeback/focus-validator.txt
 	touch $@
 
 # Debian packages the real-service tests use: prometheus/promtool, chromium, and kubectl
@@ -30,7 +38,7 @@ system-packages:
 	  else echo "note: could not install$$missing (needs apt-get as root); the demo falls back to in-process data, the deploy/k8s tests skip"; fi; \
 	fi
 
-setup: $(VENV)/.installed system-packages
+setup: $(VENV)/.installed $(FOCUS_VENV)/.installed system-packages
 
 demo: setup
 	mkdir -p var
@@ -43,7 +51,14 @@ smoke:
 	$(PYTHON) scripts/demo_smoke.py $(CURDIR) --log-tail 40
 
 test: setup
-	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m pytest -q
+	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} FOCUS_VENV=$(abspath $(FOCUS_VENV)) $(PY) -m pytest -q
+
+# The quick loop while changing code: SQLite (in memory), Celery eager (no Redis), and without the
+# tests that need a real service (markers in pyproject.toml: postgres, prometheus, browser,
+# celery_worker). Needs only .venv. `make test` still runs everything before a merge.
+FAST_MARKERS := not postgres and not prometheus and not browser and not celery_worker
+test-fast: $(VENV)/.installed
+	DATABASE_URL=sqlite:///:memory: REDIS_URL= $(PY) -m pytest -q -p no:cacheprovider -m "$(FAST_MARKERS)" $(FAST_TESTS)
 
 # Cheap checks first: the import layers (docs/architecture.md, contracts in pyproject.toml),
 # then Django's system checks and migrations in step with the models.
@@ -60,4 +75,4 @@ load: setup
 	DATABASE_URL=$${LOAD_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gpuportal_load} $(PY) scripts/load.py
 
 clean:
-	rm -rf $(VENV) var staticfiles .pytest_cache .grimp_cache .import_linter_cache
+	rm -rf $(VENV) $(FOCUS_VENV) var staticfiles .pytest_cache .grimp_cache .import_linter_cache
