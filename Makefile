@@ -53,10 +53,12 @@ smoke:
 test: setup
 	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} FOCUS_VENV=$(abspath $(FOCUS_VENV)) $(PY) -m pytest -q
 
-# The quick loop while changing code: SQLite (in memory), Celery eager (no Redis), and without the
-# tests that need a real service (markers in pyproject.toml: postgres, prometheus, browser,
-# celery_worker). Needs only .venv. `make test` still runs everything before a merge.
-FAST_MARKERS := not postgres and not prometheus and not browser and not celery_worker
+# The quick loop while changing code: the unit-level suites (pure functions, docs, import layers,
+# settings) on SQLite in memory with Celery eager, so no service is needed, only .venv. It leaves
+# out, by marker (pyproject.toml): tests that use the database (`database`, set in tests/conftest.py),
+# start the portal in child processes (`slow`) or need Postgres, Prometheus, Chromium or a Celery
+# worker. `make test` still runs everything before a merge. FAST_TESTS narrows it to some paths.
+FAST_MARKERS ?= not database and not slow and not postgres and not prometheus and not browser and not celery_worker
 test-fast: $(VENV)/.installed
 	DATABASE_URL=sqlite:///:memory: REDIS_URL= $(PY) -m pytest -q -p no:cacheprovider -m "$(FAST_MARKERS)" $(FAST_TESTS)
 

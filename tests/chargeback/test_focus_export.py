@@ -217,6 +217,7 @@ def test_a_non_utc_billing_zone_gives_local_days_as_utc_instants(settings, finan
     assert (r["PricingQuantity"], r["BilledCost"]) == ("6.000000", "6.00")
 
 
+@pytest.mark.postgres   # the query counts assume the stored month answers
 def test_queries_do_not_grow_with_teams_or_days(fleet, finance, api, django_assert_max_num_queries):
     prod, devices = fleet
     for i in range(12):     # 12 more teams, each on 3 days

@@ -77,6 +77,7 @@ def test_a_database_outage_mid_ingest_is_one_line_and_writes_nothing():
     assert Cluster.objects.get(pk=cluster.pk).ingested_until is None
 
 
+@pytest.mark.slow   # runs manage.py in a child process
 def test_a_database_that_is_down_is_one_line(tmp_path):
     """`manage.py ingest` with the database unreachable from the start: one line, exit 1."""
     import os
