@@ -1,4 +1,4 @@
-"""Celery tasks of accounting: thin, safe to repeat (docs/conventions.md, "Tasks are thin and safe to repeat")."""
+"""Celery tasks of accounting: thin, safe to repeat (docs/architecture.md)."""
 from __future__ import annotations
 
 from datetime import timedelta

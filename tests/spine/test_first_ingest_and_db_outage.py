@@ -53,6 +53,7 @@ def _terminate(pid: int) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres   # terminates the connection's Postgres backend
 def test_a_database_outage_mid_ingest_is_one_line_and_writes_nothing():
     cluster = Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
     connection.ensure_connection()
