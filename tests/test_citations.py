@@ -2,7 +2,10 @@
 modules"): a reader must be able to follow a citation. A comment that points at a style guide,
 a spec or a shared folder kept somewhere else, at a file that moved, or at a section of a docs
 page that was renamed, is a dead end for the next maintainer."""
+import ast
+import io
 import re
+import tokenize
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -20,6 +23,17 @@ REPO_PATH = re.compile(r"(?<![\w/.-])((?:apps|tests|gpuportal|scripts|docs|deplo
 SECTION = re.compile(r'(docs/[\w-]+\.md)[,;:]?\s+"([^"\n]+)"')
 
 
+def prose(source: str) -> str:
+    """What a Python file says to its reader: its comments and docstrings (string literals in
+    the code are data, e.g. a test's made-up path, not citations)."""
+    parts = [tok.string for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+             if tok.type == tokenize.COMMENT]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            parts.append(ast.get_docstring(node, clean=False) or "")
+    return "\n".join(parts)
+
+
 def texts():
     paths = [ROOT / name for name in TOP if (ROOT / name).exists()]
     for folder in FOLDERS:
@@ -27,7 +41,8 @@ def texts():
                   if p.is_file() and p.suffix in SUFFIXES and "__pycache__" not in p.parts]
     for path in sorted(paths):
         if path != Path(__file__).resolve():
-            yield path, path.read_text(errors="replace")
+            text = path.read_text(errors="replace")
+            yield path, prose(text) if path.suffix == ".py" else text
 
 
 def lead_words(doc: Path) -> list[str]:
@@ -69,5 +84,8 @@ def test_the_check_finds_each_kind_of_dead_citation():
                    "docs/nowhere.md does not exist", "apps/accounting/gone.py does not exist",
                    "no section 'A section that is not there'"):
         assert needle in dead, dead
+    # in Python, only comments and docstrings cite; a string in the code is data
+    code = 'PATH = "docs/made-up.md"  # as in docs/gone.md\n'
+    assert dead_citations(path, prose(code)) == [f"apps/example.py: docs/gone.md does not exist"]
     fine = 'See docs/figures.md, "Efficiency", docs/security.md, "API tokens", apps/accounting/calc.py.'
     assert dead_citations(path, fine) == []
