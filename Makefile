@@ -5,7 +5,8 @@ PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 PORT   ?= 8000
 # The FOCUS validator's own environment: its pins (numpy 1.x, pytz<2024) stay out of .venv.
-FOCUS_VENV ?= .venv-focus
+# Exported, so the tests that run it (make test) fail when it is missing instead of skipping.
+export FOCUS_VENV ?= $(CURDIR)/.venv-focus
 export DATABASE_URL_TEST ?= postgres://postgres@127.0.0.1:5432/gpuportal
 
 .PHONY: setup system-packages demo smoke test test-fast lint bench load clean
@@ -51,16 +52,7 @@ smoke:
 	$(PYTHON) scripts/demo_smoke.py $(CURDIR) --log-tail 40
 
 test: setup
-	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} FOCUS_VENV=$(abspath $(FOCUS_VENV)) $(PY) -m pytest -q
-
-# The quick loop while changing code: the unit-level suites (pure functions, docs, import layers,
-# settings) on SQLite in memory with Celery eager, so no service is needed, only .venv. It leaves
-# out, by marker (pyproject.toml): tests that use the database (`database`, set in tests/conftest.py),
-# start the portal in child processes (`slow`) or need Postgres, Prometheus, Chromium or a Celery
-# worker. `make test` still runs everything before a merge. FAST_TESTS narrows it to some paths.
-FAST_MARKERS ?= not database and not slow and not postgres and not prometheus and not browser and not celery_worker
-test-fast: $(VENV)/.installed
-	DATABASE_URL=sqlite:///:memory: REDIS_URL= $(PY) -m pytest -q -p no:cacheprovider -m "$(FAST_MARKERS)" $(FAST_TESTS)
+	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m pytest -q
 
 # Cheap checks first: the import layers (docs/architecture.md, contracts in pyproject.toml),
 # then Django's system checks and migrations in step with the models.
@@ -71,6 +63,15 @@ lint: $(VENV)/.installed
 
 bench: setup
 	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m tests.bench
+
+# The quick loop while changing code: the unit-level suites (pure functions, docs, import layers,
+# settings) on SQLite in memory with Celery eager, so no service is needed, only .venv. It leaves
+# out, by marker (pyproject.toml): tests that use the database (`database`, set in tests/conftest.py),
+# start the portal in child processes (`slow`) or need Postgres, Prometheus, Chromium or a Celery
+# worker. `make test` still runs everything before a merge. FAST_TESTS narrows it to some paths.
+FAST_MARKERS ?= not database and not slow and not postgres and not prometheus and not browser and not celery_worker
+test-fast: $(VENV)/.installed
+	DEBUG=$${DEBUG:-true} DATABASE_URL=sqlite:///:memory: REDIS_URL= $(PY) -m pytest -q -p no:cacheprovider -m "$(FAST_MARKERS)" $(FAST_TESTS)
 
 # 50 API clients for 60 s against gunicorn (4 workers, DEBUG off) on Postgres; stops by itself.
 load: setup

@@ -267,6 +267,8 @@ API_LEGACY_TOKENS = env.bool("API_LEGACY_TOKENS", default=True)
 KNOX_TOKEN_MODEL = "knox.AuthToken"    # knox's own table (its model is declared swappable)
 REST_KNOX = {"TOKEN_PREFIX": "gpp_", "AUTH_HEADER_PREFIX": "Token", "TOKEN_TTL": None, "AUTO_REFRESH": False}
 REST_FRAMEWORK = {
+    # A refused query string from the report data modules answers 400, as a DRF ValidationError does.
+    "EXCEPTION_HANDLER": "apps.web.drf.exception_handler",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.teams.tokens.PortalTokenAuthentication",
         *(["rest_framework.authentication.TokenAuthentication"] if API_LEGACY_TOKENS else []),
@@ -279,8 +281,6 @@ REST_FRAMEWORK = {
         "apps.web.csv.SafeCSVRenderer",
     ],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    # A refused query string from the report data modules answers 400, as a DRF ValidationError does.
-    "EXCEPTION_HANDLER": "apps.web.drf.exception_handler",
     "DEFAULT_THROTTLE_CLASSES": ["rest_framework.throttling.UserRateThrottle"],
     "DEFAULT_THROTTLE_RATES": {"user": env.str("API_THROTTLE_RATE", default="6000/min")},
 }
