@@ -1,17 +1,26 @@
-# gpuportal — `make demo` to try it, `make test` to check it.
+# gpuportal — `make demo` to try it, `make test-fast` while changing it, `make test` to check it.
 PYTHON ?= python3
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := $(VENV)/bin/pip
 PORT   ?= 8000
+# The FOCUS validator's own environment: its pins (numpy 1.x, pytz<2024) stay out of .venv.
+# Exported, so the tests that run it (make test) fail when it is missing instead of skipping.
+export FOCUS_VENV ?= $(CURDIR)/.venv-focus
 export DATABASE_URL_TEST ?= postgres://postgres@127.0.0.1:5432/gpuportal
 
-.PHONY: setup system-packages demo smoke test lint bench load clean
+.PHONY: setup system-packages demo smoke test test-fast lint bench load clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
 	$(PIP) install --quiet -e '.[test]'
+	touch $@
+
+$(FOCUS_VENV)/.installed: tests/chargeback/focus-validator.txt
+	$(PYTHON) -m venv $(FOCUS_VENV)
+	$(FOCUS_VENV)/bin/pip install --quiet --upgrade pip
+	$(FOCUS_VENV)/bin/pip install --quiet -r tests/chargeback/focus-validator.txt
 	touch $@
 
 # Debian packages the real-service tests use: prometheus/promtool, chromium, and kubectl
@@ -30,7 +39,7 @@ system-packages:
 	  else echo "note: could not install$$missing (needs apt-get as root); the demo falls back to in-process data, the deploy/k8s tests skip"; fi; \
 	fi
 
-setup: $(VENV)/.installed system-packages
+setup: $(VENV)/.installed $(FOCUS_VENV)/.installed system-packages
 
 # The demo is development: DEBUG on (the settings default to off and then want a real SECRET_KEY).
 demo: setup
@@ -56,9 +65,18 @@ lint: $(VENV)/.installed
 bench: setup
 	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m tests.bench
 
+# The quick loop while changing code: the unit-level suites (pure functions, docs, import layers,
+# settings) on SQLite in memory with Celery eager, so no service is needed, only .venv. It leaves
+# out, by marker (pyproject.toml): tests that use the database (`database`, set in tests/conftest.py),
+# start the portal in child processes (`slow`) or need Postgres, Prometheus, Chromium or a Celery
+# worker. `make test` still runs everything before a merge. FAST_TESTS narrows it to some paths.
+FAST_MARKERS ?= not database and not slow and not postgres and not prometheus and not browser and not celery_worker
+test-fast: $(VENV)/.installed
+	DEBUG=$${DEBUG:-true} DATABASE_URL=sqlite:///:memory: REDIS_URL= $(PY) -m pytest -q -p no:cacheprovider -m "$(FAST_MARKERS)" $(FAST_TESTS)
+
 # 50 API clients for 60 s against gunicorn (4 workers, DEBUG off) on Postgres; stops by itself.
 load: setup
 	DATABASE_URL=$${LOAD_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gpuportal_load} $(PY) scripts/load.py
 
 clean:
-	rm -rf $(VENV) var staticfiles .pytest_cache .grimp_cache .import_linter_cache
+	rm -rf $(VENV) $(FOCUS_VENV) var staticfiles .pytest_cache .grimp_cache .import_linter_cache

@@ -1,4 +1,4 @@
-"""Environment variables read once, typed (STYLE §6, docs/configuration.md): a malformed value
+"""Environment variables read once, typed (docs/conventions.md, "Settings are read once"; docs/configuration.md): a malformed value
 stops start-up with ImproperlyConfigured naming it, instead of surfacing later."""
 import environ
 from django.core.exceptions import ImproperlyConfigured

@@ -288,6 +288,8 @@ API_LEGACY_TOKENS = env.bool("API_LEGACY_TOKENS", default=False)
 KNOX_TOKEN_MODEL = "knox.AuthToken"    # knox's own table (its model is declared swappable)
 REST_KNOX = {"TOKEN_PREFIX": "gpp_", "AUTH_HEADER_PREFIX": "Token", "TOKEN_TTL": None, "AUTO_REFRESH": False}
 REST_FRAMEWORK = {
+    # A refused query string from the report data modules answers 400, as a DRF ValidationError does.
+    "EXCEPTION_HANDLER": "apps.web.drf.exception_handler",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.teams.tokens.PortalTokenAuthentication",
         "apps.teams.tokens.LegacyTokenAuthentication",

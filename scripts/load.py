@@ -1,5 +1,5 @@
 """`make load`: gunicorn (DEBUG off) on Postgres with the bench's month of a large fleet
-(10,000 GPUs, 5,000 namespaces, 250 teams: tests/bench/seed.py), then 50 concurrent API clients
+(10,000 GPUs, 5,000 namespaces, 250 teams: apps/simulator/benchseed.py), then 50 concurrent API clients
 for 60 s on 127.0.0.1, all asking the month endpoints (usage and chargeback, by team and by
 namespace, as finance, an admin and two team leads). Prints requests per second, p50 / p95 / p99
 and the megabytes received (answers are read whole, gzip-compressed as sent, not decoded),
@@ -71,7 +71,7 @@ def seed():
 
     from apps.accounting.models import Rate, UsageDay
     from apps.teams.models import Namespace, Team
-    from tests.bench.seed import seed_month
+    from apps.simulator.benchseed import seed_month
 
     call_command("migrate", verbosity=0)
     first, end = month()

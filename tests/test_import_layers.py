@@ -57,6 +57,9 @@ def add_import(tree: Path, module: str, line: str):
      "apps.ingest is not allowed to import apps.simulator"),
     ("apps.reports.views.chargeback", "from apps.reports.api.chargeback import SeesMoney",
      "apps.reports.views.chargeback is not allowed to import apps.reports.api"),
+    # the report data modules answer a bad query string without DRF (apps/web/params.py)
+    ("apps.reports.data.paging", "from rest_framework.exceptions import ValidationError",
+     "apps.reports.data is not allowed to import rest_framework"),
     # the cycle alerts <-> tasks that dispatching deliveries from alerts.py used to make
     ("apps.recommendations.alerts", "from apps.recommendations.tasks import deliver_alert",
      "No cycles are allowed in apps.recommendations"),

@@ -1,4 +1,4 @@
-"""The writes that matter in accounting, one function each, atomic and audited (STYLE §3)."""
+"""The writes that matter in accounting, one function each, atomic and audited (docs/conventions.md, "Writes that matter")."""
 from __future__ import annotations
 
 from datetime import date

@@ -39,11 +39,6 @@ def days_touched(start: datetime, end: datetime, tz: ZoneInfo | None = None) -> 
     return [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
 
-def is_whole_days(start: datetime, end: datetime, tz: ZoneInfo | None = None) -> bool:
-    tz = tz or zone()
-    return (end > start and day_start(day_of(start, tz), tz) == start and day_start(day_of(end, tz), tz) == end)
-
-
 def rebuild_days(cluster_id: int, days: list[date]) -> int:
     """Recompute UsageDay for these days of one cluster from UsageHour; returns rows written."""
     tz = zone()

@@ -1,7 +1,7 @@
 """Every usage figure a person sees, defined once (docs/figures.md).
 
 Pages, API answers, CSV and XLSX exports, alerts and quota advice all turn seconds into what
-they show by calling these functions, so no two of them can disagree (STYLE §11). A line's
+they show by calling these functions, so no two of them can disagree (docs/conventions.md, "One home per concept"). A line's
 cost is the other figure with one home: `calc.billed_cost`.
 
 Plain Python, no Django; pinned by hand-computed cases in tests/test_figures.py.

@@ -41,16 +41,15 @@ def rate_card_at(version: int | None) -> RateCard:
                     for h in latest.values() if h.history_type != "-")
 
 
-def rate_for(cluster_id: int | None, gpu_model: str, mig_profile: str, price_class: str,
-             day: date, *, card: RateCard | None = None) -> tuple[Decimal, str] | None:
+def rate_for(gpu_model: str, mig_profile: str, price_class: str, day: date, *, card: RateCard | None = None) -> tuple[Decimal, str] | None:
     """(hourly rate, currency) in force on `day` (billing-zone date), or None when unpriced.
 
     Whole GPU (`mig_profile` ""): the model's rate per GPU-hour. A MIG profile: the profile's
     own rate per instance-hour if the card has one, else the parent model's rate per GPU-hour
     (multiply by the instance's fraction for an instance-hour; `rate_basis_for` tells which).
     `price_class` is one of PRICE_CLASSES (a node's is its first matching NodePool's, see
-    `usage.price_class_expr`). `cluster_id` is accepted for per-cluster rate cards; the card is portal-wide
-    today. Pass `card=load_rate_card()` to price many GPUs with one query.
+    `usage.price_class_expr`). The card is portal-wide. Pass `card=load_rate_card()` to price many
+    GPUs with one query.
     """
     card = card or load_rate_card()
     found = card.lookup(gpu_model, mig_profile or "", price_class, day)

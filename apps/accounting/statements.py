@@ -2,7 +2,7 @@
 stale, docs/performance.md), closed periods read back from their frozen lines.
 
 One function (`statement_payload`) turns a statement into the rows that the API, the CSV,
-the XLSX and the HTML page all show (STYLE §5), so they cannot disagree.
+the XLSX and the HTML page all show (docs/conventions.md, "One home per concept"), so they cannot disagree.
 """
 from __future__ import annotations
 

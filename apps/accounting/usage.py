@@ -1,6 +1,6 @@
 """Usage figures per namespace / team / cluster / GPU model, read from the rollups.
 
-One query serves the API, the pages and the CSV (STYLE §5). The window's whole billing days
+One query serves the API, the pages and the CSV (docs/conventions.md, "One home per concept"). The window's whole billing days
 that are rolled up are read from UsageDay (a month of 10,000 GPUs is then hundreds of
 thousands of rows, not tens of millions); the partial days at its ends, any day not rolled
 up, and any day in which a namespace's team label changes come from UsageHour (a "last 7

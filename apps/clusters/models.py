@@ -150,12 +150,6 @@ class Cluster(models.Model):
         return settings.IDLE_THRESHOLD if self.idle_threshold is None else self.idle_threshold
 
     @property
-    def effective_spelling(self):
-        if self.label_spelling != SPELLING_AUTO:
-            return self.label_spelling
-        return self.detected_label_spelling or None
-
-    @property
     def replica_label_names(self) -> tuple[str, ...]:
         return tuple(x.strip() for x in (self.replica_labels or "").split(",") if x.strip())
 

@@ -1,4 +1,4 @@
-"""The one module that speaks PromQL (STYLE §2).
+"""The one module that speaks PromQL (docs/conventions.md, "One home per concept").
 
 Queries are built from the cluster's configured metric names and selector; every answer is
 checked for Prometheus' shape, and every failure becomes a PrometheusError with a one-line

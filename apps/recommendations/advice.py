@@ -1,4 +1,4 @@
-"""Quota advice rows: one query feeding the page, the API and the CSV (STYLE §5).
+"""Quota advice rows: one query feeding the page, the API and the CSV (docs/conventions.md, "One home per concept").
 
 Per cluster, the window is the `window_days` before the last ingested hour (the cluster's
 `ingested_until` watermark, or now when it has none), so hours not yet ingested never count
@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from apps.accounting.calc import present
 from apps.accounting.figures import shown_ratio
+from apps.accounting.pricing import rate_basis_for, rate_for
 from apps.accounting.usage import billing_zone
 from apps.clusters.models import Cluster
 from apps.teams.access import money_covers
@@ -25,15 +26,6 @@ from .history import NamespaceHistory, cluster_models, namespace_histories, seri
 from .kueue import cluster_queue_rows
 from .manifests import GPU_QUOTA_RESOURCE, mig_profile_of, resourcequota_yaml
 from .models import KIND_CLUSTER_QUEUE, KIND_NAMESPACE, RecommendationSnapshot
-
-try:
-    from apps.accounting.pricing import rate_for
-except ImportError:  # the rate card lands on another branch; until then money is "unpriced"
-    rate_for = None
-try:
-    from apps.accounting.pricing import rate_basis_for
-except ImportError:
-    rate_basis_for = None
 
 PRICE_CLASS = "on_demand"
 # A quota last seen longer ago than this before the window's end no longer exists.
@@ -73,7 +65,7 @@ def window_for(cluster: Cluster, now: datetime, days: int) -> tuple[datetime, da
     return end - timedelta(days=days), end
 
 
-def make_rater(cluster_id: int, day, rate_fn, basis_fn=None, fractions=None):
+def make_rater(day, rate_fn, basis_fn=None, fractions=None):
     """(gpu_model, mig_profile) -> (Decimal hourly rate, currency) or None, memoised.
 
     A MIG quota counts instances, so its rate is per instance-hour: the profile's own rate
@@ -87,7 +79,7 @@ def make_rater(cluster_id: int, day, rate_fn, basis_fn=None, fractions=None):
             return None
         key = (gpu_model, mig_profile)
         if key not in cache:
-            found = rate_fn(cluster_id, gpu_model, mig_profile, PRICE_CLASS, day)
+            found = rate_fn(gpu_model, mig_profile, PRICE_CLASS, day)
             if found is not None:
                 hourly = Decimal(str(found[0]))
                 if mig_profile and basis_fn is not None and \
@@ -202,7 +194,7 @@ def advice_rows(q: AdviceQuery, rate_fn=None, basis_fn=None, *, with_assessments
         window = window_for(cluster, now, params.window_days)
         histories = namespace_histories([cluster.pk], *window)
         fallback, fractions = cluster_models([cluster.pk], *window)
-        rate = make_rater(cluster.pk, today, rate_fn, basis_fn, fractions)
+        rate = make_rater(today, rate_fn, basis_fn, fractions)
         teams = {ns: resolver.team(cluster.pk, ns, today) for (_, ns) in histories}
         for (_, ns), h in sorted(histories.items()):
             if q.teams is not None and teams[ns] not in q.teams:

@@ -1,4 +1,4 @@
-"""Setting a team's monthly GPU budget: the one write path, audited (STYLE habit 3)."""
+"""Setting a team's monthly GPU budget: the one write path, audited (docs/conventions.md, "Writes that matter")."""
 from decimal import Decimal
 
 from django.db import transaction

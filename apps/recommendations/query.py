@@ -1,4 +1,4 @@
-"""The advice's query parameters, parsed once for the page, the API and the CSV (STYLE §5):
+"""The advice's query parameters, parsed once for the page, the API and the CSV (docs/conventions.md, "One home per concept"):
 a bad value is the same 400 or 404 wherever it is given."""
 from rest_framework.exceptions import NotFound, ValidationError
 

@@ -1,6 +1,6 @@
 """Series as Prometheus holds them after scraping dcgm-exporter and kube-state-metrics.
 
-Label names and order follow /work/shared/samples/exposition-examples.txt. A change of
+Label names and order follow what the exporters publish (docs/ingest.md). A change of
 holding pod changes the label set, so one device's history is several series.
 """
 from __future__ import annotations

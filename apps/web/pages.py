@@ -11,4 +11,4 @@ def bad_request(request, detail):
                 messages.append(f"{field}: {e}")
     else:
         messages = [str(d) for d in (detail if isinstance(detail, list) else [detail])]
-    return render(request, "reports/bad_request.html", {"messages_": messages}, status=400)
+    return render(request, "400_parameters.html", {"messages_": messages}, status=400)

@@ -5,7 +5,7 @@ import pytest
 from . import factories as f
 
 
-def injected_rate(cluster_id, gpu_model, mig_profile, price_class, day):
+def injected_rate(gpu_model, mig_profile, price_class, day):
     """A stand-in for apps.accounting.pricing.rate_for: 2.00 EUR per GPU-hour, 0.50 per MIG instance-hour."""
     assert price_class == "on_demand"
     if gpu_model not in (f.H100, f.A100):

@@ -205,7 +205,7 @@ def test_cluster_queue_without_namespaces_gets_no_advice(fleet):
 
 def test_mig_quota_priced_from_the_parent_model_rate(fleet):
     """No profile rate on the card: 2.00 per A100 GPU-hour × 1/7 per 1g.10gb instance-hour."""
-    def rate(cluster_id, model, profile, price_class, day):
+    def rate(model, profile, price_class, day):
         return (f.Decimal("2.00"), "EUR")
 
     def basis(model, profile, price_class, day):

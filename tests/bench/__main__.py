@@ -223,7 +223,7 @@ def bench_api(results: dict) -> None:
     from apps.accounting.actions import do_close_period, do_reopen_period, do_save_rate
     from apps.accounting.months import prepare_month
     from apps.accounting.models import Rate
-    from tests.bench.seed import seed_month
+    from apps.simulator.benchseed import seed_month
 
     gpus, namespaces = env_int("BENCH_API_GPUS", 10000), env_int("BENCH_API_NAMESPACES", 5000)
     teams, days, repeats = env_int("BENCH_API_TEAMS", 250), env_int("BENCH_API_DAYS", 31), env_int("BENCH_REPEATS", 10)

@@ -26,6 +26,7 @@ def client_for(user, csrf=False):
     return c
 
 
+@pytest.mark.postgres   # the query counts assume the stored month answers
 def test_finance_sees_teams_drills_down_and_closes(month, finance, django_assert_max_num_queries):
     c = client_for(finance, csrf=True)
     # The first view computes the month's answer and stores it (docs/performance.md); a view

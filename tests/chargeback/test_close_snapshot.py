@@ -16,7 +16,8 @@ from apps.accounting.statements import statement, statement_payload
 
 from .factories import in_thread, make_cluster, make_device, make_namespace, make_rate, make_usage, utc
 
-pytestmark = pytest.mark.django_db(transaction=True)   # real commits, seen by other connections
+# real commits, seen by other connections; Postgres's isolation levels
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 def committed_elsewhere(work):

@@ -43,7 +43,7 @@ def test_round_to_total_keeps_the_sum_in_the_currencys_unit():
 
 
 def test_money_freed_in_the_rates_unit():
-    # (4 - 2) × 730 h × 0.3333 = 486.618; raising 2 -> 4 costs the same more
+    # (4 - 2) × 730 h × 0.3333 = 486.618; a raised quota, (2 - 4) × ..., is the same amount negative
     assert est.money_freed(4, 2, D("0.3333"), "JPY") == D("487")
     assert est.money_freed(4, 2, D("0.3333"), "USD") == D("486.62")
     assert est.money_freed(4, 2, D("0.3333"), "KWD") == D("486.618")

@@ -24,7 +24,7 @@ from apps.teams.models import LabelClaim, Team
 from .factories import (label_namespace, make_namespace, make_pool, make_rate, make_team,
                         make_usage, two_teams_in_march, utc)
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]   # stored answers: Postgres triggers log the inputs
 URL = "/api/v1/chargeback/"
 
 

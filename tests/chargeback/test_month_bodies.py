@@ -12,7 +12,7 @@ from apps.accounting.models import MonthBody
 
 from .factories import make_team, make_usage, make_user, two_teams_in_march, utc
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]   # stored answers: Postgres triggers log the inputs
 CHARGEBACK = "/api/v1/chargeback/"
 USAGE = "/api/v1/usage/"
 MARCH = {"start": "2026-03-01", "end": "2026-04-01"}

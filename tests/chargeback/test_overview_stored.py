@@ -19,7 +19,7 @@ from apps.reports.data.overview_store import KEY
 
 from .factories import make_usage, two_teams_in_march, utc
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]   # stored answers: Postgres triggers log the inputs
 MARCH = "/?start=2026-03-01&end=2026-04-01"
 
 

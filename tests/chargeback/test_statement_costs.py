@@ -66,8 +66,8 @@ def test_spot_nodes_at_spot_prices():
     lines = {line["price_class"]: line["cost"] for line in team_row(payload(), "A")["lines"]}
     assert lines == {"spot": "8.00", "on_demand": "20.00"}   # 10 h × 0.80, 10 h × 2.00
     assert team_row(payload(), "A")["cost"] == "28.00"
-    assert rate_for(prod.id, H100, "", "spot", date(2026, 3, 3)) == (Decimal("0.80"), "USD")
-    assert rate_for(prod.id, H100, "", "reserved", date(2026, 3, 3)) is None
+    assert rate_for(H100, "", "spot", date(2026, 3, 3)) == (Decimal("0.80"), "USD")
+    assert rate_for(H100, "", "reserved", date(2026, 3, 3)) is None
 
 
 def test_month_boundary_in_billing_zone(settings):

@@ -125,6 +125,7 @@ def scraped(base) -> tuple[float, float]:
     return requests_total, latency_count
 
 
+@pytest.mark.postgres   # gunicorn's workers share the test database: not an in-memory one
 def test_a_scrape_counts_every_workers_requests(gunicorn):
     base, proc, multiproc = gunicorn
     assert not (multiproc / "counter_4242.db").exists(), "a previous run's counts were not cleared at start"

@@ -29,6 +29,7 @@ def shape(route: str) -> str:
     return re.sub(r"<[^>]+>|\{[^}]+\}", "{}", "/" + route.lstrip("/"))
 
 
+@pytest.mark.slow   # runs manage.py in a child process
 def test_schema_generates_and_validates_with_no_warning(tmp_path):
     out = tmp_path / "schema.yaml"
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

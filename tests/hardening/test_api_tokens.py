@@ -66,6 +66,7 @@ def with_key(key):
     return c
 
 
+@pytest.mark.postgres   # searches every table with information_schema and row_to_json
 def test_the_key_is_shown_once_and_the_database_keeps_only_its_digest(client, finance):
     key = make_token(client, finance)
     listing = client.get(PAGE).content.decode()

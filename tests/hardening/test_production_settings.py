@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow   # each case runs Django (and gunicorn) in a child process
 HOST = "portal.example.com"
 
 

@@ -8,7 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow   # each case migrates and runs Django in a child process
 OIDC_ENV = {
     "OIDC_RP_CLIENT_ID": "portal", "OIDC_RP_CLIENT_SECRET": "s3cret",
     "OIDC_OP_AUTHORIZATION_ENDPOINT": "http://127.0.0.1:9/auth", "OIDC_OP_TOKEN_ENDPOINT": "http://127.0.0.1:9/token",

@@ -53,6 +53,7 @@ def _terminate(pid: int) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres   # terminates the connection's Postgres backend
 def test_a_database_outage_mid_ingest_is_one_line_and_writes_nothing():
     cluster = Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
     connection.ensure_connection()
@@ -77,6 +78,7 @@ def test_a_database_outage_mid_ingest_is_one_line_and_writes_nothing():
     assert Cluster.objects.get(pk=cluster.pk).ingested_until is None
 
 
+@pytest.mark.slow   # runs manage.py in a child process
 def test_a_database_that_is_down_is_one_line(tmp_path):
     """`manage.py ingest` with the database unreachable from the start: one line, exit 1."""
     import os

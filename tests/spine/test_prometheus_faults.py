@@ -72,6 +72,7 @@ def test_bad_dates_and_new_cluster_without_url(db):
 
 
 @pytest.mark.django_db(transaction=True)
+@pytest.mark.postgres   # the command reaches the test database by its Postgres URL
 def test_command_exit_status_and_one_line_reason():
     """The real command line: non-zero exit and exactly one line on stderr."""
     name = connection.settings_dict["NAME"]

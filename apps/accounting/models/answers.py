@@ -96,8 +96,9 @@ class MonthLine(models.Model):
 
 
 class MonthBody(models.Model):
-    """A month's API answer as sent (JSON bytes), for the requests every finance user makes
-    (the whole fleet, no team scope), with the version of the answer it was rendered from."""
+    """A month's API answer as sent (JSON bytes, and a gzip copy of them), for one set of teams:
+    the key ends in `answers.scope_tag` (`all`, or a digest of the team names), with the version
+    of the answer it was rendered from (docs/performance.md, "Stored month answers")."""
     period = models.CharField(max_length=7)
     key = models.CharField(max_length=200, help_text="which answer: endpoint and parameters")
     version = models.TextField()

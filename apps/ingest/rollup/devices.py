@@ -99,25 +99,30 @@ def rollup_devices(
     """Usage records of the samples with timestamps in `window`; the series may reach beyond it
     (the lookaround that tells how long the window's samples count)."""
     warnings: list[str] = []
-    devices: dict[tuple[str, str], dict] = {}
     whole_util, mig_util = list(whole_util), list(mig_util)
     candidates = {workload_of(s.labels, cfg.spelling) for s in (*whole_util, *mig_util)} if cfg.gpu_pods else None
     workloads = _Workloads(cfg, candidates)
 
-    def note_device(key, info, ts_first, ts_last):
-        d = devices.get(key)
-        if d is None:
-            frac, warn = gpu_fraction(info["model_name"], info["mig_profile"], cfg.mig_slices_overrides)
-            if warn and warn not in warnings:
-                warnings.append(warn)
-            d = devices[key] = dict(info, gpu_fraction=frac, first_seen=ts_first, last_seen=ts_last)
-        else:
-            d["first_seen"] = min(d["first_seen"], ts_first)
-            d["last_seen"] = max(d["last_seen"], ts_last)
-        return d
+    chosen = _chosen_series(cfg, whole_util, mig_util, warnings)
+    streams, raw_in_window, fallback = _merged_streams(cfg, window, chosen, workloads)
+    devices: dict[tuple[str, str], dict] = {}
+    accs, counted = _count_samples(cfg, streams, devices, warnings)
+    warnings.extend(workloads.warnings())
 
-    # ---- which series count: MIG instances through GR_ENGINE_ACTIVE, whole GPUs through GPU_UTIL
-    chosen = []  # (labels, series, scale)
+    _attach_memory(cfg, window, accs, fb_used, workloads)
+    health = device_health(cfg, window, devices, accs, power, temperature, xid, fallback)
+
+    device_infos = {k: DeviceInfo(**v) for k, v in devices.items()}
+    return DeviceRollup(
+        usage=[a.rec for a in accs.values()], devices=device_infos, health=health,
+        warnings=warnings, samples_read=raw_in_window, duplicates=max(0, raw_in_window - counted),
+    )
+
+
+def _chosen_series(cfg: RollupConfig, whole_util: list, mig_util: list, warnings: list[str]) -> list[tuple]:
+    """Which series count, as (labels, series, scale): MIG instances through GR_ENGINE_ACTIVE,
+    whole GPUs through GPU_UTIL."""
+    chosen = []
     mig_uuids = set()
     for s in mig_util:
         labels = canonical(s.labels)
@@ -139,8 +144,14 @@ def rollup_devices(
         chosen.append((labels, s, cfg.util_scale))
     if dropped_parents:
         warnings.append(f"ignored whole-GPU utilization of {len(dropped_parents)} GPU(s) in MIG mode")
+    return chosen
 
-    # ---- copies of one stream (replicas, scrape jobs, exporter restarts) merged into one
+
+def _merged_streams(cfg: RollupConfig, window: Window, chosen: list[tuple],
+                    workloads: _Workloads) -> tuple[list[_Stream], int, float]:
+    """Copies of one stream (replicas, scrape jobs, exporter restarts) merged into one, each
+    sample given the seconds it counts for. Returns the streams, how many raw samples lay in
+    the window, and the typical spacing that a lone sample counts for."""
     groups: dict[tuple, list] = defaultdict(list)
     for labels, s, scale in chosen:
         key, info = device_identity(labels)
@@ -159,7 +170,28 @@ def rollup_devices(
     fallback = typical_spacing(times) or cfg.interval_seconds
     for st, ts in zip(streams, times):
         st.seconds = np.array(durations(ts, fallback, cfg.pinned_interval_seconds), dtype=float)
+    return streams, raw_in_window, fallback
 
+
+def _note_device(cfg: RollupConfig, devices: dict, warnings: list[str], key, info, ts_first, ts_last) -> dict:
+    """The device's inventory entry (its GPU fraction worked out once), widened to these samples."""
+    d = devices.get(key)
+    if d is None:
+        frac, warn = gpu_fraction(info["model_name"], info["mig_profile"], cfg.mig_slices_overrides)
+        if warn and warn not in warnings:
+            warnings.append(warn)
+        d = devices[key] = dict(info, gpu_fraction=frac, first_seen=ts_first, last_seen=ts_last)
+    else:
+        d["first_seen"] = min(d["first_seen"], ts_first)
+        d["last_seen"] = max(d["last_seen"], ts_last)
+    return d
+
+
+def _count_samples(cfg: RollupConfig, streams: list[_Stream], devices: dict,
+                   warnings: list[str]) -> tuple[dict[tuple, _Acc], int]:
+    """Each sample that counts, per device: time-sliced pods share the GPU, whole-device streams
+    are tiled so every instant counts once. Returns the records' accumulators and how many
+    samples counted."""
     by_device: dict[tuple, list[_Stream]] = defaultdict(list)
     for st in streams:
         by_device[st.key].append(st)
@@ -172,8 +204,9 @@ def rollup_devices(
         in_window = [st for st in dev_streams if st.inside.any()]
         if not in_window:
             continue
-        d = note_device(key, in_window[0].info, min(float(st.ts[st.inside].min()) for st in in_window),
-                        max(float(st.ts[st.inside].max()) for st in in_window))
+        d = _note_device(cfg, devices, warnings, key, in_window[0].info,
+                         min(float(st.ts[st.inside].min()) for st in in_window),
+                         max(float(st.ts[st.inside].max()) for st in in_window))
         fraction = d["gpu_fraction"]
         pods = [st for st in dev_streams if st.sliced]
         plain = [st for st in dev_streams if not st.sliced]
@@ -207,16 +240,7 @@ def rollup_devices(
     unknown = sum(a.rec.unknown_util_samples for a in accs.values())
     if unknown:
         warnings.append(f"{unknown} utilization sample(s) were NaN/Inf: counted as allocated, not as used or idle")
-    warnings.extend(workloads.warnings())
-
-    _attach_memory(cfg, window, accs, fb_used, workloads)
-    health = device_health(cfg, window, devices, accs, power, temperature, xid, fallback)
-
-    device_infos = {k: DeviceInfo(**v) for k, v in devices.items()}
-    return DeviceRollup(
-        usage=[a.rec for a in accs.values()], devices=device_infos, health=health,
-        warnings=warnings, samples_read=raw_in_window, duplicates=max(0, raw_in_window - counted),
-    )
+    return accs, counted
 
 
 def _own_values(mode: str, pods: Sequence[_Stream], plain: Sequence[_Stream]) -> bool:

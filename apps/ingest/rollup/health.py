@@ -46,21 +46,28 @@ def _board_streams(series_list, replica_labels, fallback, pinned, per_board=True
 def device_health(cfg, window, devices, accs, power, temperature, xid, fallback) -> list[HealthRecord]:
     """Device-level health and energy per hour, once per physical GPU (docs/accounting.md);
     also sets the usage records' (`accs`, from rollup_devices) share of the board's energy."""
-    records: dict[tuple, HealthRecord] = {}
-    keys_of: dict[str, list] = defaultdict(list)
-    for key in devices:
-        keys_of[key[0]].append(key)
+    records = _Records()
+    _temperatures(records, cfg, window, devices, temperature, fallback)
+    _energy(records, cfg, window, devices, accs, power, fallback)
+    _xid_errors(records, cfg, window, devices, xid, fallback)
+    return list(records.values())
 
-    def rec_for(key, hour):
-        r = records.get((key, hour))
+
+class _Records(dict):
+    """{(device key, hour): HealthRecord}, each made the first time it is asked for."""
+
+    def at(self, key, hour) -> HealthRecord:
+        r = self.get((key, hour))
         if r is None:
-            r = records[(key, hour)] = HealthRecord(device_key=key, hour_start=hour)
+            r = self[(key, hour)] = HealthRecord(device_key=key, hour_start=hour)
         return r
 
-    pinned = cfg.pinned_interval_seconds
-    # Temperature: a reading, the same on every copy; raw where a series ran hot.
+
+def _temperatures(records: _Records, cfg, window, devices, temperature, fallback) -> None:
+    """Temperature: a reading, the same on every copy; raw where a series ran hot."""
     temps: dict[tuple, list] = defaultdict(lambda: [0.0, 0, None, 0.0])   # sum, count, max, seconds above 83 °C
-    for key, (samples, seconds) in _board_streams(temperature, cfg.replica_labels, fallback, pinned, False).items():
+    streams = _board_streams(temperature, cfg.replica_labels, fallback, cfg.pinned_interval_seconds, False)
+    for key, (samples, seconds) in streams.items():
         for (ts, v), sec in zip(samples, seconds):
             if not window.contains(ts):
                 continue
@@ -78,14 +85,20 @@ def device_health(cfg, window, devices, accs, power, temperature, xid, fallback)
         acc[2] = peak if acc[2] is None else max(acc[2], peak)
     for (key, hour), (total, count, peak, above) in temps.items():
         if key in devices:
-            r = rec_for(key, hour)
+            r = records.at(key, hour)
             r.temperature_c_avg = total / count
             r.temperature_c_max = peak
             r.seconds_above_83c = above
 
-    # Power: energy is additive, so the board's joules are counted once and shared among the
-    # MIG instances (and pods) by their GPU-seconds in the hour.
-    board = _board_hours(_board_streams(power, cfg.replica_labels, fallback, pinned), window, cfg.power_scale)
+
+def _energy(records: _Records, cfg, window, devices, accs, power, fallback) -> None:
+    """Power: energy is additive, so the board's joules are counted once and shared among the
+    MIG instances (and pods) by their GPU-seconds in the hour."""
+    keys_of: dict[str, list] = defaultdict(list)
+    for key in devices:
+        keys_of[key[0]].append(key)
+    board = _board_hours(_board_streams(power, cfg.replica_labels, fallback, cfg.pinned_interval_seconds),
+                         window, cfg.power_scale)
     usage_by_board: dict[tuple, list] = defaultdict(list)
     for acc in accs.values():
         usage_by_board[(acc.rec.device_key[0], acc.rec.hour_start)].append(acc)
@@ -104,22 +117,25 @@ def device_health(cfg, window, devices, accs, power, temperature, xid, fallback)
         total_weight = sum(per_key.values())
         for key in keys:
             share = (per_key[key] / total_weight) if total_weight else 1.0 / len(keys)
-            r = rec_for(key, hour)
+            r = records.at(key, hour)
             r.energy_joules = joules * share
             r.power_watts_avg = joules * share / covered
 
-    for key, (samples, _seconds) in _board_streams(xid, cfg.replica_labels, fallback, pinned, False).items():
+
+def _xid_errors(records: _Records, cfg, window, devices, xid, fallback) -> None:
+    """XID errors: how many samples reported one in the hour, and which codes."""
+    streams = _board_streams(xid, cfg.replica_labels, fallback, cfg.pinned_interval_seconds, False)
+    for key, (samples, _seconds) in streams.items():
         if key not in devices:
             continue
         for ts, v in samples:
             if not window.contains(ts) or v == 0:
                 continue
-            r = rec_for(key, hour_of(ts))
+            r = records.at(key, hour_of(ts))
             r.xid_samples += 1
             code = int(v)
             if code not in r.xid_codes:
                 r.xid_codes.append(code)
-    return list(records.values())
 
 
 def _board_hours(streams, window, scale) -> dict[tuple, list]:

@@ -5,13 +5,13 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
 from django.db.models import Sum
-from rest_framework.exceptions import ValidationError
 
 from apps.accounting.figures import efficiency, shown_hours, shown_ratio
 from apps.accounting.usage import Cell, billing_zone, price_class_expr, usage_cells
 from apps.accounting.models import UsageHour
 from apps.clusters.models import Cluster
 from apps.teams.resolve import TeamResolver
+from apps.web.params import BadParameters
 
 from ..selection import Selection
 
@@ -89,7 +89,7 @@ class Explored:
 def parse_options(params, sel: Selection) -> ExploreOptions:
     grain = params.get("grain") or "day"
     if grain not in GRAINS:
-        raise ValidationError({"grain": f"grain={grain!r} is not one of {', '.join(GRAINS)}"})
+        raise BadParameters({"grain": f"grain={grain!r} is not one of {', '.join(GRAINS)}"})
     note = ""
     if grain == "hour" and sel.end - sel.start > timedelta(days=MAX_HOURLY_DAYS):
         # Any window the picker offers must show something: too long for hours, it shows days.

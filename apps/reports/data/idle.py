@@ -19,13 +19,13 @@ from datetime import datetime
 from django.conf import settings
 from django.db.models import Max, Min, Q, Sum
 from django.db.models.functions import TruncDate
-from rest_framework.exceptions import ValidationError
 
 from apps.accounting.figures import efficiency, longest_idle_seconds, share, shown_hours, shown_ratio
 from apps.accounting.models import UsageHour
 from apps.accounting.usage import Cell, billing_zone, price_class_expr
 from apps.clusters.models import Cluster
 from apps.teams.resolve import TeamResolver
+from apps.web.params import BadParameters
 
 from ..selection import Selection
 
@@ -110,7 +110,7 @@ def parse_idle_options(params, defaults=None) -> IdleOptions:
             errors[name] = f"{name}={raw!r} must lie between 0 and {high if high is not None else 'infinity'}"
         values[name] = value
     if errors:
-        raise ValidationError(errors)
+        raise BadParameters(errors)
     return IdleOptions(**values)
 
 

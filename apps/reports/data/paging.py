@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from math import ceil
 
-from rest_framework.exceptions import ValidationError
+from apps.web.params import BadParameters
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
@@ -54,7 +54,7 @@ def _whole(params, name: str, default: int, low: int, high: int | None, errors: 
 
 
 def parse_paging(params, sorts, default_sort: str) -> Paging:
-    """`sorts`: the keys a list may be sorted by. Raises ValidationError naming each bad parameter."""
+    """`sorts`: the keys a list may be sorted by. Raises BadParameters naming each bad parameter."""
     errors: dict[str, str] = {}
     page = _whole(params, "page", 1, 1, None, errors)
     size = _whole(params, "page_size", DEFAULT_PAGE_SIZE, 1, MAX_PAGE_SIZE, errors)
@@ -63,7 +63,7 @@ def parse_paging(params, sorts, default_sort: str) -> Paging:
         names = ", ".join(sorted(sorts))
         errors["sort"] = f"sort={sort!r} is not one of {names} (a leading - sorts descending)"
     if errors:
-        raise ValidationError(errors)
+        raise BadParameters(errors)
     return Paging(page=page, page_size=size, sort=sort)
 
 
@@ -82,7 +82,7 @@ def page_of(rows: list, paging: Paging) -> Page:
     """One page of `rows`; a page past the last is refused (its number names the problem)."""
     pages = max(1, ceil(len(rows) / paging.page_size))
     if paging.page > pages:
-        raise ValidationError({"page": f"page={paging.page} is past the last page ({pages})"})
+        raise BadParameters({"page": f"page={paging.page} is past the last page ({pages})"})
     start = (paging.page - 1) * paging.page_size
     chunk = rows[start:start + paging.page_size]
     return Page(rows=chunk, number=paging.page, pages=pages, total=len(rows), first_index=start + 1 if chunk else 0)

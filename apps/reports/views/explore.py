@@ -1,9 +1,8 @@
-from rest_framework.exceptions import ValidationError
-
 from apps.accounting.calc import present
 from apps.clusters.models import Device
 from apps.web.csv import rows_to_csv
 from apps.web.pages import bad_request
+from apps.web.params import BadParameters
 
 from .. import figures
 from ..data.explore import (CSV_COLUMNS, DEFAULT_SORT, GRAINS, MONEY_COLUMNS, MONEY_SORTS, SORTS, explore,
@@ -26,7 +25,7 @@ def explorer(request, sel):
     try:
         opts = parse_options(request.GET, sel)
         paging = parse_paging(request.GET, sorts, DEFAULT_SORT)
-    except ValidationError as exc:
+    except BadParameters as exc:
         return bad_request(request, exc.detail)
     result = explore(sel, opts)
     if csv:
@@ -38,7 +37,7 @@ def explorer(request, sel):
             r.priced = p
     try:
         shown = page_of(sort_rows(result.rows, paging, sorts, row_order), paging)
-    except ValidationError as exc:
+    except BadParameters as exc:
         return bad_request(request, exc.detail)
     # Otherwise only the rows on the page are priced: the page costs what it shows, not the whole window.
     if paging.key in MONEY_SORTS:

@@ -1,6 +1,5 @@
-from rest_framework.exceptions import ValidationError
-
 from apps.web.pages import bad_request
+from apps.web.params import BadParameters
 
 from .. import figures
 from ..data.idle import (DEFAULT_SORT, SORTS, idle_pods, parse_idle_options, pod_cells, pod_order,
@@ -22,7 +21,7 @@ def idle(request, sel):
         paging = parse_paging(request.GET, SORTS, DEFAULT_SORT)
         pods = idle_pods(sel, opts)
         shown = page_of(sort_rows(pods, paging, SORTS, pod_order), paging)
-    except ValidationError as exc:
+    except BadParameters as exc:
         return bad_request(request, exc.detail)
     unallocated = unallocated_capacity(sel) if sel.fleet else None
     if sel.money:

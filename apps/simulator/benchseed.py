@@ -1,4 +1,5 @@
-"""Seed a month of daily rollups for a large fleet straight into Postgres with COPY.
+"""The bench's fleet (`make bench`, `make load`): a month of daily rollups for a large fleet, seeded
+straight into Postgres with COPY.
 
 Shape: `gpus` GPUs on 8-GPU nodes over `clusters` clusters, `mig_share` of them split into
 A100 MIG instances (3g.40gb + 2g.20gb + 2 × 1g.10gb); each device is held each day by one of

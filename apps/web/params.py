@@ -1,0 +1,11 @@
+"""A refused query string, said without any web framework: the report data modules raise it,
+the pages answer it with `apps.web.pages.bad_request` and the API with a 400 of the same body
+(`apps.web.drf.exception_handler`)."""
+
+
+class BadParameters(ValueError):
+    """`detail` maps each refused parameter to its reason, e.g. {"page": "page=9 is past the last page (2)"}."""
+
+    def __init__(self, detail: dict):
+        super().__init__(detail)
+        self.detail = detail
