@@ -53,7 +53,7 @@ RATE_FILE_LIMIT = 1024 * 1024     # bytes: a rate card is a few hundred lines
 @report_view(admin_only=True)
 def rate_upload(request, sel):
     """Admins import a rate-card CSV from the browser: the same all-or-nothing parse, errors
-    per line and audit row as `manage.py import_rates` (docs/chargeback.md, "Rates")."""
+    per line and audit row as `manage.py import_rates` (docs/chargeback.md, "1. Import rates")."""
     errors, status = [], 200
     if request.method == "POST":
         upload = request.FILES.get("file")
