@@ -8,8 +8,9 @@ Plain Python, no Django; pinned by hand-computed cases in tests/test_figures.py.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from typing import Iterable, NamedTuple
+from typing import Iterable, NamedTuple, Sequence
 
 SECONDS_PER_HOUR = 3600.0
 HOUR_SECONDS = 3600          # one hourly rollup row, in epoch seconds
@@ -131,3 +132,19 @@ def idle_stretches(hours: Iterable[IdleHour | tuple], min_seconds: float = 0.0) 
 def longest_idle_seconds(hours: Iterable[IdleHour | tuple]) -> float:
     """The longest idle stretch of one device-pod (0.0 when it never idled)."""
     return max((s.idle_seconds for s in idle_stretches(hours)), default=0.0)
+
+
+def percentile(values: Sequence[float], p: float) -> float:
+    """Linear interpolation between closest ranks (type 7); 0 for no values."""
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"percentile {p} is not within 0..1")
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * p
+    below = math.floor(position)
+    above = math.ceil(position)
+    if below == above:
+        return float(ordered[below])
+    weight = position - below
+    return ordered[below] * (1.0 - weight) + ordered[above] * weight

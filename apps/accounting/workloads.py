@@ -8,12 +8,16 @@ row for each, since each is sized on its own. Everything is aggregated in one SQ
 """
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import datetime
+
+from django.db import connection
 
 from django.db.models import (Aggregate, CharField, Count, F, FloatField, Max, Min, OuterRef, Subquery, Sum, Value)
 from django.db.models.functions import Cast, Coalesce, Concat, NullIf
 
+from .figures import percentile
 from .models import PodOwner, UsageHour
 
 POD_KIND = "Pod"
@@ -74,19 +78,33 @@ def workload_usage(cluster_ids, start: datetime, end: datetime, namespaces=None)
                                   gpu_seconds__gt=0).exclude(namespace="")
     if namespaces is not None:
         qs = qs.filter(namespace__in=namespaces)
-    rows = (qs.annotate(
-                kind=Coalesce(Subquery(owner.values("workload_kind")[:1]), Value(POD_KIND)),
-                workload=Coalesce(Subquery(owner.values("workload_name")[:1]), F("pod")),
-                activity=F("used_gpu_seconds") / NullIf(F("gpu_seconds"), 0.0))
-            .values("cluster_id", "namespace", "kind", "workload", "gpu_model", "mig_profile")
-            .annotate(fraction=Max("gpu_fraction"), pods=Count("pod", distinct=True), first=Min("hour_start"),
-                      hours=Count("hour_start", distinct=True),
-                      pod_hours=Count(Concat("pod", Value("|"), Cast("hour_start", CharField())), distinct=True),
-                      device_hours=Count("id"), gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"),
-                      idle_s=Sum("idle_gpu_seconds"), mig_s=Sum("mig_seconds"), activity_p95=Percentile("activity", 0.95),
-                      fb_hours=Count("fb_used_mib_max"), fb_peak=Max("fb_used_mib_max"),
-                      fb_p95=Percentile("fb_used_mib_max", 0.95))
-            .order_by("cluster_id", "namespace", "kind", "workload", "gpu_model", "mig_profile"))
+    keyed = qs.annotate(
+        kind=Coalesce(Subquery(owner.values("workload_kind")[:1]), Value(POD_KIND)),
+        workload=Coalesce(Subquery(owner.values("workload_name")[:1]), F("pod")),
+        activity=F("used_gpu_seconds") / NullIf(F("gpu_seconds"), 0.0))
+    key = ("cluster_id", "namespace", "kind", "workload", "gpu_model", "mig_profile")
+    in_sql = connection.vendor == "postgresql"
+    p95s = {"activity_p95": Percentile("activity", 0.95), "fb_p95": Percentile("fb_used_mib_max", 0.95)} if in_sql else {}
+    rows = list(keyed.values(*key)
+                .annotate(fraction=Max("gpu_fraction"), pods=Count("pod", distinct=True), first=Min("hour_start"),
+                          hours=Count("hour_start", distinct=True),
+                          pod_hours=Count(Concat("pod", Value("|"), Cast("hour_start", CharField())), distinct=True),
+                          device_hours=Count("id"), gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"),
+                          idle_s=Sum("idle_gpu_seconds"), mig_s=Sum("mig_seconds"),
+                          fb_hours=Count("fb_used_mib_max"), fb_peak=Max("fb_used_mib_max"), **p95s)
+                .order_by(*key))
+    if not in_sql:
+        # SQLite (the demo) has no percentile_cont: the same type-7 percentile over the same values
+        values = defaultdict(lambda: ([], []))
+        for *k, activity, fb in keyed.values_list(*key, "activity", "fb_used_mib_max"):
+            if activity is not None:
+                values[tuple(k)][0].append(activity)
+            if fb is not None:
+                values[tuple(k)][1].append(fb)
+        for r in rows:
+            activity, fb = values.get(tuple(r[k] for k in key), ([], []))
+            r["activity_p95"] = percentile(activity, 0.95) if activity else None
+            r["fb_p95"] = percentile(fb, 0.95) if fb else None
     return [WorkloadUsage(
         cluster_id=r["cluster_id"], namespace=r["namespace"], workload_kind=r["kind"], workload_name=r["workload"],
         gpu_model=r["gpu_model"], mig_profile=r["mig_profile"], gpu_fraction=r["fraction"], pods=r["pods"],

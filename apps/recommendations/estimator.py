@@ -35,7 +35,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Sequence
 
 from apps.accounting.currencies import minor_unit
-from apps.accounting.figures import SECONDS_PER_HOUR, efficiency, share
+from apps.accounting.figures import SECONDS_PER_HOUR, efficiency, percentile, share
 
 HOURS_PER_MONTH = 730  # 8760 / 12: the cloud providers' monthly hour count
 
@@ -74,22 +74,6 @@ class Params:
     low_efficiency: float = 0.50      # over-provisioned only when efficiency is below this
     at_hard_share: float = 0.10       # under-provisioned when used == hard this share of the time
     min_queued_gpu_hours: float = 0.0  # under-provisioned when queued demand exceeds this
-
-
-def percentile(values: Sequence[float], p: float) -> float:
-    """Linear interpolation between closest ranks (type 7); 0 for no values."""
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"percentile {p} is not within 0..1")
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    position = (len(ordered) - 1) * p
-    below = math.floor(position)
-    above = math.ceil(position)
-    if below == above:
-        return float(ordered[below])
-    weight = position - below
-    return ordered[below] * (1.0 - weight) + ordered[above] * weight
 
 
 def with_margin(value: float, margin: float) -> float:

@@ -157,7 +157,7 @@ def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dic
                 continue
         usage = workload_usage([cluster.pk], *window, namespaces=namespaces)
         held = {(u.gpu_model, u.mig_profile): u.gpu_fraction for u in usage if u.mig_profile}
-        rate = make_rater(cluster.pk, today, rate_fn, basis_fn, _Fractions(held))
+        rate = make_rater(today, rate_fn, basis_fn, _Fractions(held))
         teams = {}
         for u in usage:
             if u.namespace not in teams:

@@ -3,7 +3,7 @@ actually used ("111 %", not the 100 % threshold); amounts with thousands separat
 
 Before: "idle for 4320 minutes"; "used 100 % of its budget (5492.52 of 4943.00 USD)".
 """
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from decimal import Decimal
 
 import pytest
@@ -36,10 +36,12 @@ def test_used_percent_is_the_share_spent_rounded_down():
     assert used_percent(Decimal("1000"), Decimal("1000")) == 100
 
 
-def test_a_budget_alert_says_the_share_used_and_formatted_amounts(fleet, monkeypatch):
-    # the pricing hook says the month so far cost 5,492.52 USD, of a 4,943.00 budget: 111 %
-    monkeypatch.setattr(alerts, "_price_usage_row",
-                        lambda: lambda row: ("5492.52", "USD"))
+def test_a_budget_alert_says_the_share_used_and_formatted_amounts(fleet):
+    # vision's 192 GPU-hours of November so far at 28.606875 USD = 5,492.52 (the statement's money),
+    # of a 4,943.00 budget: 111 %
+    from apps.accounting.models import Rate
+    Rate.objects.create(gpu_model="NVIDIA H100 80GB HBM3", mig_profile="", price_class="on_demand",
+                        hourly_rate=Decimal("28.606875"), currency="USD", effective_from=date(2026, 1, 1))
     TeamBudget.objects.create(team=fleet["vision"], unit=TeamBudget.Unit.MONEY, currency="USD",
                               monthly_amount=Decimal("4943.00"))
     raised = check_budgets(NOW)
