@@ -89,7 +89,7 @@ def test_unknown_cluster_is_404_and_bad_dates_are_400(login):
     assert c.get("/?cluster=nope").status_code == 404
     response = c.get("/explore/?start=yesterday")
     assert response.status_code == 400 and "start" in response.content.decode()
-    assert c.get("/explore/?grain=month").status_code == 400
+    assert c.get("/explore/?grain=fortnight").status_code == 400
     assert c.get("/idle/?max_utilization=2").status_code == 400
     assert c.get("/api/v1/idle/?min_idle_minutes=x").status_code == 400
 
