@@ -3,9 +3,11 @@
 Each test failed before its fix; the view-level halves live beside the code they test
 (tests/advice/test_advice_one_story.py and friends).
 """
+import os
+
 import pytest
 
-from .browser import browser, session, site  # noqa: F401  (fixtures)
+from .browser import DOCS_SHOTS, browser, session, site  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.browser
 
@@ -64,3 +66,20 @@ def test_the_token_page_is_in_the_menu(session, viewport):
     s.page.wait_for_url(s.base + "/account/tokens/")
     assert s.page.locator("header nav a[aria-current=page]").inner_text() == "API tokens"
     assert s.console_errors == []
+
+
+def test_the_leads_advice_page_on_desktop_and_phone(session):
+    """The lead's quota advice, as docs/advice-and-alerts.md shows it (written to docs/screenshots/
+    when UPDATE_DOCS_SCREENSHOTS=1): verdicts on screen on both, no sideways scrolling on a phone."""
+    for name, viewport in (("desktop", LAPTOP), ("phone", PHONE)):
+        s = session("team_lead", viewport)
+        assert s.open("/advice/").status == 200
+        verdicts = s.page.locator("table.advice td.verdict")
+        assert verdicts.count() > 0
+        assert verdicts.first.evaluate(RIGHT_EDGE) <= viewport["width"], name
+        shot = s.shot(f"team_lead-advice-{name}", full_page=False)
+        if os.environ.get("UPDATE_DOCS_SCREENSHOTS") == "1":
+            DOCS_SHOTS.mkdir(exist_ok=True)
+            (DOCS_SHOTS / f"team_lead-advice-{name}.png").write_bytes(shot.read_bytes())
+        assert s.console_errors == [] and s.csp_violations == []
+        assert s.page.evaluate("() => document.documentElement.scrollWidth") <= viewport["width"]
