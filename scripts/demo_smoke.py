@@ -246,12 +246,14 @@ def check_role(url: str, user: str, password: str) -> str:
     if money:
         check_month_end(s, url, user, scoped)
         html = get(s, url, "/chargeback/", user)
-        lines = {r[0]: r for r in rows(html, "", user, "/chargeback/") if len(r) == 6}
-        if LEAD_TEAM not in lines or number(lines[LEAD_TEAM][1]) <= 0:
+        hours = column_of(html, "statement-teams", "Allocated GPU-h", user, "/chargeback/")
+        cost = column_of(html, "statement-teams", "Cost", user, "/chargeback/")
+        lines = {r[0]: r for r in rows(html, "statement-teams", user, "/chargeback/") if len(r) > max(hours, cost)}
+        if LEAD_TEAM not in lines or number(lines[LEAD_TEAM][hours]) <= 0:
             raise Failure(f"{user}: chargeback statement has no allocated GPU-hours for {LEAD_TEAM!r} "
                           f"(rows: {sorted(lines)})")
-        if number(lines[LEAD_TEAM][5]) <= 0:
-            raise Failure(f"{user}: chargeback statement prices {LEAD_TEAM!r} at {lines[LEAD_TEAM][5]!r}")
+        if number(lines[LEAD_TEAM][cost]) <= 0:
+            raise Failure(f"{user}: chargeback statement prices {LEAD_TEAM!r} at {lines[LEAD_TEAM][cost]!r}")
     else:
         get(s, url, "/chargeback/", user, expect=403)
 
@@ -313,8 +315,9 @@ def check_month_end(s: requests.Session, url: str, user: str, scoped: bool) -> N
 def check_token(checkout: Path, url: str) -> None:
     """The API with a token, as the demo's banner says to make one."""
     py = checkout / ".venv" / "bin" / "python"
+    # the demo's settings, as its banner says (DEBUG=true: no production SECRET_KEY needed)
     env = {**os.environ, "DATABASE_URL": os.environ.get("DATABASE_URL") or f"sqlite:///{checkout}/var/demo.sqlite3",
-           "REDIS_URL": ""}
+           "REDIS_URL": "", "DEBUG": "true"}
     out = subprocess.run([str(py), "manage.py", "api_token", "finance", "--name", "demo smoke", "--read-only"],
                          cwd=checkout, env=env, capture_output=True, text=True, timeout=120)
     m = re.search(r"\b(gpp_[0-9a-f]{64})\b", out.stdout)

@@ -44,7 +44,7 @@ class Command(BaseCommand):
             self.stdout.write(f"  {role:<10} user {username!r:<10} password {password!r}")
         self.stdout.write(f"  API: Authorization: Token <key> — make one signed in at {url}account/tokens/ "
                           "(shown once; read-only or read-write, with an expiry), or "
-                          "`.venv/bin/python manage.py api_token finance --name script --read-only`")
+                          "`DEBUG=true .venv/bin/python manage.py api_token finance --name script --read-only` (the demo's settings)")
         if opts["no_serve"]:
             return
         call_command("runserver", f"127.0.0.1:{opts['port']}", use_reloader=False)
