@@ -14,7 +14,8 @@ from datetime import timezone
 from django.conf import settings
 
 from .answers import CODE_VERSION, Inputs, answer, drop_parts, read_inputs, store_current, stored_answers
-from .calc import Cell, Line, build_lines, delta_cells, period_bounds, period_of, prev_period
+from .calc import Cell, Line, build_lines, period_bounds, period_of, prev_period
+from .latedata import delta_cells
 from .models import BillingPeriod, FrozenCell, MonthAnswer
 from .pricing import load_rate_card
 from .timeparse import billing_zone, in_zone

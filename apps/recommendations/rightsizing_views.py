@@ -1,29 +1,23 @@
 """The right-sizing page, /advice/rightsizing/: the same rows as /api/v1/rightsizing/."""
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
-from django.http import Http404
 from django.shortcuts import render
-from rest_framework.exceptions import NotFound, ValidationError
 
 from apps.clusters.models import Cluster
 from apps.teams.access import team_scope
 from apps.teams.models import Team
-from apps.web.pages import bad_request
+from apps.web.throttle import throttled_page
 
 from .rightsizing_query import rightsize_query_for
+from .views import page_query
 from .rightsizing_rows import params_from_settings, rightsizing_rows, total_saving
 
 
 @login_required
+@throttled_page
 def rightsizing(request):
-    try:
-        q = rightsize_query_for(request)
-    except NotFound as exc:
-        raise Http404(str(exc.detail))
-    except ValidationError as exc:
-        return bad_request(request, exc.detail)
-    if q.teams is not None and not q.teams:
-        raise PermissionDenied("no team to show")
+    q, refused = page_query(request, rightsize_query_for)
+    if refused:
+        return refused
     rows = rightsizing_rows(q)
     scope = team_scope(request.user)
     teams = sorted(scope) if scope is not None else list(Team.objects.order_by("name").values_list("name", flat=True))

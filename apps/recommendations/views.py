@@ -19,17 +19,26 @@ from .query import advice_query_for
 from .models import Alert
 
 
-@login_required
-@throttled_page
-def advice(request):
+def page_query(request, parse):
+    """(query, None), or (None, the 400 page) for bad parameters: an unknown team or cluster is a
+    404 and a user with no team to show a 403, on every advice page alike."""
     try:
-        q = advice_query_for(request)
+        q = parse(request)
     except NotFound as exc:
         raise Http404(str(exc.detail))
     except ValidationError as exc:
-        return bad_request(request, exc.detail)
+        return None, bad_request(request, exc.detail)
     if q.teams is not None and not q.teams:
         raise PermissionDenied("no team to show")
+    return q, None
+
+
+@login_required
+@throttled_page
+def advice(request):
+    q, refused = page_query(request, advice_query_for)
+    if refused:
+        return refused
     rows = advice_rows(q)
     return render(request, "recommendations/advice.html", {
         "rows": rows, "money": q.money, "cluster": q.cluster, "totals": money_totals(rows) if q.money else [],

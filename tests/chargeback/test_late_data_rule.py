@@ -7,7 +7,8 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.accounting.calc import Cell, delta_cells
+from apps.accounting.calc import Cell
+from apps.accounting.latedata import delta_cells
 
 H100 = "NVIDIA H100 80GB HBM3"
 DAY = date(2026, 3, 15)

@@ -7,8 +7,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.accounting.calc import (Cell, Line, RateCard, RateEntry, apportion, build_lines, delta_cells,
-                                  parse_period, period_bounds, present, round_to_total, spread_shared_idle)
+from apps.accounting.calc import (Cell, Line, RateCard, RateEntry, apportion, build_lines, parse_period,
+                                  period_bounds, present, round_to_total, spread_shared_idle)
+from apps.accounting.latedata import delta_cells
 
 H100 = "NVIDIA H100 80GB HBM3"
 
