@@ -27,7 +27,8 @@ from . import rollup
 from .errors import IngestBusy, IngestError
 from .locks import cluster_lock
 from .models import IngestRun
-from .prometheus import MetricNames, PrometheusClient, PrometheusError
+from .prometheus import PrometheusClient, PrometheusError
+from .queries import MetricNames
 from .writer import ChunkData, _Writer
 
 __all__ = ["ingest", "IngestError", "IngestBusy", "cluster_lock", "ChunkData", "floor_hour", "ceil_hour"]

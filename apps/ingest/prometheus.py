@@ -1,4 +1,5 @@
-"""The one module that speaks PromQL (docs/conventions.md, "One home per concept").
+"""The one module that talks to Prometheus (docs/conventions.md, "One home per concept"), with
+`queries.py` beside it naming what is asked for.
 
 Queries are built from the cluster's configured metric names and selector; every answer is
 checked for Prometheus' shape, and every failure becomes a PrometheusError with a one-line
@@ -8,10 +9,8 @@ from __future__ import annotations
 
 import logging
 import math
-import re
 from bisect import bisect_left
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from operator import itemgetter
 
 import orjson
@@ -20,35 +19,20 @@ from prometheus_api_client import PrometheusApiClientException, PrometheusConnec
 from prometheus_client.parser import text_string_to_metric_families
 from urllib3.util.retry import Retry
 
+from .queries import (AGG_LABEL, HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, OWNER_QUERIES, MetricNames,
+                      dcgm_queries, pending_pods, promql_regex_literal, selector)
 from .rollup import HOT_TEMPERATURE_C, HourlySeries, Series
 
 log = logging.getLogger(__name__)
 
 _timestamp = itemgetter(0)
-GPU_RESOURCES_RE = "nvidia_com_gpu|nvidia_com_gpu_shared|nvidia_com_mig_.+"
-
-
 class PrometheusError(Exception):
     """Prometheus could not be read: unreachable, an HTTP error, garbage, or a rejected query."""
-
-
-@dataclass(frozen=True)
-class MetricNames:
-    gpu_util: str
-    gr_engine_active: str
-    fb_used: str
-    power: str
-    temperature: str
-    xid: str
 
 
 def _one_line(text, limit=300) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _selector(*matchers: str) -> str:
-    return "{" + ",".join(m for m in matchers if m) + "}"
 
 
 class PrometheusClient:
@@ -144,7 +128,7 @@ class PrometheusClient:
         return None
 
     def label_names(self, metric: str, start: float, end: float) -> list[str]:
-        params = {"match[]": metric + _selector(self.selector), "start": start, "end": end}
+        params = {"match[]": metric + selector(self.selector), "start": start, "end": end}
         names = self._call(f"the label names of {metric}", self._prom.get_label_names, params)
         if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
             raise PrometheusError(f"the answer from {self.url} to a label query is not Prometheus'")
@@ -152,7 +136,7 @@ class PrometheusClient:
 
     def raw_query(self, metric: str, matchers: tuple[str, ...], start: float, end: float) -> str:
         span = int(math.ceil(end - start)) + 1
-        return f"{metric}{_selector(self.selector, *matchers)}[{span}s]"
+        return f"{metric}{selector(self.selector, *matchers)}[{span}s]"
 
     def raw_samples(self, metric: str, matchers: tuple[str, ...], start: float, end: float) -> list[Series]:
         """Every raw sample of the metric with `start <= t < end`, whatever the server's version.
@@ -200,7 +184,7 @@ class PrometheusClient:
         if left_closed is None:
             return None
         span = "3599999ms" if left_closed else "3600s"   # both cover [start, end − 1 ms] on the ms grid
-        sel = f"{metric}{_selector(self.selector, *matchers)}[{span}]"
+        sel = f"{metric}{selector(self.selector, *matchers)}[{span}]"
         return " or ".join(f'label_replace({agg}_over_time({sel}), "{AGG_LABEL}", "{agg}", "", "")' for agg in aggs)
 
     def hourly_params(self, metric, matchers, start: int, end: int, aggs) -> dict | None:
@@ -343,7 +327,7 @@ class PrometheusClient:
         metric, matchers = KUBE_STATE_QUERIES["requests"]
         span = int(math.ceil(end - start)) + 1
         query = (f"group by (namespace, pod, exported_namespace, exported_pod) "
-                 f"(max_over_time({metric}{_selector(self.selector, *matchers)}[{span}s]))")
+                 f"(max_over_time({metric}{selector(self.selector, *matchers)}[{span}s]))")
         result = self._call(f"{metric} by pod", self._fast_query, query, {"time": f"{end:.3f}"})
         if not isinstance(result, list):
             raise PrometheusError(f"the answer from {self.url} for {metric} is not a Prometheus result list")
@@ -357,7 +341,7 @@ class PrometheusClient:
         """One series per label set of `by` that the metric had at any time in [start, end)
         (an instant query over the span: each series' labels only, one sample at `end`)."""
         span = int(math.ceil(end - start)) + 1
-        query = f"group by ({', '.join(by)}) (max_over_time({metric}{_selector(self.selector, *matchers)}[{span}s]))"
+        query = f"group by ({', '.join(by)}) (max_over_time({metric}{selector(self.selector, *matchers)}[{span}s]))"
         result = self._call(f"{metric} by {', '.join(by)}", self._fast_query, query, {"time": f"{end:.3f}"})
         if not isinstance(result, list):
             raise PrometheusError(f"the answer from {self.url} for {metric} is not a Prometheus result list")
@@ -407,57 +391,3 @@ def _json(body: bytes):
         return orjson.loads(body)
     except orjson.JSONDecodeError:
         raise requests.exceptions.JSONDecodeError("not JSON", "", 0) from None
-
-
-def promql_regex_literal(value: str) -> str:
-    """`value` matched literally inside a PromQL `=~"…"` string (RE2 escape, then string escape)."""
-    return re.escape(value).replace("\\", "\\\\").replace('"', '\\"')
-
-
-def pending_pods(phase: list[Series]) -> set[tuple[str, str]]:
-    """(namespace, pod) of every pod with a Pending sample (value 1) among the phase series."""
-    return {(s.labels.get("namespace", ""), s.labels.get("pod", "")) for s in phase
-            if s.labels.get("phase") == "Pending" and any(v == 1 for _, v in s.samples)}
-
-
-AGG_LABEL = "gpuportal_agg"
-# Roles whose rollups need only per-hour sum / count / max of each series (rollup.HourlySeries).
-# Power is read raw: energy needs each sample's own duration, once per board (docs/accounting.md).
-HOURLY_ROLES = {"fb_used": ("sum", "count", "max"), "temperature": ("sum", "count", "max"), "xid": ("max",)}
-MAX_RAW_DEVICES = 200   # beyond this many devices in a chunk, one raw query for the whole metric
-
-
-def dcgm_queries(names: MetricNames) -> dict[str, tuple[str, tuple[str, ...]]]:
-    return {
-        "whole_util": (names.gpu_util, ('GPU_I_PROFILE=""', 'gpu_i_profile=""')),
-        "mig_util": (names.gr_engine_active, ('GPU_I_PROFILE!=""',)),
-        "mig_util_lower": (names.gr_engine_active, ('gpu_i_profile!=""',)),
-        "fb_used": (names.fb_used, ()),
-        "power": (names.power, ()),
-        "temperature": (names.temperature, ()),
-        "xid": (names.xid, ()),
-    }
-
-
-KUBE_STATE_QUERIES = {
-    "requests": ("kube_pod_container_resource_requests", (f'resource=~"{GPU_RESOURCES_RE}"',)),
-    "phase": ("kube_pod_status_phase", ('phase="Pending"',)),
-    "namespace_labels": ("kube_namespace_labels", ()),
-    "quota": ("kube_resourcequota", ('resource=~"requests.nvidia.com/.+"',)),
-    "kueue_nominal": ("kueue_cluster_queue_nominal_quota", ('resource=~"nvidia.com/.+"',)),
-    "kueue_borrowing": ("kueue_cluster_queue_borrowing_limit", ('resource=~"nvidia.com/.+"',)),
-    "kueue_lending": ("kueue_cluster_queue_lending_limit", ('resource=~"nvidia.com/.+"',)),
-    "kueue_pending": ("kueue_pending_workloads", ()),
-}
-
-_NS = ("namespace", "exported_namespace")
-# role -> (metric, matchers, labels kept): the workload of each pod (rollup.pod_owners).
-OWNER_QUERIES = {
-    "pod_owner": ("kube_pod_owner", ('owner_is_controller="true"',),
-                  (*_NS, "pod", "exported_pod", "owner_kind", "owner_name", "owner_is_controller")),
-    "replicaset_owner": ("kube_replicaset_owner", ('owner_is_controller="true"',),
-                         (*_NS, "replicaset", "owner_kind", "owner_name")),
-    "job_owner": ("kube_job_owner", ('owner_is_controller="true"',), (*_NS, "job_name", "owner_kind", "owner_name")),
-    "notebook_labels": ("kube_pod_labels", ('label_notebook_name!=""',),
-                        (*_NS, "pod", "exported_pod", "label_notebook_name")),
-}

@@ -41,9 +41,9 @@ def floor(url: str, start: datetime, end: datetime) -> dict:
     from apps.ingest.pipeline import metric_names
     import orjson
 
-    from apps.ingest.prometheus import (
-        HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, PrometheusClient, dcgm_queries, pending_pods,
-        promql_regex_literal,
+    from apps.ingest.prometheus import PrometheusClient
+    from apps.ingest.queries import (
+        HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, dcgm_queries, pending_pods, promql_regex_literal,
     )
     from apps.ingest.rollup import Series
 
