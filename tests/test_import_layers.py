@@ -60,6 +60,11 @@ def add_import(tree: Path, module: str, line: str):
     # the report data modules answer a bad query string without DRF (apps/web/params.py)
     ("apps.reports.data.paging", "from rest_framework.exceptions import ValidationError",
      "apps.reports.data is not allowed to import rest_framework"),
+    # nothing above accounting reads the rollup models: they go through accounting/rollup_reader.py
+    ("apps.reports.data.idle", "from apps.accounting.models import UsageHour",
+     "apps.reports.data.idle is not allowed to import apps.accounting.models"),
+    ("apps.recommendations.history", "from apps.accounting.models.rollups import QuotaHour",
+     "apps.recommendations.history is not allowed to import apps.accounting.models.rollups"),
     # the cycle alerts <-> tasks that dispatching deliveries from alerts.py used to make
     ("apps.recommendations.alerts", "from apps.recommendations.tasks import deliver_alert",
      "No cycles are allowed in apps.recommendations"),

@@ -17,7 +17,7 @@ from django.core.mail import EmailMessage
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounting.models import BillingPeriod
+from apps.accounting.models.periods import BillingPeriod
 from apps.accounting.statement_book import statement_book
 from apps.accounting.statements import statement
 from apps.teams.access import ROLE_FINANCE, ROLE_TEAM_LEAD, can_see_money, money_scope

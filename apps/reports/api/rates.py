@@ -11,7 +11,7 @@ from rest_framework.views import APIView
 
 from apps.accounting.actions import do_delete_rate, do_save_rate
 from apps.accounting.currencies import is_currency
-from apps.accounting.models import PRICE_CLASSES, NodePool, Rate
+from apps.accounting.models.rates import PRICE_CLASSES, NodePool, Rate
 from apps.teams.access import is_admin
 
 

@@ -11,7 +11,8 @@ from django.views.decorators.http import require_http_methods
 from apps.accounting.actions import ActionError, before_history, do_close_period
 from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
 from apps.accounting.ledger import late_hours
-from apps.accounting.models import BillingPeriod, UsageHour
+from apps.accounting.models.periods import BillingPeriod
+from apps.accounting.rollup_reader import has_usage
 from apps.accounting.runrate import forecast_payload, forecasts_by_team, is_running, month_forecast
 from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
                                         period_has_ended, statement, statement_payload)
@@ -108,6 +109,6 @@ def close_view(request):
         "ended": period_has_ended(period), "closed": stmt.closed,
         "before_history": None if stmt.closed else before_history(period),
         "behind": list(Cluster.objects.filter(name__in=behind).order_by("name").values("name", "ingested_until")),
-        "has_usage": UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end).exists(),
+        "has_usage": has_usage(start, end),
         "payload": statement_payload(stmt, "team", None),
     })
