@@ -4,7 +4,9 @@
 Each recipient gets the statement workbook of their scope attached (a team lead's holds their
 teams only), through Django's mail backend (EMAIL_* settings). Every send is a
 `StatementDelivery` row keyed by period, occasion, edition, address and scope, so sending again
-sends only what has not gone yet; a failure is recorded on its row for admins to see.
+sends only what has not gone yet; a failure is recorded on its row for admins to see. The
+sending, the once-only check and the record are apps/notifications' (docs/architecture.md,
+"Notifications").
 """
 from __future__ import annotations
 
@@ -13,13 +15,13 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.mail import EmailMessage
 from django.db import transaction
-from django.utils import timezone
 
 from apps.accounting.models.periods import BillingPeriod
 from apps.accounting.statement_book import statement_book
 from apps.accounting.statements import statement
+from apps.notifications.channels import Outcome, send_email
+from apps.notifications.sending import send_once
 from apps.teams.access import ROLE_FINANCE, ROLE_TEAM_LEAD, can_see_money, money_scope
 from apps.teams.models import AuditEvent
 
@@ -83,7 +85,9 @@ def statement_recipients() -> list[Recipient]:
     return list(unique.values())
 
 
-def compose(book, recipient: Recipient, attachment: bytes, occasion: str) -> EmailMessage:
+def compose(book, recipient: Recipient, attachment: bytes, occasion: str) -> tuple[str, str, list[str], list]:
+    """(subject, body, addresses, attachments) of one statement e-mail, for
+    apps.notifications.channels.send_email."""
     when = "closed" if occasion == StatementDelivery.Occasion.CLOSE else "month to date"
     totals = "; ".join(f"{currency} {amount}" for currency, amount in book.totals_by_currency.items()) or "nothing priced"
     body = "\n".join([
@@ -95,10 +99,8 @@ def compose(book, recipient: Recipient, attachment: bytes, occasion: str) -> Ema
         "",
         f"On the portal: {settings.PORTAL_URL.rstrip('/')}/chargeback/?period={book.period}",
     ])
-    message = EmailMessage(f"[gpuportal] Chargeback statement {book.period} ({when})", body,
-                           settings.DEFAULT_FROM_EMAIL, [recipient.email])
-    message.attach(workbook_name(book.period), attachment, XLSX_MEDIA_TYPE)
-    return message
+    return (f"[gpuportal] Chargeback statement {book.period} ({when})", body, [recipient.email],
+            [(workbook_name(book.period), attachment, XLSX_MEDIA_TYPE)])
 
 
 def current_close(period: str) -> str | None:
@@ -123,32 +125,26 @@ def deliver_statements(period: str, occasion: str, edition: str) -> list[int]:
         delivery, _ = StatementDelivery.objects.get_or_create(
             period=period, occasion=occasion, edition=edition, email=recipient.email, scope=recipient.scope,
             defaults={"user_id": recipient.user_id})
-        if delivery.status == StatementDelivery.Status.SENT:
-            continue
-        error = recipient.refused
-        if not error:
-            try:
-                if recipient.teams not in workbooks:
-                    book = statement_book(stmt, None if recipient.teams is None else set(recipient.teams))
-                    workbooks[recipient.teams] = (book, statement_workbook(book))
-                book, attachment = workbooks[recipient.teams]
-                compose(book, recipient, attachment, occasion).send(fail_silently=False)
-            except Exception as exc:  # noqa: BLE001 — SMTP errors come in many classes; recorded below
-                error = f"{type(exc).__name__}: {exc}"[:2000]
-        _record(delivery.pk, error)
-        if error:
+        outcome = send_once(StatementDelivery, delivery.pk, lambda _row: _send(stmt, recipient, workbooks, occasion))
+        if outcome is not None and not outcome.ok:
             failed.append(delivery.pk)
     return failed
 
 
-def _record(delivery_id: int, error: str) -> None:
-    with transaction.atomic():
-        delivery = StatementDelivery.objects.select_for_update().get(pk=delivery_id)
-        delivery.attempts += 1
-        delivery.error = error
-        delivery.status = StatementDelivery.Status.FAILED if error else StatementDelivery.Status.SENT
-        delivery.sent_at = None if error else timezone.now()
-        delivery.save(update_fields=["attempts", "error", "status", "sent_at"])
+def _send(stmt, recipient: Recipient, workbooks: dict, occasion: str) -> Outcome:
+    """One statement e-mail, through apps/notifications; a recipient who may not be sent one
+    is a failed delivery saying why."""
+    if recipient.refused:
+        return Outcome(False, None, recipient.refused)
+    try:
+        if recipient.teams not in workbooks:
+            book = statement_book(stmt, None if recipient.teams is None else set(recipient.teams))
+            workbooks[recipient.teams] = (book, statement_workbook(book))
+        book, attachment = workbooks[recipient.teams]
+    except Exception as exc:  # noqa: BLE001 — recorded on the delivery, like a failed send
+        return Outcome.failed(exc)
+    subject, body, to, attachments = compose(book, recipient, attachment, occasion)
+    return send_email(subject, body, to, attachments)
 
 
 # ---------------------------------------------------------------- who receives what: audited writes
