@@ -65,6 +65,24 @@ def add_import(tree: Path, module: str, line: str):
      "apps.reports.data.idle is not allowed to import apps.accounting.models"),
     ("apps.recommendations.history", "from apps.accounting.models.rollups import QuotaHour",
      "apps.recommendations.history is not allowed to import apps.accounting.models.rollups"),
+    # notifications knows no domain: it sits below tenancy, just above the plumbing
+    ("apps.notifications.sending", "from apps.teams.access import is_admin",
+     "apps.notifications is not allowed to import apps.teams"),
+    ("apps.notifications.channels", "from apps.reports.models import StatementDelivery",
+     "apps.notifications is not allowed to import apps.reports"),
+    # statements and alerts send through apps.notifications, never by their own HTTP client
+    ("apps.reports.delivery", "import requests",
+     "apps.reports is not allowed to import requests"),
+    ("apps.recommendations.notify", "import requests",
+     "apps.recommendations is not allowed to import requests"),
+    # the token page is teams': a teams module may not reach up for the report shell
+    ("apps.teams.views", "from apps.reports.views.common import page",
+     "apps.teams is not allowed to import apps.reports"),
+    ("apps.reports.views.overview", "from apps.teams.tokens import tokens_of",
+     "apps.reports is not allowed to import apps.teams.tokens"),
+    # the rate API stays a pages-layer view: accounting holds no DRF
+    ("apps.accounting.pricing", "from rest_framework.exceptions import ValidationError",
+     "apps.accounting is not allowed to import rest_framework"),
     # the cycle alerts <-> tasks that dispatching deliveries from alerts.py used to make
     ("apps.recommendations.alerts", "from apps.recommendations.tasks import deliver_alert",
      "No cycles are allowed in apps.recommendations"),
