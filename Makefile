@@ -66,7 +66,7 @@ bench: setup
 	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m tests.bench
 
 # The sweep over fleet sizes alone (docs/scaling.md): ingest against its floor at 136 GPUs, then
-# each size of BENCH_SCALES on a freshly seeded month; writes docs/scaling.png. ~25 min here.
+# each size of BENCH_SCALES on a freshly seeded month; writes docs/scaling.png. ~15 min here.
 bench-scaling: setup
 	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} BENCH_SKIP_INGEST=1 BENCH_SKIP_API=1 \
 	  BENCH_SCALES=$${BENCH_SCALES:-1000,2000,5000,10000} $(PY) -m tests.bench

@@ -268,13 +268,13 @@ def manage_ingest(cluster: str, url: str, lo: datetime, hi: datetime, env: dict)
 
 
 def bench_ingest_floor(env: dict, results: dict, cache: Path) -> None:
-    """BENCH_FLOOR_GPUS=136 BENCH_FLOOR_DAYS=3 BENCH_FLOOR_ROUNDS=2 (the best round is kept)."""
+    """BENCH_FLOOR_GPUS=136 BENCH_FLOOR_DAYS=3 BENCH_FLOOR_ROUNDS=1 (with more, the best round is kept)."""
     from apps.simulator.builders import build_fleet
     from apps.simulator.promserver import prepare_tsdb, serve_scenario
 
     gpus = int(os.environ.get("BENCH_FLOOR_GPUS", 136))
     days = int(os.environ.get("BENCH_FLOOR_DAYS", 3))
-    rounds = int(os.environ.get("BENCH_FLOOR_ROUNDS", 2))
+    rounds = int(os.environ.get("BENCH_FLOOR_ROUNDS", 1))
     start_ts = int(datetime(2026, 9, 1, tzinfo=timezone.utc).timestamp())
     scenario = build_fleet(gpus=gpus, mig_share=0.15, hours=24 * days, interval_seconds=60, seed=11,
                            name=f"bench{gpus}", start=start_ts)
