@@ -5,7 +5,9 @@ real Prometheus, cached in .bench-cache/), BENCH_API_GPUS=10000 BENCH_API_NAMESP
 BENCH_API_TEAMS=250 BENCH_API_DAYS=31 (the seeded month), BENCH_REPEATS=10.
 The API part also closes the month (cold, then prepared), reads it closed, reads the month after
 it, and times the first read after an hour of ingest and after a rate edit (docs/performance.md).
-BENCH_SKIP_INGEST=1 / BENCH_SKIP_API=1 leave a part out. Needs Postgres: the bench works in its
+BENCH_SKIP_INGEST=1 / BENCH_SKIP_FLOOR=1 / BENCH_SKIP_API=1 leave a part out; ingest against the
+single raw fetch: tests/bench/ingest_floor.py (BENCH_FLOOR_GPUS=136 BENCH_FLOOR_DAYS=3); the sweep
+over fleet sizes: tests/bench/scaling.py (BENCH_SCALES=1000,2000,5000,10000, off unless set). Needs Postgres: the bench works in its
 own database `<DATABASE_URL's name>_bench`, dropped and created at each run.
 Writes bench-results.json: every figure with its baseline and their ratio.
 """
@@ -384,9 +386,19 @@ def main() -> None:
     if os.environ.get("BENCH_SKIP_INGEST") != "1":
         print("== ingest (real Prometheus) ==", flush=True)
         bench_ingest(url, results)
+    if os.environ.get("BENCH_SKIP_FLOOR") != "1":
+        from tests.bench.ingest_floor import bench_ingest_floor
+
+        print("== ingest against the single raw fetch (real Prometheus, issue 24) ==", flush=True)
+        bench_ingest_floor(child_env(url), results, CACHE)
     if os.environ.get("BENCH_SKIP_API") != "1":
         print("== API and pages (seeded month) ==", flush=True)
         bench_api(results)
+    from tests.bench.scaling import bench_scaling, scales
+
+    if scales():
+        print(f"== how it grows: {', '.join(f'{g:,}' for g in scales())} GPUs (BENCH_SCALES) ==", flush=True)
+        bench_scaling(child_env(url), results, recreate_database)
     results["targets"] = check_targets(results)
     for line in results["targets"]:
         print(line)
