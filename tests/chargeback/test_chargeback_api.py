@@ -138,7 +138,7 @@ def test_rates_api_is_admin_only_and_audited(admin_user, finance, api):
     assert bad.status_code == 400 and {"hourly_rate", "currency"} <= set(bad.json())
     dup = client.post("/api/v1/rates/", {"gpu_model": H100, "hourly_rate": "1", "currency": "EUR",
                                          "effective_from": "2026-01-01"}, format="json")
-    assert dup.status_code == 400
+    assert dup.status_code == 409 and "already exists" in dup.json()["detail"]
     assert [r["hourly_rate"] for r in client.get("/api/v1/rates/").json()["results"]] == ["2.750000"]
     assert client.delete(f"/api/v1/rates/{rate_id}/").status_code == 204
     assert not Rate.objects.exists() and AuditEvent.objects.filter(action="rate.delete").exists()

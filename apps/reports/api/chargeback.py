@@ -16,6 +16,7 @@ from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clu
                                         default_period, statement, statement_payload)
 from apps.teams.access import can_see_money, money_scope, require_team
 from apps.accounting.statement_book import statement_book
+from apps.accounting.timeparse import PERIOD_PATTERN
 from apps.reports.statement_xlsx import statement_workbook, workbook_name
 from apps.reports.xlsx import XLSXRenderer
 from apps.web.rendered import renders_stored
@@ -32,6 +33,8 @@ class SeesMoney(BasePermission):
 
 
 def parse_period_param(params, name="period", default=None):
+    if not hasattr(params, "get"):      # a request body that is a JSON array or a bare value
+        raise ValidationError({name: f"send an object with {name}, e.g. {{\"{name}\": \"2026-03\"}}"})
     value = params.get(name) or default
     if value is None:
         raise ValidationError({name: f"{name} is required: a month like 2026-03"})
@@ -129,7 +132,8 @@ class ChargebackXLSXView(ChargebackView):
         return renderer, renderer.media_type
 
 
-PERIOD_BODY = inline_serializer("PeriodRequest", {"period": serializers.CharField()})
+PERIOD_BODY = inline_serializer("PeriodRequest", {"period": serializers.RegexField(
+    PERIOD_PATTERN, help_text="YYYY-MM, years 2000-2100, in the billing time zone")})
 
 
 class ClosePeriodView(APIView):

@@ -41,7 +41,8 @@ class ForecastView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("period", OpenApiTypes.STR, description="YYYY-MM in the billing time zone: the "
-                             "running month (the default); an ended or future month is a 400"),
+                             "running month, the default and the only value (the document's enum names it "
+                             "on the day it is asked for)"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team only (team leads: one of theirs, "
                              "else 403; an unknown team: 404)"),
         ],

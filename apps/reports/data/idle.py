@@ -12,6 +12,7 @@ shown, and of the capacity no pod held, are priced from usage cells (apps/report
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -103,8 +104,9 @@ def parse_idle_options(params, defaults=None) -> IdleOptions:
         except ValueError:
             errors[name] = f"{name}={raw!r} is not a number"
             continue
-        if value < 0 or (high is not None and value > high) or value != value:
-            errors[name] = f"{name}={raw!r} must lie between 0 and {high if high is not None else 'infinity'}"
+        if not math.isfinite(value) or value < 0 or (high is not None and value > high):
+            errors[name] = (f"{name}={raw!r} must lie between 0 and {high}" if high is not None
+                            else f"{name}={raw!r} must be a finite number, 0 or more")
         values[name] = value
     if errors:
         raise BadParameters(errors)
