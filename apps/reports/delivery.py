@@ -18,12 +18,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.accounting.models import BillingPeriod
-from apps.accounting.statement_book import statement_book
 from apps.accounting.statements import statement
 from apps.teams.access import ROLE_FINANCE, ROLE_TEAM_LEAD, can_see_money, money_scope
 from apps.teams.models import AuditEvent
 
 from .models import StatementDelivery, StatementRecipient
+from .statement_book import statement_book
 from .statement_xlsx import scope_text, state_text, statement_workbook, workbook_name
 from .xlsx import XLSX_MEDIA_TYPE
 

@@ -2,7 +2,7 @@
 
 Sheets: Summary (the cover: period, state, scope, totals, data freshness, the rates used), By
 team, By namespace, By GPU model, Adjustments, Lines (the CSV's rows). Every figure is read from
-`accounting.statement_book.StatementBook`, which takes them from the statement the page, the API
+`statement_book.StatementBook`, which takes them from the statement the page, the API
 and the CSV show; this module only lays them out: money as numbers in the currency's minor unit,
 a total row per currency (currencies are never added together), a frozen header row.
 """
@@ -15,10 +15,10 @@ from openpyxl import Workbook
 from openpyxl.styles import Font
 
 from apps.accounting.calc import period_bounds
-from apps.accounting.statement_book import StatementBook
-from apps.accounting.statements import CSV_COLUMNS, csv_rows
 
 from .presets import local_text
+from .statement_book import StatementBook
+from .statement_rows import CSV_COLUMNS, csv_rows
 from .xlsx import BOLD, DATE_FORMAT, HOURS_FORMAT, RATIO_FORMAT, fit_columns, put
 
 TITLE = Font(bold=True, size=14)

@@ -14,7 +14,8 @@ from apps.accounting.ledger import late_hours
 from apps.accounting.models import BillingPeriod, UsageHour
 from apps.accounting.runrate import forecast_payload, forecasts_by_team, is_running, month_forecast
 from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
-                                        period_has_ended, statement, statement_payload)
+                                        period_has_ended, statement)
+from apps.reports.statement_rows import statement_payload
 from apps.accounting.months import month_zone
 from apps.clusters.models import Cluster
 from apps.teams.access import can_close_periods, can_see_money, money_scope, require_team, team_scope
