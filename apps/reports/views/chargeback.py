@@ -12,9 +12,10 @@ from apps.accounting.actions import ActionError, before_history, do_close_period
 from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
 from apps.accounting.ledger import late_hours
 from apps.accounting.models import BillingPeriod, UsageHour
-from apps.accounting.runrate import forecast_payload, forecasts_by_team, is_running, month_forecast
+from apps.accounting.runrate import is_running, month_forecast
 from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
                                         period_has_ended, statement)
+from apps.reports.forecast_rows import forecast_payload, forecasts_by_team
 from apps.reports.statement_rows import statement_payload
 from apps.accounting.months import month_zone
 from apps.clusters.models import Cluster
