@@ -18,7 +18,6 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from apps.accounting.models.periods import BillingPeriod
-from apps.accounting.statement_book import statement_book
 from apps.accounting.statements import statement
 from apps.notifications.channels import Outcome, send_email
 from apps.notifications.sending import send_once
@@ -26,6 +25,7 @@ from apps.teams.access import ROLE_FINANCE, ROLE_TEAM_LEAD, can_see_money, money
 from apps.teams.models import AuditEvent
 
 from .models import StatementDelivery, StatementRecipient
+from .statement_book import statement_book
 from .statement_xlsx import scope_text, state_text, statement_workbook, workbook_name
 from .xlsx import XLSX_MEDIA_TYPE
 

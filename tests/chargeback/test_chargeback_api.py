@@ -11,6 +11,7 @@ from apps.accounting.models import Rate
 from apps.teams.models import AuditEvent
 
 from .factories import A100, H100, make_cluster, make_device, make_namespace, make_rate, make_team, make_usage, utc
+from tests.bodies import body_of
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/chargeback/"
@@ -87,7 +88,7 @@ def test_csv_rows_are_lines_and_formulas_are_escaped(finance, api):
     make_usage(make_device(prod), "ml", utc(2026, 3, 1), hours=1)
     response = api(finance).get(URL, {"period": "2026-03", "format": "csv"})
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
-    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    rows = list(csv.DictReader(io.StringIO(body_of(response).decode())))
     assert rows[0]["key"] == rows[0]["team"] == "'=HYPERLINK(\"x\")"
     assert (rows[0]["cost"], rows[0]["hourly_rate"], rows[0]["allocated_gpu_hours"]) == ("2.00", "2.000000", "1.0")
 

@@ -12,13 +12,14 @@ from apps.accounting.actions import ActionError, NotAllowed, do_close_period, do
 from apps.accounting.answers import scope_tag
 from apps.accounting.calc import parse_period
 from apps.accounting.months import month_bounds, statement_version
-from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clusters_behind, csv_rows,
-                                        default_period, statement, statement_payload)
-from apps.teams.access import can_see_money, money_scope, require_team
-from apps.accounting.statement_book import statement_book
+from apps.accounting.statements import SHARED_IDLE, clusters_behind, default_period, statement
 from apps.accounting.timeparse import PERIOD_PATTERN
+from apps.teams.access import can_see_money, money_scope, require_team
+from apps.reports.statement_book import statement_book
+from apps.reports.statement_rows import CSV_COLUMNS, GROUP_BYS, csv_rows, statement_payload
 from apps.reports.statement_xlsx import statement_workbook, workbook_name
 from apps.reports.xlsx import XLSXRenderer
+from apps.web.csv import streaming_csv
 from apps.web.rendered import renders_stored
 
 from .params import iso, parse_choice
@@ -110,12 +111,9 @@ class ChargebackView(APIView):
             response["Content-Disposition"] = f'attachment; filename="{workbook_name(period)}"'
             return response
         payload = chargeback_payload(request, period, group_by, shared_idle, team)
-        response = Response(payload)
-        if fmt == "csv":
-            response = Response({**payload, "results": csv_rows(payload)})
-        if fmt == "csv":
-            response["Content-Disposition"] = f'attachment; filename="chargeback-{period}-{group_by}.{fmt}"'
-        return response
+        if fmt == "csv":    # one row per line, streamed (docs/performance.md, "Exports stream")
+            return streaming_csv(csv_rows(payload), CSV_COLUMNS, f"chargeback-{period}-{group_by}.csv")
+        return Response(payload)
 
     def csv_columns(self, rows):
         if rows and isinstance(rows[0], dict) and "kind" not in rows[0]:

@@ -13,7 +13,8 @@ from apps.accounting.figures import gpu_hours
 from apps.accounting import rollup_reader
 from apps.accounting.rollup_reader import HourTeams
 from apps.accounting.ledger import team_month
-from apps.accounting.runrate import forecast_payload, month_forecast
+from apps.accounting.runrate import month_forecast
+from apps.reports.forecast_rows import forecast_payload
 from apps.accounting.usage import UsageFilter, billing_zone, usage_cells
 from apps.accounting.days import day_of, day_start
 from apps.teams.resolve import TeamResolver

@@ -13,9 +13,11 @@ from apps.accounting.calc import next_period, parse_period, period_bounds, prev_
 from apps.accounting.ledger import late_hours
 from apps.accounting.models.periods import BillingPeriod
 from apps.accounting.rollup_reader import has_usage
-from apps.accounting.runrate import forecast_payload, forecasts_by_team, is_running, month_forecast
+from apps.accounting.runrate import is_running, month_forecast
 from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
-                                        period_has_ended, statement, statement_payload)
+                                        period_has_ended, statement)
+from apps.reports.forecast_rows import forecast_payload, forecasts_by_team
+from apps.reports.statement_rows import statement_payload
 from apps.accounting.months import month_zone
 from apps.clusters.models import Cluster
 from apps.teams.access import can_see_money, money_scope, require_team, team_scope
