@@ -52,8 +52,12 @@ demo: setup
 smoke:
 	$(PYTHON) scripts/demo_smoke.py $(CURDIR) --log-tail 40
 
+# The whole suite, on TEST_WORKERS pytest-xdist processes (each with its own test database),
+# a test file never split between two, so a module's shared fixtures are built once
+# (docs/conventions.md, "How the suite stays fast"). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: setup
-	DEBUG=$${DEBUG:-true} DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m pytest -q
+	DEBUG=$${DEBUG:-true} DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # Cheap checks first: the import layers (docs/architecture.md, contracts in pyproject.toml),
 # then Django's system checks and migrations in step with the models.
