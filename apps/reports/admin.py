@@ -1,7 +1,7 @@
 """Django admin: who receives the statements by e-mail, and every delivery (failures first to see)."""
 from django.contrib import admin, messages
 
-from .delivery import do_delete_recipient, do_save_recipient, statement_recipients
+from .recipients import do_delete_recipient, do_save_recipient, statement_recipients
 from .models import StatementDelivery, StatementRecipient
 from apps.notifications.sending import queue_after_commit
 

@@ -13,7 +13,6 @@ from apps.accounting.calc import period_of
 from apps.accounting.timeparse import billing_zone
 from apps.notifications.sending import queue, retry_countdown
 
-from .delivery import deliver_statements
 from .models import StatementDelivery
 
 log = logging.getLogger(__name__)
@@ -22,6 +21,10 @@ log = logging.getLogger(__name__)
 @shared_task(bind=True, max_retries=settings.STATEMENT_SEND_MAX_RETRIES, soft_time_limit=900, time_limit=960,
              acks_late=True)
 def send_statements(self, period: str, occasion: str, edition: str):
+    # Imported here: the sending builds workbooks (openpyxl), and this module is loaded by every
+    # process at start-up (apps.py connects the close's signal to it) — `manage.py ingest` too.
+    from .delivery import deliver_statements
+
     failed = deliver_statements(period, occasion, edition)
     if failed and not self.request.is_eager:
         # Eager Celery (no broker) runs this inside the close's request: the failures stay recorded
