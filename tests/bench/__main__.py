@@ -20,6 +20,7 @@ import platform
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
@@ -225,6 +226,34 @@ class Api:
         return out
 
 
+@contextmanager
+def worker_after():
+    """Celery runs eagerly in the bench: a write's on-commit task would run inside the write being
+    timed. A worker runs it after the commit; so does this, once the block is over."""
+    from apps.accounting import refresh
+    from apps.accounting.tasks import prepare_month_answers
+
+    queued, original = [], refresh._queue
+    refresh._queue = lambda periods, recent: queued.append((periods, recent))
+    try:
+        yield
+    finally:
+        refresh._queue = original
+        for periods, recent in queued:
+            prepare_month_answers(periods, recent)
+
+
+def record_history(fleet, first: date) -> None:
+    """The seeded rollups are written without an ingest run; a month before the fleet's history
+    cannot be closed, so record the run ingest would have left (one per cluster)."""
+    from apps.ingest.models import IngestRun
+
+    start = datetime.combine(first, datetime.min.time(), tzinfo=timezone.utc)
+    for cluster in fleet.clusters:
+        IngestRun.objects.create(cluster=cluster, window_start=start, window_end=start + timedelta(hours=1),
+                                 status=IngestRun.Status.SUCCEEDED)
+
+
 def focus_export(api: "Api", period: str, first: date, end: date) -> dict:
     """The FOCUS export of a month, streamed (docs/performance.md, "Exports stream"): time to its
     first byte and to its last, and the peak Python memory while it is made and sent (tracemalloc,
@@ -347,10 +376,14 @@ def bench_api(results: dict) -> None:
     # Closing cold (nothing stored: every part computed in the close), then, after a reopen,
     # with the month's answer prepared as the beat task keeps it (apps/accounting/tasks.py).
     admin = User.objects.create_superuser("bench-admin", password="bench")
-    cold_s = round(api.once_ms(lambda: do_close_period(period, actor=user)) / 1000.0, 2)
-    reopen_s = round(api.once_ms(lambda: do_reopen_period(period, admin)) / 1000.0, 2)
+    record_history(fleet, first)
+    with worker_after():
+        cold_s = round(api.once_ms(lambda: do_close_period(period, actor=user)) / 1000.0, 2)
+    with worker_after():
+        reopen_s = round(api.once_ms(lambda: do_reopen_period(period, admin)) / 1000.0, 2)
     prepare_s = round(api.once_ms(lambda: prepare_month(period)) / 1000.0, 2)
-    close_s = round(api.once_ms(lambda: do_close_period(period, actor=user)) / 1000.0, 2)
+    with worker_after():
+        close_s = round(api.once_ms(lambda: do_close_period(period, actor=user)) / 1000.0, 2)
     out["close_seconds"] = figure(close_s, None, "s", TARGETS["close_seconds"],
                                   "the month's answer prepared (stored and current) before the close")
     out["close_cold_seconds"] = figure(cold_s, None, "s", note="nothing stored: the close computes the month")

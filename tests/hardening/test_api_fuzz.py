@@ -26,7 +26,6 @@ PHASES = os.environ.get("API_FUZZ_PHASES", "examples,fuzzing,stateful")
 
 @pytest.mark.slow   # the schemathesis command runs in a child process
 def test_api_holds_its_schema_under_fuzzing(transactional_db, live_server, settings, tmp_path):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     world = seed()
     # identity: a whole month is sent gzip-compressed to a client that accepts it
     # (tests/chargeback/test_month_bodies.py checks that); the schema is checked on plain bytes.

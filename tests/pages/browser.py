@@ -49,7 +49,6 @@ def browser():
 
 @pytest.fixture
 def site(transactional_db, live_server, settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # One commit for the whole seed: each write to a month answer's input recomputes the stored
     # answers once its transaction commits (docs/performance.md, "Recomputed on write"), so
     # seeding row by row in autocommit recomputed them some thirty times; the one recompute at
