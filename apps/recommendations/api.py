@@ -5,9 +5,9 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounting.filters import filter_from
 
-from .advice import CSV_COLUMNS, advice_rows, params_from_settings
-from .query import advice_query_for
+from .advice import CSV_COLUMNS, AdviceQuery, advice_rows, params_from_settings
 
 
 RESOURCE_FIELDS = {
@@ -54,7 +54,7 @@ class QuotaRecommendationsView(APIView):
         description="Quota advice per namespace (ResourceQuota) and per Kueue ClusterQueue, worst verdict first.",
     )
     def get(self, request):
-        q = advice_query_for(request)
+        q = AdviceQuery.of(filter_from(request.query_params, request.user, trailing=True))
         rows = advice_rows(q)
         return Response({"cluster": q.cluster, "window_days": params_from_settings(q.window_days).window_days,
                          "results": rows})

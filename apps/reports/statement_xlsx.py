@@ -18,7 +18,7 @@ from apps.accounting.calc import period_bounds
 from apps.accounting.statement_book import StatementBook
 from apps.accounting.statements import CSV_COLUMNS, csv_rows
 
-from .presets import local_text
+from apps.accounting.presets import local_text
 from .xlsx import BOLD, DATE_FORMAT, HOURS_FORMAT, RATIO_FORMAT, fit_columns, put
 
 TITLE = Font(bold=True, size=14)

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.accounting.calc import period_of
-from apps.accounting.timeparse import billing_zone
+from apps.accounting.usage import billing_zone
 from apps.web.dependencies import queue_or_run
 
 from .delivery import deliver_statements

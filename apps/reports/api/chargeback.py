@@ -2,7 +2,7 @@
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from apps.accounting.actions import ActionError, NotAllowed, do_close_period, do_reopen_period
 from apps.accounting.answers import scope_tag
-from apps.accounting.calc import parse_period
+from apps.accounting.filters import iso_utc as iso, parse_choice, parse_period_param
 from apps.accounting.months import month_bounds, statement_version
 from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clusters_behind, csv_rows,
                                         default_period, statement, statement_payload)
@@ -20,7 +20,6 @@ from apps.reports.statement_xlsx import statement_workbook, workbook_name
 from apps.reports.xlsx import XLSXRenderer
 from apps.web.rendered import renders_stored
 
-from .params import iso, parse_choice
 from .stored import stored_response
 
 
@@ -29,16 +28,6 @@ class SeesMoney(BasePermission):
 
     def has_permission(self, request, view):
         return can_see_money(request.user)
-
-
-def parse_period_param(params, name="period", default=None):
-    value = params.get(name) or default
-    if value is None:
-        raise ValidationError({name: f"{name} is required: a month like 2026-03"})
-    try:
-        return parse_period(value)
-    except ValueError as exc:
-        raise ValidationError({name: str(exc)})
 
 
 def statement_scope(request, team=None):
