@@ -28,8 +28,8 @@ from apps.web.throttle import throttled_page
 def _period(request):
     """(period, None), or (None, a 400 page naming the parameter) for a bad one."""
     params = request.GET if request.GET.get("period") else request.POST
-    try:
-        return parse_period_param(params, default=default_period()), None
+    try:   # the default month is looked up only when none is given
+        return parse_period_param(params, default=None if params.get("period") else default_period()), None
     except BadParameters as exc:
         return None, bad_request(request, exc.detail)
 
