@@ -60,6 +60,14 @@ def add_import(tree: Path, module: str, line: str):
     # the report data modules answer a bad query string without DRF (apps/web/params.py)
     ("apps.reports.data.paging", "from rest_framework.exceptions import ValidationError",
      "apps.reports.data is not allowed to import rest_framework"),
+    # ... not even through a helper that speaks DRF (the old picker reached it through api/params.py)
+    ("apps.reports.data.explore", "from apps.web.drf import exception_handler",
+     "apps.reports.data is not allowed to import rest_framework"),
+    # a query string is parsed once, in apps/accounting/filters.py: no view parses dates itself
+    ("apps.reports.views.idle", "from apps.accounting.timeparse import parse_instant",
+     "apps.reports is not allowed to import apps.accounting.timeparse"),
+    ("apps.recommendations.api", "from apps.accounting.timeparse import parse_instant",
+     "apps.recommendations is not allowed to import apps.accounting.timeparse"),
     # nothing above accounting reads the rollup models: they go through accounting/rollup_reader.py
     ("apps.reports.data.idle", "from apps.accounting.models import UsageHour",
      "apps.reports.data.idle is not allowed to import apps.accounting.models"),

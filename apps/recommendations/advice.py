@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from apps.accounting.calc import present
 from apps.accounting.figures import shown_ratio
+from apps.accounting.filters import ReportFilter
 from apps.accounting.pricing import rate_basis_for, rate_for
 from apps.accounting.usage import billing_zone
 from apps.clusters.models import Cluster
@@ -40,6 +41,12 @@ class AdviceQuery:
     money_teams: frozenset[str] | None = None   # with money: only these teams' rows (docs/security.md)
     window_days: int | None = None
     now: datetime | None = None
+
+    @classmethod
+    def of(cls, f: ReportFilter) -> AdviceQuery:
+        """The advice of a parsed query string (`apps.accounting.filters.filter_from`, trailing)."""
+        return cls(cluster=f.cluster, teams=f.teams, money=f.money_role, money_teams=f.money_teams,
+                   window_days=f.window_days)
 
     def money_for(self, teams) -> bool:
         """Whether a row of these teams shows money: all of them in the money scope."""

@@ -5,10 +5,12 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounting.filters import MAX_WINDOW_DAYS, MIN_WINDOW_DAYS, filter_from
 
-from .advice import CSV_COLUMNS, advice_rows, params_from_settings
-from .query import WINDOW_DAYS_SCHEMA, advice_query_for
+from .advice import CSV_COLUMNS, AdviceQuery, advice_rows, params_from_settings
 
+# The OpenAPI parameter of both advice endpoints (docs/api.md): its bounds are the parser's.
+WINDOW_DAYS_SCHEMA = {"type": "integer", "minimum": MIN_WINDOW_DAYS, "maximum": MAX_WINDOW_DAYS}
 
 RESOURCE_FIELDS = {
     "resource": serializers.CharField(), "hard": serializers.FloatField(allow_null=True),
@@ -55,7 +57,7 @@ class QuotaRecommendationsView(APIView):
         description="Quota advice per namespace (ResourceQuota) and per Kueue ClusterQueue, worst verdict first.",
     )
     def get(self, request):
-        q = advice_query_for(request)
+        q = AdviceQuery.of(filter_from(request.query_params, request.user, trailing=True))
         rows = advice_rows(q)
         return Response({"cluster": q.cluster, "window_days": params_from_settings(q.window_days).window_days,
                          "results": rows})

@@ -6,10 +6,11 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from .query import WINDOW_DAYS_SCHEMA
+from apps.accounting.filters import filter_from
+
+from .api import WINDOW_DAYS_SCHEMA
 from .rightsizing import ACTIONS
-from .rightsizing_query import rightsize_query_for
-from .rightsizing_rows import CSV_COLUMNS, public, rightsizing_rows, total_saving
+from .rightsizing_rows import CSV_COLUMNS, RightsizeQuery, public, rightsizing_rows, total_saving
 
 _money = dict(allow_null=True)
 ROW_FIELDS = {
@@ -55,7 +56,7 @@ class RightsizingView(APIView):
                     "money it saves per month and the resource change in YAML.",
     )
     def get(self, request):
-        q = rightsize_query_for(request)
+        q = RightsizeQuery.of(filter_from(request.query_params, request.user, trailing=True))
         rows = rightsizing_rows(q)
         totals = [{"amount": str(a), "currency": c} for a, c in total_saving(rows)] if q.money else []
         return Response({"cluster": q.cluster, "team": q.team, "monthly_saving": totals,

@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from apps.accounting.calc import present
 from apps.accounting.figures import gpu_hours, shown_hours, shown_ratio
+from apps.accounting.filters import ReportFilter
 from apps.accounting.usage import billing_zone
 from apps.accounting.workloads import POD_KIND, WorkloadUsage, workload_usage
 from apps.clusters.models import Cluster
@@ -40,6 +41,12 @@ class RightsizeQuery:
     start: datetime | None = None         # an explicit window (the team page's), else the trailing days
     end: datetime | None = None
     now: datetime | None = None
+
+    @classmethod
+    def of(cls, f: ReportFilter) -> RightsizeQuery:
+        """Right-sizing for a parsed query string (`apps.accounting.filters.filter_from`, trailing)."""
+        return cls(cluster=f.cluster, teams=f.teams, team=f.team, money=f.money_role, money_teams=f.money_teams,
+                   window_days=f.window_days)
 
 
 def params_from_settings() -> rs.Params:

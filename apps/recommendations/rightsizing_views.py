@@ -7,15 +7,14 @@ from apps.teams.access import team_scope
 from apps.teams.models import Team
 from apps.web.throttle import throttled_page
 
-from .rightsizing_query import rightsize_query_for
 from .views import page_query
-from .rightsizing_rows import params_from_settings, rightsizing_rows, total_saving
+from .rightsizing_rows import RightsizeQuery, params_from_settings, rightsizing_rows, total_saving
 
 
 @login_required
 @throttled_page
 def rightsizing(request):
-    q, refused = page_query(request, rightsize_query_for)
+    q, refused = page_query(request, RightsizeQuery.of)
     if refused:
         return refused
     rows = rightsizing_rows(q)

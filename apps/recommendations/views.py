@@ -5,28 +5,26 @@ from decimal import Decimal
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
-from django.http import Http404
 from django.shortcuts import render
-from rest_framework.exceptions import NotFound, ValidationError
 
+from apps.accounting.filters import filter_from
 from apps.clusters.models import Cluster
 from apps.teams.access import can_see_money, is_admin, money_scope, team_scope
 from apps.web.pages import bad_request
+from apps.web.params import BadParameters
 from apps.web.throttle import throttled_page
 
-from .advice import advice_rows
-from .query import advice_query_for
+from .advice import AdviceQuery, advice_rows
 from .models import Alert
 
 
-def page_query(request, parse):
-    """(query, None), or (None, the 400 page) for bad parameters: an unknown team or cluster is a
-    404 and a user with no team to show a 403, on every advice page alike."""
+def page_query(request, query_of):
+    """(query, None), or (None, the 400 page) for bad parameters: the query string parsed once
+    (`apps.accounting.filters`), so an unknown team or cluster is a 404 and a team not the
+    user's a 403, as on the API; a user with no team to show gets a 403, on every advice page alike."""
     try:
-        q = parse(request)
-    except NotFound as exc:
-        raise Http404(str(exc.detail))
-    except ValidationError as exc:
+        q = query_of(filter_from(request.GET, request.user, trailing=True))
+    except BadParameters as exc:
         return None, bad_request(request, exc.detail)
     if q.teams is not None and not q.teams:
         raise PermissionDenied("no team to show")
@@ -36,7 +34,7 @@ def page_query(request, parse):
 @login_required
 @throttled_page
 def advice(request):
-    q, refused = page_query(request, advice_query_for)
+    q, refused = page_query(request, AdviceQuery.of)
     if refused:
         return refused
     rows = advice_rows(q)

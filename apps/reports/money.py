@@ -3,7 +3,7 @@
 Every amount comes from the one pricing definition (`apps.accounting.pricing`:
 `price_cells_detail`, `idle_share`; docs/figures.md "Cost"), so a page's cost and the
 chargeback statement's agree to the cent. Pages show them only to roles that may see money
-(`Selection.money`), and format them with the `money` / `cost_text` filters.
+(`ReportFilter.money`), and format them with the `money` / `cost_text` filters.
 """
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from apps.accounting.models.periods import BillingPeriod
 from apps.accounting.pricing import load_rate_card, rate_card_at
 from apps.accounting.statement_facts import Freshness, RateUsed, billed_unit, freshness, lines_as_shown, rates_used
 from apps.accounting.statements import Statement
-from apps.accounting.timeparse import billing_zone
+from apps.accounting.usage import billing_zone
 from apps.teams.models import Team
 
 from .statement_rows import group_row, rate_card_fields, statement_payload

@@ -14,7 +14,8 @@ from openpyxl.styles import Font
 
 from apps.accounting.calc import period_bounds
 
-from .presets import local_text
+from apps.accounting.presets import local_text
+
 from .statement_book import StatementBook
 from .statement_rows import CSV_COLUMNS, csv_rows
 from .xlsx import BOLD, DATE_FORMAT, HOURS_FORMAT, RATIO_FORMAT, Sheet, fit_columns, put, save

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.accounting.calc import period_of
-from apps.accounting.timeparse import billing_zone
+from apps.accounting.usage import billing_zone
 from apps.notifications.sending import queue, retry_countdown
 
 from .models import StatementDelivery

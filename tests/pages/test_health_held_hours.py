@@ -7,7 +7,7 @@ import pytest
 
 from apps.accounting.models import DeviceHealthHour
 from apps.reports.data.health import device_health, held_hours, hourly_health
-from apps.reports.selection import Selection
+from apps.accounting.filters import ReportFilter
 from tests.chargeback.factories import label_namespace, make_cluster, make_device, make_namespace, make_usage, utc
 
 pytestmark = pytest.mark.django_db
@@ -20,7 +20,7 @@ def reading(device, hour, temp, power, xid=0):
 
 
 def sel(teams):
-    return Selection(start=utc(2026, 3, 2), end=utc(2026, 3, 3), cluster=None, team=None,
+    return ReportFilter(start=utc(2026, 3, 2), end=utc(2026, 3, 3), cluster=None, team=None,
                      scope=frozenset(teams) if teams else None, fleet=teams is None, money=False, admin=False, query={})
 
 

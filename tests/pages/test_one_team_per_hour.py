@@ -19,7 +19,7 @@ from apps.reports.data.explore import ExploreOptions, explore
 from apps.reports.data.health import energy_by_team_month
 from apps.reports.data.idle import EVERY_IDLE_POD, IdleOptions, idle_pods
 from apps.reports.data.team import quota_use
-from apps.reports.selection import Selection
+from apps.accounting.filters import ReportFilter
 from tests.chargeback.factories import label_namespace, make_cluster, make_device, make_namespace, make_usage, utc
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +29,7 @@ HOUR = 3600.0
 
 
 def sel(teams=None):
-    return Selection(start=utc(2026, 3, 2), end=utc(2026, 3, 3), cluster=None, team=None,
+    return ReportFilter(start=utc(2026, 3, 2), end=utc(2026, 3, 3), cluster=None, team=None,
                      scope=frozenset(teams) if teams else None, fleet=teams is None, money=False, admin=False,
                      query={})
 

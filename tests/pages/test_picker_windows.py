@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 from django.utils import timezone
 
-from apps.reports import presets
-from apps.reports.presets import Preset
+from apps.accounting import presets
+from apps.accounting.presets import Preset
 
 from .seed import day_d
 from .test_page_figures import rows_of

@@ -2,7 +2,7 @@
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers, status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
@@ -10,10 +10,9 @@ from rest_framework.views import APIView
 
 from apps.accounting.actions import ActionError, NotAllowed, do_close_period, do_reopen_period
 from apps.accounting.answers import scope_tag
-from apps.accounting.calc import parse_period
+from apps.accounting.filters import PERIOD_PATTERN, iso_utc as iso, parse_choice, parse_period_param
 from apps.accounting.months import month_bounds, statement_version
 from apps.accounting.statements import SHARED_IDLE, clusters_behind, default_period, statement
-from apps.accounting.timeparse import PERIOD_PATTERN
 from apps.teams.access import can_see_money, money_scope, require_team
 from apps.reports.statement_book import statement_book
 from apps.reports.statement_rows import CSV_COLUMNS, GROUP_BYS, csv_rows, statement_payload
@@ -22,7 +21,6 @@ from apps.reports.xlsx import XLSXRenderer
 from apps.web.csv import streaming_csv
 from apps.web.rendered import renders_stored
 
-from .params import iso, parse_choice
 from .stored import stored_response
 
 
@@ -31,18 +29,6 @@ class SeesMoney(BasePermission):
 
     def has_permission(self, request, view):
         return can_see_money(request.user)
-
-
-def parse_period_param(params, name="period", default=None):
-    if not hasattr(params, "get"):      # a request body that is a JSON array or a bare value
-        raise ValidationError({name: f"send an object with {name}, e.g. {{\"{name}\": \"2026-03\"}}"})
-    value = params.get(name) or default
-    if value is None:
-        raise ValidationError({name: f"{name} is required: a month like 2026-03"})
-    try:
-        return parse_period(value)
-    except ValueError as exc:
-        raise ValidationError({name: str(exc)})
 
 
 def statement_scope(request, team=None):

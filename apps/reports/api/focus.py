@@ -12,10 +12,10 @@ from rest_framework.views import APIView
 from apps.accounting.focus import focus_month
 from apps.reports.focus_csv import FOCUS_VERSION, Issuer, columns, iter_focus_rows
 from apps.accounting.statements import default_period
+from apps.accounting.filters import parse_choice, parse_period_param
 from apps.web.csv import SafeCSVRenderer, streaming_csv
 
-from .chargeback import SeesMoney, parse_period_param, statement_scope
-from .params import parse_choice
+from .chargeback import SeesMoney, statement_scope
 
 LEGACY_NAMES = ("include", "omit")
 

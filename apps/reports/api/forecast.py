@@ -13,11 +13,12 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounting.calc import period_of
+from apps.accounting.filters import parse_period_param
 from apps.accounting.runrate import NotRunning, month_forecast
 from apps.reports.forecast_rows import forecast_payload
 from apps.accounting.usage import billing_zone
 
-from .chargeback import SeesMoney, parse_period_param, statement_scope
+from .chargeback import SeesMoney, statement_scope
 
 ROW_FIELDS = {
     "team": serializers.CharField(),

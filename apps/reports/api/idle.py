@@ -6,7 +6,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..data.idle import CSV_COLUMNS, EVERY_IDLE_POD, idle_pods, parse_idle_options
-from ..selection import iso_utc as iso, selection_from
+from apps.accounting.filters import filter_from, iso_utc as iso
+
 from .usage import WINDOW_PARAMS, WINDOW_RULES
 
 IDLE_ROW_FIELDS = {
@@ -39,7 +40,7 @@ class IdleView(APIView):
                     "(narrow it with max_utilization / min_idle_minutes)." + WINDOW_RULES,
     )
     def get(self, request):
-        sel = selection_from(request, request.query_params)
+        sel = filter_from(request.query_params, request.user)
         opts = parse_idle_options(request.query_params, defaults=EVERY_IDLE_POD)
         rows = [p.as_dict() for p in idle_pods(sel, opts)]
         return Response({"start": iso(sel.start), "end": iso(sel.end), "max_utilization": opts.max_utilization,

@@ -1,22 +1,20 @@
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers
-from rest_framework.exceptions import NotFound
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounting.filters import filter_from, iso_utc as iso, parse_choice
 from apps.accounting.pricing import price_usage_rows_detail
 from apps.accounting.figures import shown_hours, shown_ratio
 from apps.accounting.answers import scope_tag
 from apps.accounting.ledger import usage_money
 from apps.accounting.months import usage_version, whole_month, window_cells
 from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells
-from apps.clusters.models import Cluster
-from apps.teams.access import can_see_money, money_scope, require_team, sees_fleet, sees_money_of, team_scope
+from apps.teams.access import can_see_money, money_scope, sees_fleet, sees_money_of
 
 from apps.web.rendered import renders_stored
 
-from .params import iso, parse_choice, parse_window
 from .stored import stored_response
 
 WINDOW_PARAMS = [
@@ -46,17 +44,6 @@ USAGE_ROW_FIELDS = {
         required=False, help_text="allocated hours no rate covers, left out of cost (only on rows whose "
         "money the user may see)"),
 }
-
-
-def usage_filter_for(request, start, end, cluster=None, team=None):
-    if cluster and not Cluster.objects.filter(name=cluster).exists():
-        raise NotFound(f"no cluster named {cluster!r}")
-    if team:
-        require_team(request.user, team)
-        return UsageFilter(start=start, end=end, cluster=cluster, teams=frozenset({team}))
-    scope = team_scope(request.user)
-    return UsageFilter(start=start, end=end, cluster=cluster,
-                       teams=frozenset(scope) if scope is not None else None)
 
 
 def priced_rows(user, rows) -> list[bool]:
@@ -129,9 +116,10 @@ class UsageView(APIView):
     )
     def get(self, request):
         params = request.query_params
-        start, end = parse_window(params)
+        picked = filter_from(params, request.user)
         group_by = parse_choice(params, "group_by", GROUP_BYS, default="namespace")
-        f = usage_filter_for(request, start, end, params.get("cluster") or None, params.get("team") or None)
+        f = picked.usage_filter()
+        start, end = f.start, f.end
 
         def answer():
             return {"start": iso(start), "end": iso(end), "group_by": group_by,

@@ -10,8 +10,8 @@ from apps.accounting.rollup_reader import HourTeams
 from apps.accounting.usage import Cell, billing_zone, usage_cells
 from apps.clusters.models import Cluster
 from apps.web.params import BadParameters
+from apps.accounting.filters import ReportFilter
 
-from ..selection import Selection
 
 GRAINS = ("hour", "day", "week", "month")
 MAX_HOURLY_DAYS = 7
@@ -84,7 +84,7 @@ class Explored:
     heatmap: dict[tuple[str, date], list[float]]   # (team, day) -> [allocated_s, used_s]
 
 
-def parse_options(params, sel: Selection) -> ExploreOptions:
+def parse_options(params, sel: ReportFilter) -> ExploreOptions:
     grain = params.get("grain") or "day"
     if grain not in GRAINS:
         raise BadParameters({"grain": f"grain={grain!r} is not one of {', '.join(GRAINS)}"})
@@ -99,7 +99,7 @@ def parse_options(params, sel: Selection) -> ExploreOptions:
                           gpu_model=(params.get("gpu_model") or "").strip() or None, grain=grain, note=note)
 
 
-def _hourly_cells(sel: Selection, opts: ExploreOptions):
+def _hourly_cells(sel: ReportFilter, opts: ExploreOptions):
     """Usage cells of one hour each, straight from the hourly rows: (bucket, cell)."""
     names = dict(Cluster.objects.values_list("id", "name"))
     f = sel.usage_filter(namespaces=frozenset({opts.namespace}) if opts.namespace else None,
@@ -127,7 +127,7 @@ def period_start(day: date, grain: str, first_day: date) -> date:
     return max(start, first_day)
 
 
-def _daily_cells(sel: Selection, opts: ExploreOptions):
+def _daily_cells(sel: ReportFilter, opts: ExploreOptions):
     f = sel.usage_filter(namespaces=frozenset({opts.namespace}) if opts.namespace else None,
                          gpu_models=frozenset({opts.gpu_model}) if opts.gpu_model else None)
     first_day = sel.start.astimezone(billing_zone()).date()
@@ -137,7 +137,7 @@ def _daily_cells(sel: Selection, opts: ExploreOptions):
         yield period_start(c.day, opts.grain, first_day), c
 
 
-def explore(sel: Selection, opts: ExploreOptions) -> Explored:
+def explore(sel: ReportFilter, opts: ExploreOptions) -> Explored:
     cells = _hourly_cells(sel, opts) if opts.grain == "hour" else _daily_cells(sel, opts)
     teams = sel.teams
     rows: dict[tuple, ExploreRow] = {}

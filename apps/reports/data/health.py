@@ -17,8 +17,8 @@ from django.db.models import Q
 from apps.accounting import rollup_reader
 from apps.accounting.rollup_reader import HourTeams
 from apps.clusters.models import Device
+from apps.accounting.filters import ReportFilter
 
-from ..selection import Selection
 
 HOT_SUSTAINED_SECONDS = 900.0
 JOULES_PER_KWH = 3.6e6
@@ -72,13 +72,13 @@ class HeldHours:
     q: Q
     _readings: list[tuple] | None = None
 
-    def readings(self, sel: Selection) -> list[tuple]:
+    def readings(self, sel: ReportFilter) -> list[tuple]:
         if self._readings is None:
             self._readings = rollup_reader.held_readings(sel.usage_filter(), self.q)
         return self._readings
 
 
-def held_hours(sel: Selection) -> HeldHours | None:
+def held_hours(sel: ReportFilter) -> HeldHours | None:
     """A filter on UsageHour for the hours the selected/scoped teams' namespaces held GPUs, as
     runs of hours per (cluster, namespace); None when unscoped (every reading counts).
 
@@ -103,7 +103,7 @@ def _aggregate_by_device(readings: list[tuple]) -> list[dict]:
              "e_sum": _sum(r[6] for r in rs), "xid_n": sum(r[7] or 0 for r in rs)} for d, rs in by_device.items()]
 
 
-def _scoped_device_rows(sel: Selection, held: HeldHours) -> tuple[list[dict], list[tuple]]:
+def _scoped_device_rows(sel: ReportFilter, held: HeldHours) -> tuple[list[dict], list[tuple]]:
     """`device_health`'s rows and XID readings over the held device-hours only."""
     readings = held.readings(sel)
     figures = {f["device_id"]: f for f in _aggregate_by_device(readings)}
@@ -118,12 +118,12 @@ def _scoped_device_rows(sel: Selection, held: HeldHours) -> tuple[list[dict], li
     return rows, xids
 
 
-def _fleet_device_rows(sel: Selection) -> tuple:
+def _fleet_device_rows(sel: ReportFilter) -> tuple:
     f = sel.usage_filter()
     return rollup_reader.fleet_health_by_device(f), rollup_reader.fleet_xids(f)
 
 
-def device_health(sel: Selection, held: HeldHours | None = None) -> list[DeviceHealth]:
+def device_health(sel: ReportFilter, held: HeldHours | None = None) -> list[DeviceHealth]:
     """Per device: temperatures, heat, power, energy and XIDs over the window — for a team
     scope over the hours its namespaces held the device (`held_hours`)."""
     rows, xids = _fleet_device_rows(sel) if held is None else _scoped_device_rows(sel, held)
@@ -152,7 +152,7 @@ class HealthHour:
     power_watts: float | None
 
 
-def hourly_health(sel: Selection, held: HeldHours | None = None) -> list[HealthHour]:
+def hourly_health(sel: ReportFilter, held: HeldHours | None = None) -> list[HealthHour]:
     if held is not None:
         by_hour: dict[datetime, list[tuple]] = {}
         for r in held.readings(sel):
@@ -163,7 +163,7 @@ def hourly_health(sel: Selection, held: HeldHours | None = None) -> list[HealthH
     return [HealthHour(r["hour_start"], r["t_max"], r["t_avg"], r["p"]) for r in rows]
 
 
-def energy_by_team_month(sel: Selection) -> list[dict]:
+def energy_by_team_month(sel: ReportFilter) -> list[dict]:
     """kWh per (team, month) from UsageHour.energy_joules; devices no pod held count as `unallocated capacity`."""
     totals: dict[tuple[str, date], float] = {}
     for r in rollup_reader.energy_by_team_day(sel.usage_filter(), HourTeams()):

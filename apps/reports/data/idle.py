@@ -24,8 +24,8 @@ from apps.accounting.rollup_reader import HourTeams
 from apps.accounting.usage import Cell
 from apps.clusters.models import Cluster
 from apps.web.params import BadParameters
+from apps.accounting.filters import ReportFilter
 
-from ..selection import Selection
 
 
 @dataclass(frozen=True)
@@ -113,7 +113,7 @@ def parse_idle_options(params, defaults=None) -> IdleOptions:
     return IdleOptions(**values)
 
 
-def idle_pods(sel: Selection, opts: IdleOptions) -> list[IdlePod]:
+def idle_pods(sel: ReportFilter, opts: IdleOptions) -> list[IdlePod]:
     """Three queries whatever the number of pods: pod totals, cluster names, candidates' hours.
     A pod whose namespace changed team in the window is listed once per team, with that
     team's hours (docs/teams-and-relabels.md, "Which team owns an hour")."""
@@ -158,7 +158,7 @@ def _fill_stretches(f, pods, rule):
         pod.nodes = sorted(nodes[key])
 
 
-def pod_cells(sel: Selection, pods: list[IdlePod]) -> list[list[Cell]]:
+def pod_cells(sel: ReportFilter, pods: list[IdlePod]) -> list[list[Cell]]:
     """The usage cells of each pod (per GPU model, MIG profile, price class and billing day), in
     one query, to price what the pods shown cost in the window."""
     if not pods:
@@ -192,7 +192,7 @@ class Unallocated:
         return share(self.unallocated_gpu_seconds, self.capacity_gpu_seconds)
 
 
-def unallocated_capacity(sel: Selection) -> list[Unallocated]:
+def unallocated_capacity(sel: ReportFilter) -> list[Unallocated]:
     """Capacity no pod held, per cluster and GPU model (fleet-wide: not for team leads), with
     the unallocated usage cells that price it."""
     clusters = dict(Cluster.objects.values_list("id", "name"))

@@ -43,7 +43,7 @@ def kept_html(f: UsageFilter, money: bool, fleet: bool, qs: str, compute, render
     """The figures rendered as HTML, `render(figures)`; for the whole fleet over a whole month,
     stored beside the figures with the same version, so a warm view renders no table at all.
     The key names everything else the HTML depends on: the view (money, fleet), the page's query
-    string in its one canonical spelling (its links carry it; `Selection.canonical_querystring`,
+    string in its one canonical spelling (its links carry it; `ReportFilter.canonical_querystring`,
     so respelling a month never stores another body), the money locale and the templates' and
     filters' source."""
     kept = usage_version(f, priced=money)

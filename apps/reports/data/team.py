@@ -18,13 +18,13 @@ from apps.reports.forecast_rows import forecast_payload
 from apps.accounting.usage import UsageFilter, billing_zone, usage_cells
 from apps.accounting.days import day_of, day_start
 from apps.teams.resolve import TeamResolver
+from apps.accounting.filters import ReportFilter
 
-from ..selection import Selection
 
 GPU_QUOTA_RESOURCE = "requests.nvidia.com/gpu"
 
 
-def team_cells(sel: Selection, team: str, resolver: TeamResolver | None = None):
+def team_cells(sel: ReportFilter, team: str, resolver: TeamResolver | None = None):
     return usage_cells(UsageFilter(start=sel.start, end=sel.end, cluster=sel.cluster, teams=frozenset({team})),
                        resolver=resolver)
 
@@ -75,7 +75,7 @@ def month_bounds(now: datetime) -> tuple[datetime, datetime, datetime]:
     return last_start, this_start, now
 
 
-def money_cells(sel: Selection, team: str, now: datetime, resolver: TeamResolver | None = None):
+def money_cells(sel: ReportFilter, team: str, now: datetime, resolver: TeamResolver | None = None):
     """The team's usage cells from last month's start to `now`: what the month costs and the
     month-end forecast read (one usage query for both)."""
     last_start, _this_start, now = month_bounds(now)
@@ -83,7 +83,7 @@ def money_cells(sel: Selection, team: str, now: datetime, resolver: TeamResolver
                        resolver=resolver)
 
 
-def month_costs(sel: Selection, team: str, now: datetime | None = None, card=None, cells=None) -> list[MonthCost]:
+def month_costs(sel: ReportFilter, team: str, now: datetime | None = None, card=None, cells=None) -> list[MonthCost]:
     """Month to date and last month for the team, as the month's ledger has them
     (`ledger.team_month`): the chargeback statement's figure (adjustments included, shown apart
     too), a closed month's frozen one with the hours that arrived after its close
@@ -100,7 +100,7 @@ def month_costs(sel: Selection, team: str, now: datetime | None = None, card=Non
     return out
 
 
-def team_forecast(sel: Selection, team: str, now: datetime | None = None, card=None, cells=None,
+def team_forecast(sel: ReportFilter, team: str, now: datetime | None = None, card=None, cells=None,
                   costs: list[MonthCost] | None = None) -> dict:
     """The running month's month-end forecast of the team (docs/forecast.md), on the clusters
     the page shows, as the API answers it. `cells`: `money_cells` up to the same `now`."""
@@ -120,7 +120,7 @@ class QuotaUse:
     hours_at_hard: float
 
 
-def quota_use(sel: Selection, team: str, resolver: TeamResolver | None = None) -> list[QuotaUse]:
+def quota_use(sel: ReportFilter, team: str, resolver: TeamResolver | None = None) -> list[QuotaUse]:
     """Per namespace: its GPU quota as the window's last day left it, the peak used (the most
     GPUs counted against the quota in any hour, as the quota advice says it) and the hours at
     the quota (docs/advice-and-alerts.md)."""
@@ -154,7 +154,7 @@ class NamespaceMove:
 MOVES_SHOWN = 20
 
 
-def namespace_moves(sel: Selection, team: str, resolver: TeamResolver | None = None) -> list[NamespaceMove]:
+def namespace_moves(sel: ReportFilter, team: str, resolver: TeamResolver | None = None) -> list[NamespaceMove]:
     """The latest moves of namespaces into or out of `team` up to the window's end, newest
     first: the resolved team (docs/teams-and-relabels.md) at every label change and mapping."""
     resolver, zone = resolver or TeamResolver(), billing_zone()

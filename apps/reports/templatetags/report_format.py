@@ -10,7 +10,7 @@ from apps.accounting.figures import gpu_hours, percent_text
 from apps.accounting.usage import billing_zone
 from apps.accounting.words import money_text
 
-from ..presets import local_text
+from apps.accounting.presets import local_text
 
 register = template.Library()
 

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_http_methods
 
 from apps.accounting.actions import ActionError, NotAllowed, before_history, check_may_close, do_close_period, may_close
 from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
+from apps.accounting.filters import parse_period_param
 from apps.accounting.ledger import late_hours
 from apps.accounting.models.periods import BillingPeriod
 from apps.accounting.rollup_reader import has_usage
@@ -22,16 +23,17 @@ from apps.accounting.months import month_zone
 from apps.clusters.models import Cluster
 from apps.teams.access import can_see_money, money_scope, require_team, team_scope
 from apps.web.pages import bad_request
+from apps.web.params import BadParameters
 from apps.web.throttle import throttled_page
 
 
 def _period(request):
     """(period, None), or (None, a 400 page naming the parameter) for a bad one."""
-    raw = request.GET.get("period") or request.POST.get("period") or default_period()
-    try:
-        return parse_period(raw), None
-    except ValueError as exc:
-        return None, bad_request(request, {"period": str(exc)})
+    params = request.GET if request.GET.get("period") else request.POST
+    try:   # the default month is looked up only when none is given
+        return parse_period_param(params, default=None if params.get("period") else default_period()), None
+    except BadParameters as exc:
+        return None, bad_request(request, exc.detail)
 
 
 @login_required

@@ -4,16 +4,16 @@ from functools import wraps
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
-from rest_framework.exceptions import ValidationError
 
-from apps.accounting.timeparse import billing_zone
+from apps.accounting.filters import filter_from
+from apps.accounting.usage import billing_zone
 from apps.clusters.models import Cluster
 from apps.teams.models import UNASSIGNED, Team
 from apps.web.pages import bad_request
+from apps.web.params import BadParameters
 from apps.web.throttle import throttled_page
 
-from .. import presets
-from ..selection import selection_from
+from apps.accounting import presets
 
 
 def report_view(view=None, *, admin_only=False):
@@ -25,8 +25,8 @@ def report_view(view=None, *, admin_only=False):
         @wraps(fn)
         def inner(request, *args, **kwargs):
             try:
-                sel = selection_from(request, page=True)
-            except ValidationError as exc:
+                sel = filter_from(request.GET, request.user, page=True)
+            except BadParameters as exc:
                 return bad_request(request, exc.detail)
             if admin_only and not sel.admin:
                 raise PermissionDenied("admins only")
