@@ -14,8 +14,9 @@ from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
 
-from .calc import Line, next_period, present
+from .calc import Line, apportion, billed_cost, next_period, present
 from .figures import shown_hours
+from .focus import focus_month, line_key
 from .models import FrozenCell
 from .months import closed_periods, month_late_cells
 from .statements import Statement, statement
@@ -55,6 +56,31 @@ def money_by(lines: list[Line], key_of, kinds: tuple[str, ...] | None = None) ->
             money.unpriced_seconds += line.allocated_gpu_seconds
         else:
             money.costs[line.currency] += line.shown
+    return dict(out)
+
+
+def closed_money_by_day(period: str, teams=None) -> dict | None:
+    """A closed month's own usage money day by day, from its frozen statement: each line's shown
+    cost split over its frozen days in the currency's minor unit (`calc.apportion`, as the FOCUS
+    rows split it), so the days add up to the statement to the cent, and a day's hours that
+    arrived after the close cost nothing in this month (they are billed where `late_hours`
+    says). None for a month that is not closed: its days are priced from their hours
+    (docs/chargeback.md, "One month, one answer")."""
+    month = focus_month(period)
+    if not month.closed:
+        return None
+    out: dict = defaultdict(lambda: Money(defaultdict(Decimal), Decimal(0)))
+    for line in month.lines:
+        if line.kind not in OWN_USAGE or line.adjusts_period or (teams is not None and line.team not in teams):
+            continue
+        days = month.days.get(line_key(line)) or []
+        if line.cost is None:
+            for d in days:
+                out[d.day].unpriced_seconds += d.allocated_gpu_seconds
+            continue
+        costs = apportion(line.shown, [billed_cost(line.hourly_rate, d.billed_seconds) for d in days], line.currency)
+        for d, cost in zip(days, costs):
+            out[d.day].costs[line.currency] += cost
     return dict(out)
 
 
@@ -131,4 +157,4 @@ def team_month(period: str, team: str, cluster: str | None = None) -> dict:
     }
 
 
-__all__ = ["month_ledger", "money_by", "usage_money", "late_hours", "team_month", "Money", "LateHours", "OWN_USAGE"]
+__all__ = ["month_ledger", "money_by", "closed_money_by_day", "usage_money", "late_hours", "team_month", "Money", "LateHours", "OWN_USAGE"]

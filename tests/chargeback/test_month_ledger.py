@@ -116,6 +116,21 @@ def test_the_overview_of_a_closed_month_shows_its_frozen_money(late_october, fin
     assert "$20.00" in page and "$26.00" not in page       # the window's and research's cost: frozen
 
 
+def test_the_overview_days_of_a_closed_month_are_its_frozen_money(late_october, finance, client):
+    """The daily table of closed October: the 10th carries the frozen 20.00; the 27th shows its 3
+    late hours, but they are billed in November (an adjustment there), so its October cost is
+    0.00, not the live 6.00 — the days add up to the statement's 20.00."""
+    import re
+
+    client.force_login(finance)
+    page = html.unescape(client.get("/", {"start": "2026-10-01", "end": "2026-11-01"}).content.decode())
+    rows = {m.group(1): m.group(2) for m in re.finditer(r"<tr><td>(2026-10-\d\d)</td>(.*?)</tr>", page)}
+    cells = {day: re.findall(r'<td class="num">([^<]*)</td>', row) for day, row in rows.items()}
+    # columns: capacity, allocated GPU-h, cost, used, idle, idle cost, efficiency
+    assert cells["2026-10-10"][1:3] == ["10.00", "$20.00"]
+    assert cells["2026-10-27"][1:3] == ["3.00", "$0.00"]
+
+
 def test_a_team_leads_usage_rows_count_only_their_teams_money(late_october, team_lead, api):
     """vision also has a namespace named llm, on another cluster: 1 h × 2.00 in November. research's
     lead asking for November by namespace sees research's llm only: its own usage, 10.00 (the

@@ -4,8 +4,9 @@ from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
 from dataclasses import replace
+from decimal import Decimal
 
-from apps.accounting.ledger import OWN_USAGE, money_by, month_ledger
+from apps.accounting.ledger import OWN_USAGE, closed_money_by_day, money_by, month_ledger
 from apps.accounting.months import whole_month
 from apps.accounting.usage import UNASSIGNED, group_cells, usage_cells
 
@@ -85,7 +86,9 @@ def _from_ledger(f, data) -> None:
     """A whole billing month of every cluster: the window's and each team's cost are the month's
     ledger's (its statement, a closed month's frozen one; docs/chargeback.md, "One month, one
     answer"), so the overview says what the chargeback page says; so are each GPU model's usage
-    and unallocated cost. The days stay priced from their own (live) hours."""
+    and unallocated cost. A closed month's days are its frozen statement's too (a day's hours that
+    arrived after the close cost nothing here: they are billed in a later month); an open
+    month's days are priced from their own hours."""
     period = whole_month(f)
     if period is None or f.cluster or f.namespaces is not None or f.gpu_models is not None:
         return
@@ -93,15 +96,30 @@ def _from_ledger(f, data) -> None:
     by_team = money_by(lines, lambda line: line.team or UNASSIGNED, OWN_USAGE)
     total = money_by(lines, lambda line: "", OWN_USAGE).get("")
 
-    def ledger_priced(priced, money):
-        if priced is None or money is None or len(money.costs) != 1:
-            return priced
-        [(currency, amount)] = money.costs.items()
-        return replace(priced, cost=amount, currency=currency)
-
     by_model = money_by(lines, lambda line: line.gpu_model, OWN_USAGE)
     idle_by_model = money_by(lines, lambda line: line.gpu_model, ("unallocated",))
     data["total_cost"] = ledger_priced(data["total_cost"], total)
     data["team_rows"] = [(t, ledger_priced(p, by_team.get(t.key))) for t, p in data["team_rows"]]
     data["model_rows"] = [(m, ledger_priced(p, by_model.get(m["gpu_model"])),
                            ledger_priced(u, idle_by_model.get(m["gpu_model"]))) for m, p, u in data["model_rows"]]
+    by_day = closed_money_by_day(period, f.teams)
+    if by_day is not None:
+        data["day_rows"] = [(d, frozen_day(p, by_day.get(d.day))) for d, p in data["day_rows"]]
+
+
+def ledger_priced(priced, money):
+    """A priced figure with its cost taken from the ledger (when it is in one currency)."""
+    if priced is None or money is None or len(money.costs) != 1:
+        return priced
+    [(currency, amount)] = money.costs.items()
+    return replace(priced, cost=amount, currency=currency)
+
+
+def frozen_day(priced, money):
+    """A closed month's day: its frozen money, or none at all when every hour of it arrived after
+    the close."""
+    if money is not None and money.costs:
+        return ledger_priced(priced, money)
+    if priced is None or priced.cost is None:
+        return priced
+    return replace(priced, cost=Decimal(0))
