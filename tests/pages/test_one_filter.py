@@ -11,6 +11,8 @@ from datetime import timedelta
 
 import pytest
 
+from tests.bodies import body_of
+
 from .seed import day_d
 
 EXPLORE = ["/explore/", "/explore/?format=csv", "/api/v1/usage/", "/api/v1/usage/?format=csv"]
@@ -114,7 +116,7 @@ def test_explorer_csv_and_usage_api_agree(login):
     API's rows by namespace. vision = cv-train: train-0 2 h on an H100 + mig-0 1/7 h = 2.142857."""
     c = login("team_lead")
     window = {"start": day_d().isoformat(), "end": (day_d() + timedelta(days=1)).isoformat()}
-    rows = list(csv.DictReader(io.StringIO(c.get("/explore/", {**window, "format": "csv"}).content.decode())))
+    rows = list(csv.DictReader(io.StringIO(body_of(c.get("/explore/", {**window, "format": "csv"})).decode())))
     by_ns = {}
     for r in rows:
         by_ns[r["namespace"]] = round(by_ns.get(r["namespace"], 0) + float(r["allocated_gpu_hours"]), 6)
