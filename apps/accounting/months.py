@@ -9,22 +9,35 @@ API's month rows all read through these two.
 """
 from __future__ import annotations
 
-from datetime import timezone
+from datetime import date, timedelta, timezone
 
 from django.conf import settings
+from django.db.models import Q
 
-from .answers import CODE_VERSION, Inputs, answer, drop_parts, read_inputs, store_current, stored_answers
-from .calc import Cell, Line, build_lines, period_bounds, period_of, prev_period
+from .answers import (CODE_VERSION, Inputs, answer, day_answers, day_cells, day_part, drop_parts, read_inputs,
+                      store_current, stored_answers)
+from .calc import Cell, Line, build_lines, last_day, period_bounds, period_of, prev_period
+from .days import day_start
 from .latedata import delta_cells
 from .models import BillingPeriod, FrozenCell, MonthAnswer
 from .pricing import load_rate_card
 from .timeparse import billing_zone, in_zone
-from .usage import UsageFilter, usage_cells
+from .usage import UsageFilter, merge_spans, span_starts, usage_cells
 
 
-def month_cells(period: str, *, per_day: bool = True) -> list:
-    start, end = period_bounds(period, billing_zone())
+def month_cells(period: str, *, per_day: bool = True, days: list[date] | None = None) -> list:
+    """The month's usage cells; `days` (consecutive): only those billing days of it."""
+    zone = billing_zone()
+    start, end = period_bounds(period, zone)
+    if days:
+        start, end = day_start(days[0], zone), day_start(days[-1] + timedelta(days=1), zone)
     return usage_cells(UsageFilter(start=start, end=end), per_day=per_day)
+
+
+def billing_days(period: str) -> list[date]:
+    """The billing days of a month, in order."""
+    first = date(int(period[:4]), int(period[5:7]), 1)
+    return [first + timedelta(days=i) for i in range((last_day(period) - first).days + 1)]
 
 
 _FROZEN_AS_CELL = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class",
@@ -78,15 +91,28 @@ def month_bounds(period: str):
 # ---------------------------------------------------------------- through the stored answers
 
 def own_cells(period: str, inputs: Inputs | None = None) -> list[Cell]:
-    """The month's span cells (`usage_cells(per_day=False)` of the whole month)."""
-    return answer(period, MonthAnswer.CELLS, lambda i: i.cells(period),
-                  lambda _inputs: month_cells(period, per_day=False), inputs)
+    """The month's span cells (`usage_cells(per_day=False)` of the whole month). Stored, they
+    are assembled from the month's day parts (`day_parts`): an ingested hour recomputes its
+    day, and the month is a merge of stored days (docs/performance.md, "Per-day parts")."""
+    def compute(i):
+        if i is None:
+            return month_cells(period, per_day=False)
+        start, end = period_bounds(period, billing_zone())
+        return merge_spans(own_days(period, i), span_starts(UsageFilter(start=start, end=end)))
+    return answer(period, MonthAnswer.CELLS, lambda i: i.cells(period), compute, inputs)
+
+
+def day_parts(period: str, inputs: Inputs | None = None, *, hold: bool = False) -> list[int]:
+    """The ids of the month's stored day parts, every one current (stale days recomputed)."""
+    return day_answers(period, billing_days(period), lambda run: month_cells(period, days=run), inputs, hold=hold)
 
 
 def own_days(period: str, inputs: Inputs | None = None) -> list[Cell]:
-    """The month's per-day cells (`usage_cells` of the whole month): what closing freezes, and
-    what the FOCUS export splits each line over. Same inputs, same version as the span cells."""
-    return answer(period, MonthAnswer.DAYS, lambda i: i.cells(period), lambda _i: month_cells(period), inputs)
+    """The month's per-day cells (`usage_cells` of the whole month), day by day: what closing
+    freezes, what the FOCUS export splits each line over and what the span cells merge."""
+    if not stored_answers():
+        return month_cells(period)
+    return day_cells(day_parts(period, inputs))
 
 
 def own_lines(period: str, inputs: Inputs | None = None) -> list[Line]:
@@ -119,11 +145,10 @@ def month_lines(period: str, card=None) -> list[Line]:
 
 
 def prepare_month(period: str) -> None:
-    """Compute whatever of a month's answer is not current — its lines (and span cells), its
-    per-day cells, the late data of the closed months before it — so the next read or close
-    finds it stored (`tasks.prepare_month_answers`)."""
+    """Compute whatever of a month's answer is not current — its stale day parts, then its
+    span cells and lines from them, the late data of the closed months before it — so the next
+    read or close finds it stored (`tasks.prepare_month_answers`)."""
     month_lines(period)
-    own_days(period)
 
 
 def prune_closed_months() -> list[str]:
@@ -132,13 +157,14 @@ def prune_closed_months() -> list[str]:
     if not stored_answers():
         return []
     closed = set(closed_periods())
-    stored = set(MonthAnswer.objects.filter(period__in=closed, part__in=OPEN_PARTS).values_list("period", flat=True))
+    stored = set(MonthAnswer.objects.filter(Q(part__in=OPEN_PARTS) | Q(part__startswith="day"), period__in=closed)
+                 .values_list("period", flat=True))
     for period in sorted(stored):
-        drop_parts(period, OPEN_PARTS)
+        drop_parts(period, OPEN_PARTS + tuple(day_part(d) for d in billing_days(period)))
     return sorted(stored)
 
 
-OPEN_PARTS = (MonthAnswer.CELLS, MonthAnswer.LINES, MonthAnswer.DAYS)
+OPEN_PARTS = (MonthAnswer.CELLS, MonthAnswer.LINES, MonthAnswer.DAYS)   # DAYS: kept before the day parts
 
 
 def record_closed(months: list[str]) -> None:

@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from apps.accounting.actions import ActionError, before_history, do_close_period
+from apps.accounting.answers import computed_here
 from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
 from apps.accounting.ledger import late_hours
 from apps.accounting.models import BillingPeriod, UsageHour
@@ -69,6 +70,7 @@ def statement_view(request):
         "csv_url": f"{api}?{query}&group_by=team&format=csv",
         "csv_namespace_url": f"{api}?{query}&group_by=namespace&format=csv",
         "xlsx_url": f"{reverse('api-chargeback-xlsx')}?{query}",   # the statement workbook, every view
+        "computed_on_read": bool(computed_here()),    # no worker had stored it: said beside the state
     })
 
 
