@@ -18,6 +18,7 @@ import platform
 import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
@@ -280,10 +281,14 @@ def bench_api(results: dict) -> None:
     # Closing cold (nothing stored: every part computed in the close), then, after a reopen,
     # with the month's answer prepared as the beat task keeps it (apps/accounting/tasks.py).
     admin = User.objects.create_superuser("bench-admin", password="bench")
-    cold_s = round(api.once_ms(lambda: do_close_period(period, actor=user)) / 1000.0, 2)
-    reopen_s = round(api.once_ms(lambda: do_reopen_period(period, admin)) / 1000.0, 2)
+    record_history(fleet, first)
+    with worker_after():
+        cold_s = round(api.once_ms(lambda: do_close_period(period, actor=user)) / 1000.0, 2)
+    with worker_after():
+        reopen_s = round(api.once_ms(lambda: do_reopen_period(period, admin)) / 1000.0, 2)
     prepare_s = round(api.once_ms(lambda: prepare_month(period)) / 1000.0, 2)
-    close_s = round(api.once_ms(lambda: do_close_period(period, actor=user)) / 1000.0, 2)
+    with worker_after():
+        close_s = round(api.once_ms(lambda: do_close_period(period, actor=user)) / 1000.0, 2)
     out["close_seconds"] = figure(close_s, None, "s", TARGETS["close_seconds"],
                                   "the month's answer prepared (stored and current) before the close")
     out["close_cold_seconds"] = figure(cold_s, None, "s", note="nothing stored: the close computes the month")
@@ -328,6 +333,34 @@ def bench_api(results: dict) -> None:
     results["pages"] = pages
 
 
+@contextmanager
+def worker_after():
+    """Celery runs eagerly in the bench: a write's on-commit task would run inside the write being
+    timed. A worker runs it after the commit; so does this, once the block is over."""
+    from apps.accounting import refresh
+    from apps.accounting.tasks import prepare_month_answers
+
+    queued, original = [], refresh._queue
+    refresh._queue = lambda periods, recent: queued.append((periods, recent))
+    try:
+        yield
+    finally:
+        refresh._queue = original
+        for periods, recent in queued:
+            prepare_month_answers(periods, recent)
+
+
+def record_history(fleet, first: date) -> None:
+    """The seeded rollups are written without an ingest run; a month before the fleet's history
+    cannot be closed, so record the run ingest would have left (one per cluster)."""
+    from apps.ingest.models import IngestRun
+
+    start = datetime.combine(first, datetime.min.time(), tzinfo=timezone.utc)
+    for cluster in fleet.clusters:
+        IngestRun.objects.create(cluster=cluster, window_start=start, window_end=start + timedelta(hours=1),
+                                 status=IngestRun.Status.SUCCEEDED)
+
+
 def bench_day_parts(api, fleet, user, admin, period: str, nov: date, nov_days: int) -> dict:
     """Per-day parts (docs/performance.md, "Per-day parts"): an hour of ingest, then what the
     worker's on-commit task recomputes (its day, not the month) and the first read after it;
@@ -356,10 +389,12 @@ def bench_day_parts(api, fleet, user, admin, period: str, nov: date, nov_days: i
           f"{days} in {task_ms} ms; first chargeback read after it {read_ms} ms (SQL floor p95 {floor['p95']} ms, "
           f"target ≤ {TARGETS['api_p95_ratio']}×)", flush=True)
 
-    do_reopen_period(period, admin)
+    with worker_after():
+        do_reopen_period(period, admin)
     api.once_ms(lambda: fleet.seed_hour(datetime(2026, 10, 31, 23, tzinfo=timezone.utc)))
     task_ms, days = worker(period)
-    close_ms = api.once_ms(lambda: do_close_period(period, actor=user))
+    with worker_after():
+        close_ms = api.once_ms(lambda: do_close_period(period, actor=user))
     out["close_after_worker_seconds"] = figure(round(close_ms / 1000.0, 2), None, "s", TARGETS["close_seconds"],
                                                "an hour ingested into the month, the worker's recompute, then the close")
     out["close_worker_recompute_ms"] = figure(task_ms, None, "ms", note=f"day parts recomputed: {', '.join(days)}")
