@@ -9,7 +9,7 @@ PORT   ?= 8000
 export FOCUS_VENV ?= $(CURDIR)/.venv-focus
 export DATABASE_URL_TEST ?= postgres://postgres@127.0.0.1:5432/gpuportal
 
-.PHONY: setup system-packages demo smoke test test-fast lint bench load clean
+.PHONY: setup system-packages demo smoke test test-fast lint bench bench-scaling load clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -52,8 +52,12 @@ demo: setup
 smoke:
 	$(PYTHON) scripts/demo_smoke.py $(CURDIR) --log-tail 40
 
+# The whole suite, on TEST_WORKERS pytest-xdist processes (each with its own test database),
+# a test file never split between two, so a module's shared fixtures are built once
+# (docs/conventions.md, "How the suite stays fast"). TEST_WORKERS=0 runs it in one process.
+TEST_WORKERS ?= 2
 test: setup
-	DEBUG=$${DEBUG:-true} DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m pytest -q
+	DEBUG=$${DEBUG:-true} DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 # Cheap checks first: the import layers (docs/architecture.md, contracts in pyproject.toml),
 # then Django's system checks and migrations in step with the models.
@@ -64,6 +68,12 @@ lint: $(VENV)/.installed
 
 bench: setup
 	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} $(PY) -m tests.bench
+
+# The sweep over fleet sizes alone (docs/scaling.md): ingest against its floor at 136 GPUs, then
+# each size of BENCH_SCALES on a freshly seeded month; writes docs/scaling.png. ~15 min here.
+bench-scaling: setup
+	DATABASE_URL=$${DATABASE_URL:-$(DATABASE_URL_TEST)} BENCH_SKIP_INGEST=1 BENCH_SKIP_API=1 \
+	  BENCH_SCALES=$${BENCH_SCALES:-1000,2000,5000,10000} $(PY) -m tests.bench
 
 # The quick loop while changing code: the unit-level suites (pure functions, docs, import layers,
 # settings) on SQLite in memory with Celery eager, so no service is needed, only .venv. It leaves

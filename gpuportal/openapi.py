@@ -9,13 +9,18 @@ get `minimum: 0`: Django's `int` converter matches digits only, so `/rates/-1/` 
 
 `describe_parameters` states what the parsers accept, so a generated client knows it: a
 `period` is `YYYY-MM` (years 2000-2100), a `start`/`end` an ISO 8601 date or instant in those
-years (docs/dates-and-money.md), and a parameter with an enum takes one of its values (an empty
-value is refused like any other value outside it).
+years (docs/dates-and-money.md), each empty or absent for its default, and a parameter with an enum takes one of its values (an empty
+value is refused like any other value outside it); any other text parameter may hold anything but
+a NUL character.
 """
-YEAR = r"(20[0-9]{2}|2100)"
-PERIOD_PATTERN = rf"^{YEAR}-(0[1-9]|1[0-2])$"
-INSTANT_PATTERN = (rf"^{YEAR}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
-                   r"(T([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,6})?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?$")
+import re
+
+from apps.accounting.timeparse import INSTANT_PATTERN, PERIOD_PATTERN
+from apps.reports.api.forecast import running_period
+
+EMPTY_OR = "^$|"
+# Django refuses a URL holding a NUL character (400) before any view sees it.
+NO_NUL_PATTERN = r"^[^\x00]*$"
 PATTERNS = {"period": (PERIOD_PATTERN, "YYYY-MM, years 2000-2100"),
             "start": (INSTANT_PATTERN, "ISO 8601 date or instant, years 2000-2100"),
             "end": (INSTANT_PATTERN, "ISO 8601 date or instant, years 2000-2100")}
@@ -62,17 +67,45 @@ def document_errors(result, generator, request, public):
     return result
 
 
+# Parameters whose allowed values depend on the day the document is asked for: the forecast is
+# made for the running month only (docs/forecast.md); empty, like absent, means that month.
+TODAYS_ENUMS = {("/api/v1/forecast/", "period"): lambda: [running_period(), ""]}
+
+
+def _blank_alternative_is_redundant(prop) -> bool:
+    """drf-spectacular writes a blank-allowed text field with a pattern as oneOf [the field, an
+    empty string]; when the field's own pattern already takes "", an empty value matches both
+    and fails the oneOf."""
+    one_of = prop.get("oneOf") or []
+    return (len(one_of) == 2 and one_of[1] == {"type": "string", "maxLength": 0}
+            and re.search(one_of[0].get("pattern", "(?!)"), "") is not None)
+
+
+def collapse_blank_alternatives(result):
+    for component in result.get("components", {}).get("schemas", {}).values():
+        for prop in component.get("properties", {}).values():
+            if _blank_alternative_is_redundant(prop):
+                inner = prop.pop("oneOf")[0]
+                prop.update(inner)
+
+
 def describe_parameters(result, generator, request, public):
-    for path_item in result.get("paths", {}).values():
+    collapse_blank_alternatives(result)
+    for path, path_item in result.get("paths", {}).items():
         for operation in path_item.values():
             for param in operation.get("parameters", []):
                 schema = param.get("schema", {})
                 if param.get("in") != "query" or schema.get("type") != "string":
                     continue
+                if (path, param["name"]) in TODAYS_ENUMS:
+                    schema["enum"] = TODAYS_ENUMS[path, param["name"]]()
+                    continue
                 if param["name"] in PATTERNS and "enum" not in schema:
-                    schema["pattern"], example = PATTERNS[param["name"]]
-                    schema.setdefault("minLength", 7)
+                    pattern, example = PATTERNS[param["name"]]
+                    schema["pattern"] = EMPTY_OR + pattern     # empty, like absent, is the default
                     param.setdefault("description", example)
                 if "enum" in schema:
                     schema["enum"] = [v for v in schema["enum"] if v not in ("", None)]
+                else:
+                    schema.setdefault("pattern", NO_NUL_PATTERN)
     return result

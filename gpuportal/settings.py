@@ -291,6 +291,8 @@ REST_KNOX = {"TOKEN_PREFIX": "gpp_", "AUTH_HEADER_PREFIX": "Token", "TOKEN_TTL":
 REST_FRAMEWORK = {
     # A refused query string from the report data modules answers 400, as a DRF ValidationError does.
     "EXCEPTION_HANDLER": "apps.web.drf.exception_handler",
+    # `?format=` with no value is a 400, as the OpenAPI document's enum says.
+    "DEFAULT_CONTENT_NEGOTIATION_CLASS": "apps.web.drf.StrictFormatNegotiation",
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "apps.teams.tokens.PortalTokenAuthentication",
         "apps.teams.tokens.LegacyTokenAuthentication",

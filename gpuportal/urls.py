@@ -27,6 +27,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("advice/", include("apps.recommendations.urls")),
     path("chargeback/", include(chargeback_urls)),
+    path("", include("apps.teams.urls")),         # the user's API tokens
     path("", include("apps.reports.urls")),
 ]
 

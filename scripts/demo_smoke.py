@@ -329,6 +329,27 @@ def check_token(checkout: Path, url: str) -> None:
         raise Failure(f"token API: GET /api/v1/usage/?group_by=team answered HTTP {r.status_code} without usage")
 
 
+SERVING_RSS_LIMIT_MB = 400   # docs/demo.md, "Memory"
+
+
+def serving_rss_mb(demo: Demo) -> float:
+    """Resident size of the demo's server (the `runserver` the demo command became), read from
+    /proc after every page has been visited."""
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            pid = int(status.parent.name)
+            if os.getpgid(pid) != demo.proc.pid:
+                continue
+            cmdline = (status.parent / "cmdline").read_bytes().split(b"\0")
+            if b"runserver" not in cmdline:
+                continue
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except (OSError, ValueError):
+            continue
+        return int(fields["VmRSS"].split()[0]) / 1024
+    raise Failure("no `runserver` process found in the demo's process group")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkout", nargs="?", type=Path, default=Path(__file__).resolve().parents[1])
@@ -356,6 +377,11 @@ def main() -> int:
             print("demo smoke: " + check_role(url, user, password), flush=True)
         check_token(checkout, url)
         print("demo smoke: token API answers with usage", flush=True)
+        if sys.platform.startswith("linux"):
+            rss = serving_rss_mb(demo)
+            print(f"demo smoke: the server holds {rss:.0f} MB resident (limit {SERVING_RSS_LIMIT_MB} MB)", flush=True)
+            if rss > SERVING_RSS_LIMIT_MB:
+                raise Failure(f"the demo's server holds {rss:.0f} MB resident, over {SERVING_RSS_LIMIT_MB} MB")
     except Exception as exc:  # noqa: BLE001 — any surprise is a failure, said in one line
         reason = str(exc) if isinstance(exc, Failure) else f"{type(exc).__name__}: {exc}"
         demo.stop()

@@ -8,6 +8,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 LINK = re.compile(r"\]\(([^)\s]+)\)")
+IMG_SRC = re.compile(r'<img [^>]*src="([^"]+)"')
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 
 
@@ -25,7 +26,7 @@ def anchors(path: Path) -> set[str]:
 @pytest.mark.parametrize("doc", DOCS, ids=lambda p: str(p.relative_to(ROOT)))
 def test_relative_links_resolve(doc):
     dead = []
-    for target in LINK.findall(doc.read_text()):
+    for target in LINK.findall(doc.read_text()) + IMG_SRC.findall(doc.read_text()):
         if re.match(r"[a-z]+:", target):
             continue
         path_part, _, fragment = target.partition("#")
@@ -39,3 +40,13 @@ def test_relative_links_resolve(doc):
 
 def test_the_readme_is_a_front_page():
     assert len((ROOT / "README.md").read_text().splitlines()) <= 160
+
+
+def test_every_screenshot_in_docs_is_shown_somewhere():
+    """A PNG under docs/ that no page shows is a stale one nobody refreshes."""
+    shown = set()
+    for doc in DOCS:
+        for target in LINK.findall(doc.read_text()) + IMG_SRC.findall(doc.read_text()):
+            shown.add((doc.parent / target.partition("#")[0]).resolve())
+    orphans = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "docs").rglob("*.png")) if p.resolve() not in shown]
+    assert not orphans, f"not shown by any page: {orphans}"

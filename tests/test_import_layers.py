@@ -60,6 +60,34 @@ def add_import(tree: Path, module: str, line: str):
     # the report data modules answer a bad query string without DRF (apps/web/params.py)
     ("apps.reports.data.paging", "from rest_framework.exceptions import ValidationError",
      "apps.reports.data is not allowed to import rest_framework"),
+    # nothing above accounting reads the rollup models: they go through accounting/rollup_reader.py
+    ("apps.reports.data.idle", "from apps.accounting.models import UsageHour",
+     "apps.reports.data.idle is not allowed to import apps.accounting.models"),
+    ("apps.recommendations.history", "from apps.accounting.models.rollups import QuotaHour",
+     "apps.recommendations.history is not allowed to import apps.accounting.models.rollups"),
+    # notifications knows no domain: it sits below tenancy, just above the plumbing
+    ("apps.notifications.sending", "from apps.teams.access import is_admin",
+     "apps.notifications is not allowed to import apps.teams"),
+    ("apps.notifications.channels", "from apps.reports.models import StatementDelivery",
+     "apps.notifications is not allowed to import apps.reports"),
+    # statements and alerts send through apps.notifications, never by their own HTTP client
+    ("apps.reports.delivery", "import requests",
+     "apps.reports is not allowed to import requests"),
+    ("apps.recommendations.notify", "import requests",
+     "apps.recommendations is not allowed to import requests"),
+    # the token page is teams': a teams module may not reach up for the report shell
+    ("apps.teams.views", "from apps.reports.views.common import page",
+     "apps.teams is not allowed to import apps.reports"),
+    ("apps.reports.views.overview", "from apps.teams.tokens import tokens_of",
+     "apps.reports is not allowed to import apps.teams.tokens"),
+    # the rate API stays a pages-layer view: accounting holds no DRF
+    ("apps.accounting.pricing", "from rest_framework.exceptions import ValidationError",
+     "apps.accounting is not allowed to import rest_framework"),
+    # accounting answers with data; CSV, workbooks and DRF answers are the reports' (docs/architecture.md)
+    ("apps.accounting.statements", "import csv", "apps.accounting is not allowed to import csv"),
+    ("apps.accounting.ledger", "from openpyxl import Workbook", "apps.accounting is not allowed to import openpyxl"),
+    ("apps.accounting.focus", "from rest_framework.response import Response",
+     "apps.accounting is not allowed to import rest_framework"),
     # the cycle alerts <-> tasks that dispatching deliveries from alerts.py used to make
     ("apps.recommendations.alerts", "from apps.recommendations.tasks import deliver_alert",
      "No cycles are allowed in apps.recommendations"),
@@ -69,3 +97,20 @@ def test_an_import_against_the_flow_breaks_a_contract(tree, module, line, broken
     result = lint_imports(tree)
     assert result.returncode == 1, result.stdout
     assert broken in " ".join(result.stdout.split()), result.stdout
+
+
+def test_accounting_imports_no_http_or_template_code():
+    """What the contracts cannot say (they see django whole): apps/accounting builds no HTTP
+    response and renders no template — the admin's redirect aside."""
+    import ast
+
+    found = []
+    for path in sorted((ROOT / "apps/accounting").rglob("*.py")):
+        if path.name == "admin.py" or "migrations" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            found += [f"{path.relative_to(ROOT)}: {n}" for n in names
+                      if n.split(".")[:2] in (["django", "http"], ["django", "template"])]
+    assert found == []

@@ -8,7 +8,7 @@ from django.db import OperationalError, connection, transaction
 from django.db.models import Min
 from django.utils import timezone
 
-from apps.teams.access import is_admin
+from apps.teams.access import can_close_periods, is_admin
 from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
 
 from .calc import cost_by_currency, last_day, parse_period, period_bounds, period_of, present
@@ -26,7 +26,34 @@ class ActionError(ValueError):
 
 
 class NotAllowed(ActionError):
-    pass
+    """The actor may not do this at all: pages and the API answer it with a 403."""
+
+
+# Who may close and reopen a month is decided here and only here; the page, the API, the
+# Django admin and the command line all ask these (docs/chargeback.md, "Who may close").
+CLOSE_REFUSED = "only finance or an admin can close a billing period"
+REOPEN_REFUSED = "only an admin can reopen a closed period"
+
+
+def check_may_close(actor) -> None:
+    """Raise NotAllowed unless `actor` may close months. No actor is the operator at the
+    command line (manage.py close_period without --user), who may."""
+    if actor is not None and not can_close_periods(actor):
+        raise NotAllowed(CLOSE_REFUSED)
+
+
+def may_close(actor) -> bool:
+    """Whether the close button is shown: the same rule as `check_may_close`."""
+    try:
+        check_may_close(actor)
+    except NotAllowed:
+        return False
+    return True
+
+
+def check_may_reopen(actor) -> None:
+    if not is_admin(actor):
+        raise NotAllowed(REOPEN_REFUSED)
 
 
 def _audit(actor, action, target, old=None, new=None):
@@ -113,6 +140,7 @@ def _lock_period(period: str) -> BillingPeriod:
 def do_close_period(period: str, actor=None) -> BillingPeriod:
     """Freeze a month's statement: lines as shown (numbers, rates, teams) and the usage cells
     behind them, so later ingests, rate edits and team moves never change it."""
+    check_may_close(actor)
     period = _period(period)
     if not period_has_ended(period):
         raise ActionError(f"{period} has not ended yet in {billing_zone().key}; it can be closed from "
@@ -259,9 +287,8 @@ def freeze_stored_cells(answer_ids: list[int], period_id: int) -> None:
 
 def do_reopen_period(period: str, actor) -> BillingPeriod:
     """Admins only: drop the frozen statement so the month is computed live again."""
+    check_may_reopen(actor)
     period = _period(period)
-    if not is_admin(actor):
-        raise NotAllowed("only an admin can reopen a closed period")
     with transaction.atomic():
         bp = _lock_period(period)
         if not bp.is_closed:

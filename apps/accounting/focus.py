@@ -78,7 +78,9 @@ def focus_month(period: str) -> FocusMonth:
                           zone=month_zone(period, closed))
     card = rate_card_at(bp.rate_card_version)
     booked = defaultdict(list)
-    for usage_period, *row in FrozenCell.objects.filter(booked_in=bp).values_list("period__period", *_FROZEN_AS_CELL):
+    # Read in chunks (a server-side cursor on Postgres): the rows are never all held as well as the cells.
+    frozen = FrozenCell.objects.filter(booked_in=bp).values_list("period__period", *_FROZEN_AS_CELL)
+    for usage_period, *row in frozen.iterator(chunk_size=5000):
         booked[usage_period].append(frozen_cell(*row))
     days = day_figures(booked.pop(period, []), card)
     for earlier, cells in booked.items():

@@ -21,7 +21,7 @@ from .days import day_start
 from .latedata import delta_cells
 from .models import BillingPeriod, FrozenCell, MonthAnswer
 from .pricing import load_rate_card
-from .timeparse import billing_zone, in_zone
+from .timeparse import MAX_YEAR, MIN_YEAR, billing_zone, in_zone
 from .usage import UsageFilter, merge_spans, span_starts, usage_cells
 
 
@@ -178,6 +178,8 @@ def whole_month(f: UsageFilter) -> str | None:
     """The billing month a window is exactly, or None."""
     zone = billing_zone()
     period = period_of(f.start.astimezone(zone).date())
+    if not MIN_YEAR <= int(period[:4]) <= MAX_YEAR:    # a default start a week before 1 January 2000
+        return None
     start, end = period_bounds(period, zone)
     if f.start.astimezone(timezone.utc) == start.astimezone(timezone.utc) and \
             f.end.astimezone(timezone.utc) == end.astimezone(timezone.utc):

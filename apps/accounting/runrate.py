@@ -10,22 +10,22 @@ month's ledger (`ledger.py`: the statement's figure, adjustments included), the 
 (`figures.shown_hours`). Days are counted from the ingest watermark (`data_instant`), not the
 clock.
 
-One function (`forecast_payload`) turns a month's forecasts into what the API, the team page
-and the chargeback page show.
+The forecasts here are data (Decimals, per team and currency); `apps/reports/forecast_rows.py`
+turns them into what the API, the team page and the chargeback page show.
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone as dt_timezone
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.utils import timezone
 
-from .calc import BASIS_PROFILE, RateCard, billed_cost, last_day, period_bounds, present, to_decimal
+from .calc import BASIS_PROFILE, RateCard, billed_cost, last_day, period_bounds, to_decimal
 from .days import day_of, day_start
 from .figures import shown_hours
-from .forecast import LOOKBACK_DAYS, Forecast, days_left, forecast_by_day, history
+from .forecast import LOOKBACK_DAYS, Forecast, forecast_by_day, history
 from .pricing import load_rate_card, price_cells_by_currency
 from .usage import UsageFilter, billing_zone, group_key, usage_cells
 
@@ -229,55 +229,3 @@ def _money(team, history_days, month_cells, booked, today, left, period, card, g
     return [TeamForecast(team, cur, forecast_by_day(booked.get(cur, Decimal(0)), history_days, value_in(cur),
                                                     today, left, last, goes_on=goes_on), unpriced)
             for cur in currencies]
-
-
-# ---------------------------------------------------------------- as shown
-
-def _iso(instant: datetime) -> str:
-    return instant.astimezone(dt_timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def _shown(amount: Decimal, currency: str | None):
-    """Money as a decimal string in the currency's minor unit; GPU-hours as a number (6 places)."""
-    return present(amount, currency) if currency else round(float(amount), 6)
-
-
-def team_row(t: TeamForecast, unit: str = MONEY) -> dict:
-    f, cur = t.forecast, t.currency
-    row = {"team": t.team, "currency": cur}
-    for name in ("month_to_date", "projected", "low", "high"):
-        row[name] = _shown(getattr(f, name), cur) if f else None
-    row["weekday_daily"] = _shown(f.weekday.mean, cur) if f else None
-    row["weekend_daily"] = _shown(f.weekend.mean, cur) if f else None
-    row["history_days"] = f.history_days if f else 0
-    row["unpriced_gpu_hours"] = t.unpriced_gpu_hours
-    if f is not None:
-        row["note"] = None
-    elif unit == MONEY and cur is None:
-        row["note"] = "no priced usage: nothing to project"
-    else:
-        row["note"] = f"no usage in the last {LOOKBACK_DAYS} complete days: too new to project"
-    return row
-
-
-def forecast_payload(month: MonthForecast) -> dict:
-    """The forecasts as the API answers them and the pages show them: amounts as decimal strings
-    in the currency's minor unit (GPU-hours as numbers), the days left as numbers."""
-    left = days_left(month.today, month.today_left, month.last_day)
-    return {
-        "period": month.period,
-        "as_of": _iso(month.as_of),
-        "unit": month.unit,
-        "lookback_days": LOOKBACK_DAYS,
-        "weekdays_left": round(float(left.weekdays), 6),
-        "weekend_days_left": round(float(left.weekend_days), 6),
-        "results": [team_row(t, month.unit) for t in month.teams],
-    }
-
-
-def forecasts_by_team(payload: dict) -> dict[str, list[dict]]:
-    """team -> its rows (one per currency), for the pages' tables."""
-    out: dict[str, list[dict]] = defaultdict(list)
-    for row in payload["results"]:
-        out[row["team"]].append(row)
-    return dict(out)

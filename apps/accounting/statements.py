@@ -1,21 +1,20 @@
 """Monthly chargeback statements: open periods from the stored month answers (computed when
 stale, docs/performance.md), closed periods read back from their frozen lines.
 
-One function (`statement_payload`) turns a statement into the rows that the API, the CSV,
-the XLSX and the HTML page all show (docs/conventions.md, "One home per concept"), so they cannot disagree.
+A statement here is data: its lines with their exact and shown costs as Decimals. How it is
+shown — the rows the API, the CSV, the XLSX and the HTML page all show — is
+`apps/reports/statement_rows.py` (docs/conventions.md, "One query, every output").
 """
 from __future__ import annotations
 
-from collections import defaultdict
 from dataclasses import dataclass, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.utils import timezone
 
-from .calc import (BASIS_PROFILE, Line, RateCard, assign_shown, build_lines, cost_by_currency, ensure_shown,
-                   period_bounds, period_of, present, shown_amounts, spread_shared_idle, to_decimal)
-from .figures import shown_efficiency, shown_hours, shown_ratio
+from .calc import (Line, RateCard, assign_shown, build_lines, cost_by_currency, period_bounds, period_of,
+                   shown_amounts, spread_shared_idle, to_decimal)
 from .answers import read_inputs, stored_answers
 from .models import BillingPeriod, MonthAnswer, Rate, StatementLine, UsageHour
 from .months import (_FROZEN_AS_CELL, closed_before, closed_periods, day_parts, frozen_cells, late_cells, month_cells,
@@ -23,7 +22,6 @@ from .months import (_FROZEN_AS_CELL, closed_before, closed_periods, day_parts, 
 from .pricing import load_rate_card
 from .usage import billing_zone
 
-GROUP_BYS = ("team", "namespace")
 SHARED_IDLE = ("apart", "spread")
 UNALLOCATED_KEY = "unallocated"
 
@@ -46,7 +44,7 @@ class Statement:
     closed: bool
     lines: list[Line]
     closed_at: object = None
-    rate_card: dict | None = None     # {"version", "changed_at"}: the card's last change it used
+    rate_card: RateCardUsed | None = None   # the card's last change it used
     zone: str = ""                    # the zone its days and bounds are in (a closed month's close zone)
 
 
@@ -123,12 +121,16 @@ def line_from_row(r: StatementLine) -> Line:
                 adjusts_period=r.adjusts_period, fixed_cost=r.cost)
 
 
-def _rate_card(version, changed_at) -> dict | None:
+@dataclass(frozen=True)
+class RateCardUsed:
     """Which rate card a statement used: the version (id of its last change in the rate
     history, Django admin → Rates → History) and when that change was made."""
-    if version is None:
-        return None
-    return {"version": version, "changed_at": changed_at.isoformat() if changed_at else None}
+    version: int
+    changed_at: datetime | None
+
+
+def _rate_card(version, changed_at) -> RateCardUsed | None:
+    return None if version is None else RateCardUsed(version, changed_at)
 
 
 def statement(period: str, *, shared_idle: str = "apart") -> Statement:
@@ -150,7 +152,7 @@ def statement(period: str, *, shared_idle: str = "apart") -> Statement:
     return result
 
 
-# ---------------------------------------------------------------- presentation rows
+# ---------------------------------------------------------------- lines as a statement groups them
 
 def line_group(line: Line, group_by: str) -> tuple:
     if not line.team:
@@ -168,111 +170,12 @@ def visible(lines: list[Line], scope) -> list[Line]:
     return [line for line in lines if line.team and line.team in scope]
 
 
-def line_row(line: Line, shown_cost: Decimal | None) -> dict:
-    return {
-        "kind": line.kind,
-        "adjusts_period": line.adjusts_period or None,
-        "team": line.team or None,
-        "cluster": line.cluster,
-        "namespace": line.namespace,
-        "gpu_model": line.gpu_model,
-        "mig_profile": line.mig_profile,
-        "price_class": line.price_class or None,
-        "allocated_gpu_hours": shown_hours(line.allocated_gpu_seconds),
-        "used_gpu_hours": shown_hours(line.used_gpu_seconds),
-        "efficiency": shown_ratio(line.efficiency),
-        "billed_hours": shown_hours(line.billed_seconds) if line.hourly_rate is not None else None,
-        "billed_unit": ("instance-hour" if line.rate_basis == BASIS_PROFILE else "GPU-hour")
-        if line.hourly_rate is not None else None,
-        "hourly_rate": str(line.hourly_rate) if line.hourly_rate is not None else None,
-        "currency": line.currency or None,
-        "unpriced": not line.priced,
-        "cost": present(shown_cost, line.currency) if shown_cost is not None else None,
-    }
-
-
 def shown_costs(lines: list[Line]) -> list[Decimal | None]:
     """The lines' costs as shown: those the statement was rounded to as a whole (`calc.shown_amounts`,
     docs/chargeback.md "Rounding"); lines never on a rounded statement are rounded here, as one."""
     if any(line.shown is None and line.cost is not None for line in lines):
         return shown_amounts(lines)
     return [line.shown if line.cost is not None else None for line in lines]
-
-
-def group_row(key: tuple, lines: list[Line], with_lines: bool = True) -> dict:
-    shown = shown_costs(lines)
-    totals: dict[str, Decimal] = defaultdict(Decimal)
-    adjustments: dict[str, Decimal] = defaultdict(Decimal)
-    for line, amount in zip(lines, shown):
-        if amount is not None:
-            totals[line.currency] += amount
-            if line.kind == "adjustment":
-                adjustments[line.currency] += amount
-    usage = [line for line in lines if line.kind in ("usage", "unallocated")]
-    allocated = sum((line.allocated_gpu_seconds for line in usage), Decimal(0))
-    used = sum((line.used_gpu_seconds for line in usage), Decimal(0))
-    unpriced = sum((line.allocated_gpu_seconds for line in lines if not line.priced), Decimal(0))
-    single = next(iter(totals)) if len(totals) == 1 else None   # the one currency, if only one
-    return {
-        "key": key[0],
-        "team": key[1] or None,
-        "cluster": key[2] or None,
-        "namespace": key[3] or None,
-        "allocated_gpu_hours": shown_hours(allocated),
-        "used_gpu_hours": shown_hours(used),
-        "efficiency": shown_efficiency(used, allocated),
-        "unpriced_gpu_hours": shown_hours(unpriced),
-        # Several currencies are never added up: cost is then null and costs_by_currency lists them.
-        "cost": present(totals[single], single) if single is not None else None,
-        "currency": single,
-        "costs_by_currency": {c: present(a, c) for c, a in sorted(totals.items())},
-        # The part of the cost that is adjustments: late data of closed months billed in this one
-        # (docs/chargeback.md, "Adjustments"); "0.00" in the row's one currency when it has none.
-        "adjustments": present(adjustments.get(single, Decimal(0)), single) if single is not None else None,
-        "adjustments_by_currency": {c: present(a, c) for c, a in sorted(adjustments.items())},
-        "adjusted_periods": sorted({line.adjusts_period for line in lines if line.kind == "adjustment"}),
-        "lines": [line_row(line, amount) for line, amount in zip(lines, shown)] if with_lines else [],
-    }
-
-
-def statement_payload(stmt: Statement, group_by: str, scope, shared_idle: str = "apart", *,
-                      lines_of: set[str] | None = None) -> dict:
-    """The statement as shown. `lines_of`: only these groups' rows carry their line rows (the
-    page shows one team's lines at a time); None: every group's do. Totals never change."""
-    groups: dict[tuple, list[Line]] = defaultdict(list)
-    for line in visible(ensure_shown(stmt.lines), scope):
-        groups[line_group(line, group_by)].append(line)
-    ordered = sorted(groups, key=lambda k: (k[0] == UNALLOCATED_KEY, k[0]))
-    results = [group_row(k, groups[k], lines_of is None or k[0] in lines_of) for k in ordered]
-    totals: dict[str, Decimal] = defaultdict(Decimal)
-    adjustments: dict[str, Decimal] = defaultdict(Decimal)
-    for row in results:
-        for currency, amount in row["costs_by_currency"].items():
-            totals[currency] += Decimal(amount)
-        for currency, amount in row["adjustments_by_currency"].items():
-            adjustments[currency] += Decimal(amount)
-    return {
-        "period": stmt.period,
-        "group_by": group_by,
-        "closed": stmt.closed,
-        "closed_at": stmt.closed_at.isoformat() if stmt.closed_at else None,
-        "rate_card": stmt.rate_card,
-        "shared_idle": shared_idle,
-        "totals_by_currency": {c: present(a, c) for c, a in sorted(totals.items())},
-        "adjustments_by_currency": {c: present(a, c) for c, a in sorted(adjustments.items())},
-        "adjusted_periods": sorted({p for row in results for p in row["adjusted_periods"]}),
-        "results": results,
-    }
-
-
-def csv_rows(payload: dict) -> list[dict]:
-    """One CSV row per statement line, with its group key first."""
-    return [{"key": row["key"], **line} for row in payload["results"] for line in row["lines"]]
-
-
-CSV_COLUMNS = ["key", "kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model", "mig_profile",
-               "price_class", "allocated_gpu_hours", "used_gpu_hours", "efficiency", "billed_hours",
-               "billed_unit", "hourly_rate", "currency", "unpriced", "cost"]
 
 
 def clusters_behind(period: str) -> list[str]:
@@ -288,5 +191,5 @@ def period_has_ended(period: str) -> bool:
     return period_bounds(period, billing_zone())[1] <= timezone.now()
 
 
-__all__ = ["statement", "statement_payload", "compute_open", "closing_computation", "frozen_cells", "_FROZEN_AS_CELL",
-           "csv_rows", "CSV_COLUMNS", "GROUP_BYS", "SHARED_IDLE", "cost_by_currency"]
+__all__ = ["statement", "compute_open", "closing_computation", "frozen_cells", "_FROZEN_AS_CELL", "line_group",
+           "visible", "shown_costs", "UNALLOCATED_KEY", "SHARED_IDLE", "cost_by_currency", "RateCardUsed"]

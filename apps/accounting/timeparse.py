@@ -22,6 +22,19 @@ MIN_YEAR, MAX_YEAR = 2000, 2100
 YEARS_TEXT = f"years {MIN_YEAR}-{MAX_YEAR} only"
 MAX_LENGTH = 64   # the longest ISO 8601 instant is 32 characters; anything longer is not one
 
+# The same rules as regular expressions, for the OpenAPI document (docs/api.md): a client that
+# sends what they match is never refused for the value alone. Days are those of their month
+# (29 February in leap years only: 2000 is one, 2100 is not).
+YEAR_PATTERN = r"(20[0-9]{2}|2100)"
+_LEAP_YEAR = r"20(0[048]|[2468][048]|[13579][26])"
+DATE_PATTERN = (rf"({YEAR_PATTERN}-(0[13578]|1[02])-(0[1-9]|[12][0-9]|3[01])"
+                rf"|{YEAR_PATTERN}-(0[469]|11)-(0[1-9]|[12][0-9]|30)"
+                rf"|{YEAR_PATTERN}-02-(0[1-9]|1[0-9]|2[0-8])"
+                rf"|{_LEAP_YEAR}-02-29)")
+PERIOD_PATTERN = rf"^{YEAR_PATTERN}-(0[1-9]|1[0-2])$"
+INSTANT_PATTERN = (rf"^{DATE_PATTERN}"
+                   r"(T([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,6})?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?$")
+
 
 # A closed month is read in the zone it was closed in (docs/chargeback.md, "3. Close the month"):
 # `in_zone` sets it for the work done inside, and `billing_zone()` answers it there.

@@ -88,6 +88,7 @@ class _Writer:
         self.spans_changed: set[tuple] = set()
         self.duplicates = 0
         self.labels_seen: dict[str, rollup.NamespaceLabelRecord] = {}   # the run's, merged at its end
+        self.owners: dict[tuple[str, str], PodOwner] = {}   # the run's pods' workloads, upserted at its end
 
     def _interval(self, data: ChunkData) -> float:
         """The chunk's typical scrape interval: shown to admins, and the duration of a sample
@@ -212,8 +213,8 @@ class _Writer:
         queues = rollup.cluster_queues(k.get("kueue_nominal", []), k.get("kueue_borrowing", []),
                                        k.get("kueue_lending", []), k.get("kueue_pending", []))
         self._upsert_cluster_queues(queues)
-        owners = self._upsert_owners(window, k, {(u.namespace, u.pod) for u in result.usage if u.namespace})
-        self.run.rows_written += len(rows) + len(health) + len(queued) + len(quotas) + len(queues) + owners
+        self._collect_owners(window, k, {(u.namespace, u.pod) for u in result.usage if u.namespace})
+        self.run.rows_written += len(rows) + len(health) + len(queued) + len(quotas) + len(queues)
         self.run.samples_read += result.samples_read
 
     def _kept_hours(self, window: rollup.Window, data: ChunkData) -> set[int]:
@@ -337,21 +338,29 @@ class _Writer:
         ensure_label_teams(label_team_names(seen), self.cluster)
         self.labels_seen.clear()
 
-    def _upsert_owners(self, window: rollup.Window, k: dict, pods: set[tuple[str, str]]) -> int:
+    def _collect_owners(self, window: rollup.Window, k: dict, pods: set[tuple[str, str]]) -> None:
         """The workload of every pod that held a GPU in the chunk (docs/advice-and-alerts.md,
-        "Right-sizing"), upserted: a pod keeps its owner for life, so a re-run writes the same."""
+        "Right-sizing"), kept for the run's end: the latest chunk that saw a pod gives its row."""
         found = rollup.pod_owners(k.get("pod_owner", []), k.get("replicaset_owner", []), k.get("job_owner", []),
                                   k.get("notebook_labels", []))
         seen = from_unix(window.end)
-        rows = [PodOwner(cluster=self.cluster, namespace=o.namespace, pod=o.pod, owner_kind=o.owner_kind,
-                         owner_name=o.owner_name, workload_kind=o.workload_kind, workload_name=o.workload_name,
-                         last_seen=seen)
-                for key, o in sorted(found.items()) if key in pods]
+        for key, o in found.items():
+            if key in pods and (key not in self.owners or self.owners[key].last_seen <= seen):
+                self.owners[key] = PodOwner(cluster=self.cluster, namespace=o.namespace, pod=o.pod,
+                                            owner_kind=o.owner_kind, owner_name=o.owner_name,
+                                            workload_kind=o.workload_kind, workload_name=o.workload_name,
+                                            last_seen=seen)
+
+    def _upsert_owners(self) -> None:
+        """The run's owners in one upsert (once per run, not per chunk: a pod seen in every chunk
+        was rewritten each time); a pod keeps its owner for life, so a re-run writes the same."""
+        rows = [self.owners[key] for key in sorted(self.owners)]
+        self.owners = {}
         PodOwner.objects.bulk_create(rows, batch_size=BULK, update_conflicts=True,
                                      unique_fields=["cluster", "namespace", "pod"],
                                      update_fields=["owner_kind", "owner_name", "workload_kind", "workload_name",
                                                     "last_seen"])
-        return len(rows)
+        self.run.rows_written += len(rows)
 
     def _upsert_cluster_queues(self, queues) -> None:
         for q in queues:
@@ -373,6 +382,7 @@ class _Writer:
 
     def finish(self) -> None:
         self._write_device_spans()
+        self._upsert_owners()
         if self.duplicates:
             self.warnings.insert(0, f"{self.duplicates} duplicate utilization sample(s) (copies of a device's series "
                                     "from a Prometheus HA pair, several scrape jobs or an exporter restart) were "

@@ -15,17 +15,15 @@ from decimal import ROUND_FLOOR, Decimal
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from apps.accounting.calc import period_of
 from apps.accounting.figures import IdleHour, idle_stretches, shown_hours
 from apps.accounting.ledger import team_month
-from apps.accounting.models import UsageHour
+from apps.accounting.rollup_reader import HourTeams, idle_hours_since
 from apps.accounting.usage import UsageFilter, billing_zone, group_cells, usage_cells
 from apps.accounting.words import duration_text
 from apps.teams.models import AuditEvent
-from apps.teams.resolve import TeamResolver
 
 from .models import Alert, AlertDelivery, TeamBudget
 
@@ -139,31 +137,29 @@ class IdleEpisode:
     open: bool
     gpus: float
     gpu_model: str
+    team: str = ""
 
 
-def idle_episodes_since(since: datetime, min_seconds: float) -> list[IdleEpisode]:
-    """Long idle stretches of every device-pod with hours since `since`, one per pod and start."""
-    rows = (UsageHour.objects.filter(hour_start__gte=since).exclude(namespace="")
-            .filter(Q(idle_prefix_seconds__gt=0) | Q(idle_suffix_seconds__gt=0) | Q(idle_max_run_seconds__gt=0))
-            .order_by("cluster_id", "device_id", "namespace", "pod", "hour_start")
-            .values_list("cluster_id", "device_id", "namespace", "pod", "hour_start", "idle_prefix_seconds",
-                         "idle_suffix_seconds", "idle_max_run_seconds", "idle_whole_hour", "gpu_fraction",
-                         "gpu_model"))
+def idle_episodes_since(since: datetime, min_seconds: float, rule: HourTeams | None = None) -> list[IdleEpisode]:
+    """Long idle stretches of every device-pod with hours since `since`, one per pod, team and
+    start: a stretch never joins hours of two teams, so a pod idle across a re-org is two
+    episodes, each its team's (docs/teams-and-relabels.md, "Which team owns an hour")."""
     per_device = defaultdict(list)
     meta = {}
-    for cluster_id, device_id, ns, pod, hour, prefix, suffix, max_run, whole, fraction, model in rows:
-        key = (cluster_id, device_id, ns, pod)
+    for cluster_id, device_id, ns, pod, team, hour, prefix, suffix, max_run, whole, fraction, model in (
+            idle_hours_since(since, rule or HourTeams())):
+        key = (cluster_id, device_id, ns, pod, team)
         per_device[key].append(IdleHour(int(hour.timestamp()), prefix, suffix, max_run, whole))
         meta[key] = (fraction, model)
     episodes: dict[tuple, IdleEpisode] = {}
     for key, hours in per_device.items():
-        cluster_id, _device, ns, pod = key
+        cluster_id, _device, ns, pod, team = key
         fraction, model = meta[key]
         for e in idle_stretches(hours, min_seconds):
             k = (cluster_id, ns, pod, e.start)
             found = episodes.get(k)
             if found is None:
-                episodes[k] = IdleEpisode(cluster_id, ns, pod, e.start, e.idle_seconds, e.open, fraction, model)
+                episodes[k] = IdleEpisode(cluster_id, ns, pod, e.start, e.idle_seconds, e.open, fraction, model, team)
             else:
                 found.gpus += fraction
                 found.idle_seconds = max(found.idle_seconds, e.idle_seconds)
@@ -182,7 +178,6 @@ def check_idle(now: datetime | None = None, *, lookback_hours: int | None = None
     episodes = idle_episodes_since(since, min_seconds)
     if not episodes:
         return []
-    resolver = TeamResolver()
     budgets = {b.team.name: b for b in TeamBudget.objects.select_related("team")}
     from apps.clusters.models import Cluster
     cluster_names = dict(Cluster.objects.values_list("id", "name"))
@@ -191,18 +186,18 @@ def check_idle(now: datetime | None = None, *, lookback_hours: int | None = None
         start = datetime.fromtimestamp(e.start, tz=dt_timezone.utc)
         end = start + timedelta(seconds=e.idle_seconds)
         # The same episode seen through another lookback (cut at the window's start, or with
-        # late hours backfilled) may appear to start elsewhere: an alert for the same pod whose
-        # stretch overlaps or touches this one is that episode; widen it, raise nothing.
+        # late hours backfilled) may appear to start elsewhere: an alert for the same pod and team
+        # whose stretch overlaps or touches this one is that episode; widen it, raise nothing.
         touch = timedelta(seconds=60)
         earlier = (Alert.objects.filter(kind=Alert.Kind.IDLE, cluster_id=e.cluster_id, namespace=e.namespace,
-                                        pod=e.pod, episode_start__lte=end + touch,
+                                        pod=e.pod, team=e.team, episode_start__lte=end + touch,
                                         episode_end__gte=start - touch)
                    .order_by("episode_start").first())
         if earlier is not None:
             Alert.objects.filter(pk=earlier.pk).update(episode_start=min(start, earlier.episode_start),
                                                        episode_end=max(end, earlier.episode_end))
             continue
-        team = resolver.team(e.cluster_id, e.namespace, start.astimezone(billing_zone()).date(), start)
+        team = e.team
         minutes = int(e.idle_seconds // 60)
         cluster = cluster_names.get(e.cluster_id, "?")
         text = (f"Idle GPUs: pod {e.namespace}/{e.pod} on {cluster} has held {e.gpus:g} {e.gpu_model} "

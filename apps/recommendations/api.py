@@ -7,7 +7,7 @@ from rest_framework.views import APIView
 
 
 from .advice import CSV_COLUMNS, advice_rows, params_from_settings
-from .query import advice_query_for
+from .query import WINDOW_DAYS_SCHEMA, advice_query_for
 
 
 RESOURCE_FIELDS = {
@@ -45,7 +45,8 @@ class QuotaRecommendationsView(APIView):
             OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name; default all clusters"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team only (team leads: one of theirs, "
                              "else 403)"),
-            OpenApiParameter("window_days", OpenApiTypes.INT, description="trailing window; default 28"),
+            OpenApiParameter("window_days", WINDOW_DAYS_SCHEMA,
+                             description="trailing window in days, 1 to 366; default 28"),
         ],
         responses=inline_serializer("QuotaRecommendations", {
             "cluster": serializers.CharField(allow_null=True), "window_days": serializers.IntegerField(),

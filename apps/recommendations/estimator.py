@@ -119,11 +119,14 @@ def estimate(hourly: Sequence[float], params: Params = Params()) -> Estimate:
     target = ceil_whole(with_margin(p90, params.margin))
     if target == 0 and any(v > 0 for v in hourly):
         target = 1          # used at all: a quota of 0 would forbid what ran
+    # A quota is whole GPUs: the upper bound never sits below what is needed, or "needed 5"
+    # would stand beside "bounds 4.44 – 4.76" and a quota of 5 be told to lower itself to 5
+    # (docs/advice-and-alerts.md, "Bounds").
     return Estimate(
         hours=len(hourly), days=days, p50=p50, p90=p90, p95=p95,
         target=target,
         lower_bound=confidence_lower(with_margin(p50, params.margin), days),
-        upper_bound=confidence_upper(with_margin(p95, params.margin), days),
+        upper_bound=max(float(target), confidence_upper(with_margin(p95, params.margin), days)),
     )
 
 
@@ -222,10 +225,12 @@ def verdict(h: ResourceHistory, est: Estimate, params: Params = Params()) -> tup
         note = (f" ({_num(capacity_wait)} GPU-hours queued with quota to spare: "
                 "pending pods wait for capacity, not quota)")
     if h.hard > est.upper_bound:
+        upper = (f"{est.upper_bound:.2f} (P95 × 1.15 over {est.days:.1f} days)" if est.upper_bound > est.target
+                 else f"{est.target} (what is needed)")
         if eff is None or eff < params.low_efficiency:
-            return OVER, (f"quota {_num(h.hard)} is above the upper bound {est.upper_bound:.2f} "
-                          f"(P95 × 1.15 over {est.days:.1f} days) and {eff_text}: lower it to {est.target}" + note)
-        return OK, (f"quota {_num(h.hard)} is above the upper bound {est.upper_bound:.2f} but {eff_text}, "
+            return OVER, (f"quota {_num(h.hard)} is above the upper bound {upper} and {eff_text}: "
+                          f"lower it to {est.target}" + note)
+        return OK, (f"quota {_num(h.hard)} is above the upper bound {upper} but {eff_text}, "
                     f"at least {params.low_efficiency:.0%}: the GPUs it holds are well used, keep {_num(h.hard)}"
                     + note)
     return OK, (f"quota {_num(h.hard)} lies within what {est.days:.1f} days of history support "

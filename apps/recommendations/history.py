@@ -5,10 +5,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Min, Sum
-
 from apps.accounting.figures import gpu_hours
-from apps.accounting.models import QueuedDemandHour, QuotaHour, UsageHour
+from apps.accounting import rollup_reader
 
 from .manifests import is_gpu_quota_resource, quota_resource_for, quota_resource_from_request
 
@@ -59,22 +57,9 @@ def series(by_hour: dict[datetime, float], start: datetime, end: datetime) -> li
     return [by_hour.get(t, 0.0) for t in hour_range(start, end)]
 
 
-def first_hours(cluster_ids, end: datetime) -> dict[tuple[int, str], datetime]:
-    """When each namespace first appears in the rollups (usage or quota), at any time before end."""
-    first: dict[tuple[int, str], datetime] = {}
-    usage = (UsageHour.objects.filter(cluster_id__in=cluster_ids, hour_start__lt=end).exclude(namespace="")
-             .values("cluster_id", "namespace").annotate(first=Min("hour_start")).order_by())
-    quota = (QuotaHour.objects.filter(cluster_id__in=cluster_ids, hour_start__lt=end)
-             .values("cluster_id", "namespace").annotate(first=Min("hour_start")).order_by())
-    for r in list(usage) + list(quota):
-        key = (r["cluster_id"], r["namespace"])
-        first[key] = min(first.get(key, r["first"]), r["first"])
-    return first
-
-
 def namespace_histories(cluster_ids, start: datetime, end: datetime) -> dict[tuple[int, str], NamespaceHistory]:
     """Four aggregate queries whatever the number of namespaces, devices or pods."""
-    first = first_hours(cluster_ids, end)
+    first = rollup_reader.first_hours(cluster_ids, end)
     out: dict[tuple[int, str], NamespaceHistory] = {}
 
     def get(cluster_id, namespace):
@@ -84,30 +69,21 @@ def namespace_histories(cluster_ids, start: datetime, end: datetime) -> dict[tup
             h = out[key] = NamespaceHistory(cluster_id, namespace, max(start, first.get(key, start)))
         return h
 
-    window = {"cluster_id__in": cluster_ids, "hour_start__gte": start, "hour_start__lt": end}
-    hourly = (UsageHour.objects.filter(**window).exclude(namespace="")
-              .values("cluster_id", "namespace", "mig_profile", "hour_start")
-              .annotate(gpu_s=Sum("gpu_seconds"), mig_s=Sum("mig_seconds")).order_by())
+    hourly = rollup_reader.namespace_hours(cluster_ids, start, end)
     for r in hourly:
         resource = quota_resource_for(r["mig_profile"])
         seconds = r["mig_s"] if r["mig_profile"] else r["gpu_s"]
         get(r["cluster_id"], r["namespace"]).hourly[resource][r["hour_start"]] = gpu_hours(seconds or 0.0)
-    totals = (UsageHour.objects.filter(**window).exclude(namespace="")
-              .values("cluster_id", "namespace", "mig_profile", "gpu_model")
-              .annotate(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds")).order_by())
+    totals = rollup_reader.namespace_model_totals(cluster_ids, start, end)
     for r in totals:
         h = get(r["cluster_id"], r["namespace"])
         resource = quota_resource_for(r["mig_profile"])
         h.allocated_gpu_seconds[resource] += r["gpu_s"] or 0.0
         h.used_gpu_seconds[resource] += r["used_s"] or 0.0
         h.model_seconds[resource][r["gpu_model"]] += r["gpu_s"] or 0.0
-    quota_rows = list(QuotaHour.objects.filter(**window, hard__isnull=False)
-                      .values_list("cluster_id", "namespace", "resource", "hour_start", "hard", "used_max",
-                                   "seconds_at_hard").order_by("hour_start"))
+    quota_rows = rollup_reader.quota_hours(cluster_ids, start, end)
     quota_at = {(c, ns, res, hour): (hard, used) for c, ns, res, hour, hard, used, _ in quota_rows}
-    queued = (QueuedDemandHour.objects.filter(**window)
-              .values("cluster_id", "namespace", "resource", "hour_start")
-              .annotate(q=Sum("queued_gpu_seconds"), requested=Sum("requested")).order_by())
+    queued = rollup_reader.queued_hours(cluster_ids, start, end)
     for r in queued:
         resource = quota_resource_from_request(r["resource"])
         if resource:
@@ -132,9 +108,7 @@ def namespace_histories(cluster_ids, start: datetime, end: datetime) -> dict[tup
 def cluster_models(cluster_ids, start: datetime, end: datetime):
     """Each cluster's most common GPU model per quota resource (capacity seconds) — the model to
     price a quota nobody used — and each (model, MIG profile)'s GPU fraction, as rolled up."""
-    rows = (UsageHour.objects.filter(cluster_id__in=cluster_ids, hour_start__gte=start, hour_start__lt=end)
-            .values("cluster_id", "mig_profile", "gpu_model")
-            .annotate(s=Sum("gpu_seconds"), mig_s=Sum("mig_seconds")).order_by())
+    rows = rollup_reader.capacity_by_model(cluster_ids, start, end)
     best: dict[tuple[int, str], tuple[float, str]] = {}
     fractions: dict[tuple[str, str], float] = {}
     for r in rows:

@@ -7,6 +7,10 @@ from apps.teams.access import can_see_money, money_scope, require_team, team_sco
 
 from .advice import AdviceQuery
 
+MIN_WINDOW_DAYS, MAX_WINDOW_DAYS = 1, 366
+# The OpenAPI parameter of both advice endpoints (docs/api.md): its bounds are the parser's.
+WINDOW_DAYS_SCHEMA = {"type": "integer", "minimum": MIN_WINDOW_DAYS, "maximum": MAX_WINDOW_DAYS}
+
 
 def advice_query_for(request) -> AdviceQuery:
     """The same parsing for the page, the API and the CSV."""
@@ -20,8 +24,9 @@ def advice_query_for(request) -> AdviceQuery:
             window_days = int(params["window_days"])
         except ValueError:
             window_days = 0
-        if not 1 <= window_days <= 366:
-            raise ValidationError({"window_days": "window_days must be a whole number of days, 1 to 366"})
+        if not MIN_WINDOW_DAYS <= window_days <= MAX_WINDOW_DAYS:
+            raise ValidationError({"window_days": f"window_days must be a whole number of days, "
+                                                  f"{MIN_WINDOW_DAYS} to {MAX_WINDOW_DAYS}"})
     scope = team_scope(request.user)
     team = (params.get("team") or "").strip() or None
     if team:   # one team only; a team lead asking for another team's gets 403, like every other view

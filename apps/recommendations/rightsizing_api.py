@@ -6,6 +6,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from .query import WINDOW_DAYS_SCHEMA
 from .rightsizing import ACTIONS
 from .rightsizing_query import rightsize_query_for
 from .rightsizing_rows import CSV_COLUMNS, public, rightsizing_rows, total_saving
@@ -40,7 +41,8 @@ class RightsizingView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name; default all clusters"),
-            OpenApiParameter("window_days", OpenApiTypes.INT, description="trailing window; default 28"),
+            OpenApiParameter("window_days", WINDOW_DAYS_SCHEMA,
+                             description="trailing window in days, 1 to 366; default 28"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team's workloads only"),
         ],
         responses=inline_serializer("Rightsizing", {

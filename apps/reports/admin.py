@@ -1,9 +1,9 @@
 """Django admin: who receives the statements by e-mail, and every delivery (failures first to see)."""
 from django.contrib import admin, messages
 
-from .delivery import do_delete_recipient, do_save_recipient, statement_recipients
+from .recipients import do_delete_recipient, do_save_recipient, statement_recipients
 from .models import StatementDelivery, StatementRecipient
-from apps.web.dependencies import queue_or_run
+from apps.notifications.sending import queue_after_commit
 
 from .tasks import send_statements
 
@@ -50,5 +50,5 @@ class StatementDeliveryAdmin(admin.ModelAdmin):
         editions = set(queryset.exclude(status=StatementDelivery.Status.SENT)
                        .values_list("period", "occasion", "edition"))
         for period, occasion, edition in sorted(editions):
-            queue_or_run(send_statements, period, occasion, edition)
+            queue_after_commit(send_statements, period, occasion, edition)
         messages.info(request, f"queued {len(editions)} statement edition(s); each sends what has not gone yet")

@@ -85,7 +85,10 @@ def _day_axis(fig: go.Figure, days, partial=None) -> None:
     shown = days[::-1][::step][::-1]
     labels = [f"{d:%b %d}" + (f" ({partial.hours_with_data:.0f} h)" if partial and d == partial.day else "")
               for d in shown]
-    fig.update_xaxes(type="date", hoverformat="%Y-%m-%d", tickmode="array", tickvals=shown, ticktext=labels)
+    # Half a day of room either side: a filled area ends on its last point, and a label there,
+    # centred on the plot's edge, was hidden by the browser.
+    fig.update_xaxes(type="date", hoverformat="%Y-%m-%d", tickmode="array", tickvals=shown, ticktext=labels,
+                     range=[_shifted(days[0], -0.5), _shifted(days[-1], 0.5)])
     if partial is not None and partial.day in days:
         fig.add_vrect(x0=_shifted(partial.day, -0.5), x1=_shifted(partial.day, 0.5), fillcolor="#90a4ae",
                       opacity=0.18, line_width=0, layer="below",

@@ -9,6 +9,7 @@ currency.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
@@ -18,7 +19,7 @@ from apps.accounting.calc import BASIS_PROFILE, Line, apportion, billed_cost, pe
 from apps.accounting.days import day_start
 from apps.accounting.figures import shown_efficiency, shown_hours
 from apps.accounting.focus import DayFigures, FocusMonth, line_key
-from apps.accounting.statement_book import lines_as_shown
+from apps.accounting.statement_facts import lines_as_shown
 from apps.accounting.statements import UNALLOCATED_KEY
 
 FOCUS_VERSION = "1.0"
@@ -69,12 +70,18 @@ class Issuer:
 
 def shown_lines(lines: list[Line], scope) -> list[tuple[Line, Decimal]]:
     """The priced lines the user may see with their cost as the statement by team shows it
-    (`statement_book.lines_as_shown`). Unpriced lines have no cost and no currency, which a
+    (`statement_facts.lines_as_shown`). Unpriced lines have no cost and no currency, which a
     FOCUS row must have: they are left out."""
     return [(line, cost) for line, cost in lines_as_shown(lines, scope) if cost is not None]
 
 
 def focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: bool = True) -> list[dict]:
+    return list(iter_focus_rows(month, scope, issuer, legacy_names=legacy_names))
+
+
+def iter_focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: bool = True) -> Iterator[dict]:
+    """The rows one at a time, line by line and day by day: the export streams them
+    (docs/performance.md, "Exports stream"), so only a line's rows exist at once."""
     zone = month.zone
     start, end = period_bounds(month.period, zone)
     common = {
@@ -84,19 +91,17 @@ def focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: bool =
         "InvoiceIssuerName": issuer.provider_name, "ProviderName": issuer.provider_name,
         "PublisherName": issuer.provider_name, "ServiceCategory": SERVICE_CATEGORY, "ServiceName": SERVICE_NAME,
     }
-    rows = []
     charge_periods = ChargePeriods(month.period, zone)
     for line, cost in shown_lines(month.lines, scope):
         days = month.days.get(line_key(line)) or [DayFigures(None, line.allocated_gpu_seconds,
                                                              line.used_gpu_seconds, line.billed_seconds)]
         costs = apportion(cost, [billed_cost(line.hourly_rate, d.billed_seconds) for d in days], line.currency)
         described = line_columns(line)
-        rows += [{**common, **described, **charge_periods.of(line, d.day), **day_columns(line, d, day_cost)}
-                 for d, day_cost in zip(days, costs)]
-    if legacy_names:
-        for row in rows:
-            row.update({old: row[new] for new, old in LEGACY_NAMES.items()})
-    return rows
+        for d, day_cost in zip(days, costs):
+            row = {**common, **described, **charge_periods.of(line, d.day), **day_columns(line, d, day_cost)}
+            if legacy_names:
+                row.update({old: row[new] for new, old in LEGACY_NAMES.items()})
+            yield row
 
 
 def line_columns(line: Line) -> dict:

@@ -2,24 +2,22 @@
 
 Sheets: Summary (the cover: period, state, scope, totals, data freshness, the rates used), By
 team, By namespace, By GPU model, Adjustments, Lines (the CSV's rows). Every figure is read from
-`accounting.statement_book.StatementBook`, which takes them from the statement the page, the API
+`statement_book.StatementBook`, which takes them from the statement the page, the API
 and the CSV show; this module only lays them out: money as numbers in the currency's minor unit,
 a total row per currency (currencies are never added together), a frozen header row.
 """
-import io
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from django.utils import timezone
-from openpyxl import Workbook
 from openpyxl.styles import Font
 
 from apps.accounting.calc import period_bounds
-from apps.accounting.statement_book import StatementBook
-from apps.accounting.statements import CSV_COLUMNS, csv_rows
 
 from .presets import local_text
-from .xlsx import BOLD, DATE_FORMAT, HOURS_FORMAT, RATIO_FORMAT, fit_columns, put
+from .statement_book import StatementBook
+from .statement_rows import CSV_COLUMNS, csv_rows
+from .xlsx import BOLD, DATE_FORMAT, HOURS_FORMAT, RATIO_FORMAT, Sheet, fit_columns, put, save
 
 TITLE = Font(bold=True, size=14)
 SHEETS = ("Summary", "By team", "By namespace", "By GPU model", "Adjustments", "Lines")
@@ -221,15 +219,11 @@ def lines_sheet(ws, book: StatementBook):
 
 
 def statement_workbook(book: StatementBook) -> bytes:
-    wb = Workbook()
-    wb.active.title = SHEETS[0]
-    summary_sheet(wb.active, book)
-    for name, fill in zip(SHEETS[1:], (by_team_sheet, by_namespace_sheet, by_model_sheet, adjustments_sheet,
-                                       lines_sheet)):
-        fill(wb.create_sheet(name), book)
-    out = io.BytesIO()
-    wb.save(out)
-    return out.getvalue()
+    sheets = [Sheet(name) for name in SHEETS]
+    for sheet, fill in zip(sheets, (summary_sheet, by_team_sheet, by_namespace_sheet, by_model_sheet,
+                                    adjustments_sheet, lines_sheet)):
+        fill(sheet, book)
+    return save(sheets)      # openpyxl's write-only mode (apps/reports/xlsx.py)
 
 
 def workbook_name(period: str) -> str:

@@ -4,7 +4,6 @@ Thin and safe to repeat: each sends only the deliveries not yet sent for its edi
 (apps/reports/delivery.py); on a worker, failed ones are retried with backoff and jitter.
 """
 import logging
-import random
 
 from celery import shared_task
 from django.conf import settings
@@ -12,9 +11,8 @@ from django.utils import timezone
 
 from apps.accounting.calc import period_of
 from apps.accounting.timeparse import billing_zone
-from apps.web.dependencies import queue_or_run
+from apps.notifications.sending import queue, retry_countdown
 
-from .delivery import deliver_statements
 from .models import StatementDelivery
 
 log = logging.getLogger(__name__)
@@ -23,12 +21,15 @@ log = logging.getLogger(__name__)
 @shared_task(bind=True, max_retries=settings.STATEMENT_SEND_MAX_RETRIES, soft_time_limit=900, time_limit=960,
              acks_late=True)
 def send_statements(self, period: str, occasion: str, edition: str):
+    # Imported here: the sending builds workbooks (openpyxl), and this module is loaded by every
+    # process at start-up (apps.py connects the close's signal to it) — `manage.py ingest` too.
+    from .delivery import deliver_statements
+
     failed = deliver_statements(period, occasion, edition)
     if failed and not self.request.is_eager:
         # Eager Celery (no broker) runs this inside the close's request: the failures stay recorded
         # for an admin to send again (Django admin → Statement deliveries), no waiting here.
-        countdown = min(3600, 60 * 2 ** self.request.retries) * random.uniform(0.5, 1.0)
-        raise self.retry(countdown=countdown)
+        raise self.retry(countdown=retry_countdown(self.request.retries))
     return {"period": period, "failed": len(failed)}
 
 
@@ -41,5 +42,7 @@ def send_month_to_date_statements():
 
 
 def queue_close_statements(sender=None, period: str = "", closed_at=None, **kwargs):
-    """`accounting.signals.period_closed` receiver (connected in apps.py): queue the close's mail."""
-    queue_or_run(send_statements, period, StatementDelivery.Occasion.CLOSE, closed_at.isoformat())
+    """`accounting.signals.period_closed` receiver (connected in apps.py): queue the close's mail.
+    The signal is sent once the close has committed (`transaction.on_commit` in accounting), so
+    this queues at once."""
+    queue(send_statements, period, StatementDelivery.Occasion.CLOSE, closed_at.isoformat())

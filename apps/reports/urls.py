@@ -1,6 +1,6 @@
 from django.urls import path
 
-from .views import admin_tools, chargeback, explore, health, idle, overview, team, tokens
+from .views import admin_tools, chargeback, explore, health, idle, overview, team
 
 app_name = "reports"
 
@@ -13,8 +13,6 @@ urlpatterns = [
     path("admin-tools/ingest/", admin_tools.ingest_log, name="ingest-log"),
     path("admin-tools/claims/", admin_tools.label_claims, name="label-claims"),
     path("admin-tools/rates/", admin_tools.rate_upload, name="rate-upload"),
-    path("account/tokens/", tokens.token_list, name="tokens"),
-    path("account/tokens/<int:pk>/revoke/", tokens.token_revoke, name="token-revoke"),
 ]
 
 # The chargeback page, mounted at /chargeback/ under its own namespace (chargeback:statement).

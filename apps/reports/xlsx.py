@@ -5,13 +5,18 @@ Text cells are stored as strings, never as formulas, and escaped like CSV cells 
 Money goes in as numbers, so sums in the sheet work, with a number format showing the
 currency's minor unit and thousands separators (#,##0 for JPY, #,##0.00 for USD, #,##0.000
 for KWD; docs/dates-and-money.md).
-The statement workbook itself is apps/reports/statement_xlsx.py.
+The statement workbook itself is apps/reports/statement_xlsx.py. Its sheets are laid out on
+`Sheet`s (any cell in any order, as a cover needs) and written by `save` through openpyxl's
+write-only mode, row by row into the file: openpyxl never holds a worksheet of cells
+(docs/performance.md, "Exports stream").
 """
 import io
+from collections import defaultdict
 from datetime import date
 from decimal import Decimal
 
 from openpyxl import Workbook
+from openpyxl.cell import WriteOnlyCell
 from openpyxl.cell.cell import ILLEGAL_CHARACTERS_RE, TYPE_STRING
 from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
@@ -34,6 +39,75 @@ def money_format(currency: str | None, amount: Decimal | None = None) -> str:
     if amount is not None:
         digits = max(digits, -min(amount.normalize().as_tuple().exponent, 0))
     return "#,##0." + "0" * digits if digits else "#,##0"
+
+
+class SheetCell:
+    """A cell as laid out: its value and the styles `put` gives it."""
+    __slots__ = ("value", "column", "data_type", "number_format", "font")
+
+    def __init__(self, value, column):
+        self.value, self.column, self.data_type, self.number_format, self.font = value, column, None, None, None
+
+    def written(self, ws) -> WriteOnlyCell:
+        cell = WriteOnlyCell(ws, value=self.value)
+        if self.data_type:
+            cell.data_type = self.data_type
+        if self.number_format:
+            cell.number_format = self.number_format
+        if self.font:
+            cell.font = self.font
+        return cell
+
+
+class ColumnWidth:
+    __slots__ = ("width",)
+
+    def __init__(self):
+        self.width = None
+
+
+class Sheet:
+    """A worksheet being laid out: `cell`, `iter_rows`, `freeze_panes` and `column_dimensions`
+    as openpyxl's, kept as plain values until `save` writes them."""
+
+    def __init__(self, title: str):
+        self.title, self.freeze_panes = title, None
+        self.rows: dict[int, dict[int, SheetCell]] = {}
+        self.column_dimensions: dict[str, ColumnWidth] = defaultdict(ColumnWidth)
+
+    def cell(self, row: int, column: int, value=None) -> SheetCell:
+        cell = self.rows.setdefault(row, {})[column] = SheetCell(value, column)
+        return cell
+
+    def iter_rows(self):
+        for r in sorted(self.rows):
+            yield [self.rows[r][c] for c in sorted(self.rows[r])]
+
+
+def save(sheets: list[Sheet]) -> bytes:
+    """The sheets as one workbook, written in write-only mode: widths and frozen panes first,
+    then each row in order (a gap as an empty row)."""
+    wb = Workbook(write_only=True)
+    for sheet in sheets:
+        ws = wb.create_sheet(sheet.title)
+        if sheet.freeze_panes:
+            ws.freeze_panes = sheet.freeze_panes
+        for letter, dimension in sheet.column_dimensions.items():
+            if dimension.width is not None:
+                ws.column_dimensions[letter].width = dimension.width
+        written = 0
+        for r in sorted(sheet.rows):
+            for _ in range(written + 1, r):
+                ws.append([])
+            cells = sheet.rows[r]
+            row = [None] * max(cells)
+            for c, cell in cells.items():
+                row[c - 1] = cell.written(ws)
+            ws.append(row)
+            written = r
+    out = io.BytesIO()
+    wb.save(out)
+    return out.getvalue()
 
 
 def put(ws, row, col, value, *, money=False, currency=None, number_format=None, bold=False):

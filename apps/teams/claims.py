@@ -39,6 +39,17 @@ def pending_claims() -> list[Claim]:
             for r in rows if (r["namespace_id"], r["team_label"]) not in decided]
 
 
+def first_claimed(namespace: Namespace, team_label: str) -> datetime | None:
+    """The first hour `namespace`'s labels named `team_label` (None: they never did)."""
+    return (NamespaceLabel.objects.filter(namespace=namespace, team_label=team_label)
+            .order_by("valid_from").values_list("valid_from", flat=True).first())
+
+
+def recent_decisions(limit: int = 50):
+    """The newest decided claims, for the admin's claims page."""
+    return LabelClaim.objects.select_related("namespace__cluster", "decided_by").order_by("-decided_at")[:limit]
+
+
 class ClaimError(Exception):
     pass
 

@@ -102,6 +102,16 @@ class TeamResolver:
             out[cluster_id].update(t for t in history.changes(rows) if start < t < end)
         return {c: sorted(ts) for c, ts in out.items() if ts}
 
+    def team_changes(self, start: datetime, end: datetime) -> list[datetime]:
+        """Every instant inside (start, end) at which some namespace may change team: a label
+        change, or the midnight an admin mapping takes effect (docs/teams-and-relabels.md).
+        Between two of them every namespace keeps one team."""
+        zone = ZoneInfo(settings.BILLING_TIMEZONE)
+        out = {t for ts in self.label_changes(start, end).values() for t in ts}
+        for dates in self._dates.values():
+            out.update(t for t in (_midnight(d, zone) for d in dates) if start < t < end)
+        return sorted(out)
+
     def namespaces_of(self, teams) -> set[str] | None:
         """The names of the namespaces that resolve to one of `teams` at some time: mapped to it,
         or labelled with it (as label trust counts labels). None when `unassigned` is among
@@ -127,3 +137,7 @@ class TeamResolver:
 def _first_whole_day(instant: datetime, zone: ZoneInfo) -> date:
     local = instant.astimezone(zone)
     return local.date() if local.time() == time.min else local.date() + timedelta(days=1)
+
+
+def _midnight(day: date, zone: ZoneInfo) -> datetime:
+    return datetime.combine(day, time.min, tzinfo=zone).astimezone(ZoneInfo("UTC"))

@@ -1,9 +1,19 @@
-"""CSV output shared by every list endpoint: same rows as the JSON, formula-safe cells."""
+"""CSV output shared by every list endpoint: same rows as the JSON, formula-safe cells.
+
+Exports whose size grows with the month (the statement, FOCUS, the explorer) stream
+(`streaming_csv`): rows are written as they are made, a few hundred at a time, so neither the
+rows nor the text of the whole file are ever held (docs/performance.md, "Exports stream").
+"""
 import csv
 import io
 import re
+from collections.abc import Iterable, Iterator
 
+from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
+
+CSV_CONTENT_TYPE = "text/csv; charset=utf-8"
+CHUNK_ROWS = 500    # rows per chunk sent: ~0.5 MB of FOCUS text, far below a month's
 
 FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 # A plain decimal number, as money and hours are written ("-10.00", "1234", "0.125"): a
@@ -51,6 +61,39 @@ def rows_to_csv(rows, columns=None):
     for r in flat_rows:
         writer.writerow([safe_cell(r.get(c)) for c in columns])
     return out.getvalue()
+
+
+def csv_chunks(rows: Iterable[dict], columns: list[str], chunk_rows: int = CHUNK_ROWS) -> Iterator[bytes]:
+    """The bytes `rows_to_csv(rows, columns)` writes, in chunks of `chunk_rows` rows, the header
+    first: each row is written when it is taken from `rows` and dropped once sent."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\r\n")
+    writer.writerow(columns)
+    yield _drain(out)
+    pending = 0
+    for row in rows:
+        flat = flatten_row(row)
+        writer.writerow([safe_cell(flat.get(c)) for c in columns])
+        pending += 1
+        if pending == chunk_rows:
+            yield _drain(out)
+            pending = 0
+    if pending:
+        yield _drain(out)
+
+
+def _drain(out: io.StringIO) -> bytes:
+    data = out.getvalue().encode("utf-8")
+    out.seek(0)
+    out.truncate()
+    return data
+
+
+def streaming_csv(rows: Iterable[dict], columns: list[str], filename: str) -> StreamingHttpResponse:
+    """A CSV download fed by `rows` as the client reads it (an attachment named `filename`)."""
+    response = StreamingHttpResponse(csv_chunks(rows, columns), content_type=CSV_CONTENT_TYPE)
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
 
 
 class SafeCSVRenderer(BaseRenderer):

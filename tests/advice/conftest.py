@@ -41,8 +41,3 @@ def fleet(db):
     vision = f.assign(c, "ml", "vision")
     search = f.assign(c, "infer", "search")
     return {"cluster": c, "vision": vision, "search": search}
-
-
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]

@@ -59,7 +59,7 @@ def test_estimate_full_window_steady_four_gpus():
     assert e.days == 28
     assert e.target == 5
     assert e.lower_bound == pytest.approx(4.435714, abs=1e-6)
-    assert e.upper_bound == pytest.approx(4.764286, abs=1e-6)
+    assert e.upper_bound == 5.0   # 4 × 1.15 × 29/28 = 4.764286, raised to the 5 needed
 
 
 def test_short_history_twelve_hours():
@@ -76,7 +76,7 @@ def test_never_below_zero_and_empty_history():
 
 
 RATE = (Decimal("2.50"), "EUR")
-STEADY = [4.0] * 672   # target 5, bounds 4.4357 .. 4.7643
+STEADY = [4.0] * 672   # target 5, bounds 4.4357 .. 5 (4.7643 raised to the 5 needed)
 
 
 def history(**kw):
@@ -91,7 +91,7 @@ def test_over_provisioned_when_above_upper_bound_and_inefficient():
     assert a.verdict == est.OVER
     assert a.efficiency == pytest.approx(0.3)
     assert a.recommended == 5
-    assert "above the upper bound 4.76" in a.reason and "efficiency is 30%" in a.reason
+    assert "above the upper bound 5 (what is needed)" in a.reason and "efficiency is 30%" in a.reason
     # |16 - 5| × 730 h × 2.50 = 20075.00
     assert a.monthly_money_at_stake == Decimal("20075.00")
     assert a.currency == "EUR"
@@ -179,3 +179,25 @@ def test_only_quota_bound_queueing_is_under_provisioning():
     full = est.assess(history(hard=5.0, used_gpu_seconds=900.0, queued_gpu_hours=3.0,
                               quota_bound_queued_gpu_hours=1.0), rate=RATE)
     assert full.verdict == est.UNDER and "pods waited 1 GPU-hours in Pending with the quota full" in full.reason
+
+
+def test_the_bounds_always_hold_what_is_needed():
+    """A quota is whole GPUs: steady 4 GPUs need 5 (⌈4 × 1.15⌉), so the upper bound P95 × 1.15
+    × 29/28 = 4.76 is raised to 5; a namespace that used half a GPU for one hour of 28 days
+    needs 1 (used at all), and its bounds 0.00 – 0.00 become 0.00 – 1.00. "Needed 5" beside
+    "bounds 4.44 – 4.76", or "Needed 1" beside "0.00 – 0.00", read as a contradiction."""
+    steady = est.estimate([4.0] * 672)
+    assert (steady.target, steady.upper_bound) == (5, 5.0)
+    assert steady.lower_bound == pytest.approx(4.435714, abs=1e-6)
+    light = est.estimate([0.0] * 671 + [0.5])
+    assert (light.target, light.lower_bound, light.upper_bound) == (1, 0.0, 1.0)
+
+
+def test_a_quota_equal_to_what_is_needed_is_kept_not_lowered_to_itself():
+    """Quota 5 on steady 4 GPUs at 30 % efficiency was "above the upper bound 4.76 … lower it
+    to 5": a verdict to lower a quota to the value it already has, freeing nothing."""
+    a = est.assess(history(hard=5.0), rate=RATE)
+    assert a.verdict == est.OK
+    assert a.recommended == 5
+    assert a.monthly_money_freed == Decimal("0.00")
+    assert "keep 5" in a.reason

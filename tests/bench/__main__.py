@@ -5,7 +5,9 @@ real Prometheus, cached in .bench-cache/), BENCH_API_GPUS=10000 BENCH_API_NAMESP
 BENCH_API_TEAMS=250 BENCH_API_DAYS=31 (the seeded month), BENCH_REPEATS=10.
 The API part also closes the month (cold, then prepared), reads it closed, reads the month after
 it, and times the first read after an hour of ingest and after a rate edit (docs/performance.md).
-BENCH_SKIP_INGEST=1 / BENCH_SKIP_API=1 leave a part out. Needs Postgres: the bench works in its
+BENCH_SKIP_INGEST=1 / BENCH_SKIP_FLOOR=1 / BENCH_SKIP_API=1 leave a part out; ingest against the
+single raw fetch: tests/bench/ingest_floor.py (BENCH_FLOOR_GPUS=136 BENCH_FLOOR_DAYS=3); the sweep
+over fleet sizes: tests/bench/scaling.py (BENCH_SCALES=1000,2000,5000,10000, off unless set). Needs Postgres: the bench works in its
 own database `<DATABASE_URL's name>_bench`, dropped and created at each run.
 Writes bench-results.json: every figure with its baseline and their ratio.
 """
@@ -165,6 +167,11 @@ FLOOR_BY_TEAM = ("SELECT COALESCE(NULLIF(n.label_team, ''), 'unassigned'), SUM(d
                  "WHERE d.day >= %s AND d.day < %s AND d.namespace <> '' GROUP BY 1")
 
 
+FLOOR_FOCUS = ("SELECT d.cluster_id, d.namespace, d.gpu_model, d.mig_profile, d.day, SUM(d.gpu_seconds), "
+               "SUM(d.used_gpu_seconds) FROM accounting_usageday d WHERE d.day >= %s AND d.day < %s "
+               "GROUP BY 1, 2, 3, 4, 5")
+
+
 class Api:
     """Timed calls as a logged-in finance user (Django test client, DEBUG off), and the raw SQL
     floor: the same question answered by one aggregate over the daily rollups."""
@@ -175,7 +182,10 @@ class Api:
     def get(self, path):
         def call():
             r = self.client.get(path, secure=True)
-            assert r.status_code == 200, (path, r.status_code, r.content[:300])
+            assert r.status_code == 200, (path, r.status_code, b"" if r.streaming else r.content[:300])
+            if r.streaming:     # a streamed export: timed to its last byte
+                for _ in r.streaming_content:
+                    pass
         return call
 
     @staticmethod
@@ -214,6 +224,89 @@ class Api:
                 print(f"  {label}: /api/v1/{name}/ by {group_by}: first {first_ms} ms, p50 {took['p50']} ms, "
                       f"p95 {took['p95']} ms (SQL floor p50 {base['p50']} ms, p95 {base['p95']} ms)", flush=True)
         return out
+
+
+@contextmanager
+def worker_after():
+    """Celery runs eagerly in the bench: a write's on-commit task would run inside the write being
+    timed. A worker runs it after the commit; so does this, once the block is over."""
+    from apps.accounting import refresh
+    from apps.accounting.tasks import prepare_month_answers
+
+    queued, original = [], refresh._queue
+    refresh._queue = lambda periods, recent: queued.append((periods, recent))
+    try:
+        yield
+    finally:
+        refresh._queue = original
+        for periods, recent in queued:
+            prepare_month_answers(periods, recent)
+
+
+def record_history(fleet, first: date) -> None:
+    """The seeded rollups are written without an ingest run; a month before the fleet's history
+    cannot be closed, so record the run ingest would have left (one per cluster)."""
+    from apps.ingest.models import IngestRun
+
+    start = datetime.combine(first, datetime.min.time(), tzinfo=timezone.utc)
+    for cluster in fleet.clusters:
+        IngestRun.objects.create(cluster=cluster, window_start=start, window_end=start + timedelta(hours=1),
+                                 status=IngestRun.Status.SUCCEEDED)
+
+
+def focus_export(api: "Api", period: str, first: date, end: date) -> dict:
+    """The FOCUS export of a month, streamed (docs/performance.md, "Exports stream"): time to its
+    first byte and to its last, and the peak Python memory while it is made and sent (tracemalloc,
+    in a run of its own: it slows what it watches), against the SQL floor — one aggregate over
+    the daily rollups at the rows' grain (cluster × namespace × model × day) — and against the
+    same rows made at once and written as one text (how the export was built before it streamed)."""
+    import tracemalloc
+
+    from apps.accounting.focus import focus_month
+    from apps.reports.api.focus import issuer
+    from apps.reports.focus_csv import columns, focus_rows
+    from apps.web.csv import rows_to_csv
+
+    path = f"/api/v1/chargeback/focus/?period={period}"
+
+    def export():
+        t = time.perf_counter()
+        r = api.client.get(path, secure=True)
+        assert r.status_code == 200 and r.streaming, (path, r.status_code)
+        chunks = iter(r.streaming_content)
+        size = len(next(chunks))
+        first_ms = (time.perf_counter() - t) * 1000.0
+        rows = 0
+        for chunk in chunks:
+            size += len(chunk)
+            rows += chunk.count(b"\r\n")
+        return first_ms, (time.perf_counter() - t) * 1000.0, size, rows
+
+    export()    # warm
+    runs = [export() for _ in range(max(3, api.repeats // 3))]
+    first_ms = round(percentile([r[0] for r in runs], 0.5), 1)
+    total_ms = round(percentile([r[1] for r in runs], 0.5), 1)
+    size, rows = runs[0][2], runs[0][3]
+    base = timed(api.sql(FLOOR_FOCUS, [first, end]), api.repeats)
+
+    def peak_mb(fn) -> float:
+        tracemalloc.start()
+        try:
+            fn()
+            return round(tracemalloc.get_traced_memory()[1] / 2**20, 1)
+        finally:
+            tracemalloc.stop()
+
+    streamed_mb = peak_mb(export)
+    at_once_mb = peak_mb(lambda: rows_to_csv(focus_rows(focus_month(period), None, issuer()), columns()).encode())
+    print(f"  FOCUS export {period}: {rows:,} rows, {size / 2**20:.1f} MB; first byte {first_ms} ms, last byte "
+          f"{total_ms} ms (SQL floor p50 {base['p50']} ms); peak memory {streamed_mb} MB streamed, "
+          f"{at_once_mb} MB made at once", flush=True)
+    return {"rows": rows, "bytes": size,
+            "first_byte_ms": figure(first_ms, base["p50"], "ms", note="the header, sent once the month is read"),
+            "last_byte_ms": figure(total_ms, base["p50"], "ms", note="baseline: the SQL floor at the rows' grain"),
+            "peak_memory_mb": figure(streamed_mb, at_once_mb, "MB",
+                                     note="baseline: the same rows made at once and written as one text")}
 
 
 def bench_api(results: dict) -> None:
@@ -271,6 +364,8 @@ def bench_api(results: dict) -> None:
                                         f"baseline: {api_path}")}
         print(f"  page {path}: p50 {took['p50']} ms, p95 {took['p95']} ms "
               f"(its API call p95 {base['p95']} ms: {api_path})", flush=True)
+
+    out["focus_export"] = focus_export(api, period, first, end)
 
     # The month after a closed one: the first half of November rolled up, October closed.
     nov = date(2026, 11, 1)
@@ -466,9 +561,19 @@ def main() -> None:
     if os.environ.get("BENCH_SKIP_INGEST") != "1":
         print("== ingest (real Prometheus) ==", flush=True)
         bench_ingest(url, results)
+    if os.environ.get("BENCH_SKIP_FLOOR") != "1":
+        from tests.bench.ingest_floor import bench_ingest_floor
+
+        print("== ingest against the single raw fetch (real Prometheus, issue 24) ==", flush=True)
+        bench_ingest_floor(child_env(url), results, CACHE)
     if os.environ.get("BENCH_SKIP_API") != "1":
         print("== API and pages (seeded month) ==", flush=True)
         bench_api(results)
+    from tests.bench.scaling import bench_scaling, scales
+
+    if scales():
+        print(f"== how it grows: {', '.join(f'{g:,}' for g in scales())} GPUs (BENCH_SCALES) ==", flush=True)
+        bench_scaling(child_env(url), results, recreate_database)
     results["targets"] = check_targets(results)
     for line in results["targets"]:
         print(line)

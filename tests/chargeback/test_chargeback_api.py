@@ -11,6 +11,7 @@ from apps.accounting.models import Rate
 from apps.teams.models import AuditEvent
 
 from .factories import A100, H100, make_cluster, make_device, make_namespace, make_rate, make_team, make_usage, utc
+from tests.bodies import body_of
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/chargeback/"
@@ -87,7 +88,7 @@ def test_csv_rows_are_lines_and_formulas_are_escaped(finance, api):
     make_usage(make_device(prod), "ml", utc(2026, 3, 1), hours=1)
     response = api(finance).get(URL, {"period": "2026-03", "format": "csv"})
     assert response.status_code == 200 and response["Content-Type"].startswith("text/csv")
-    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    rows = list(csv.DictReader(io.StringIO(body_of(response).decode())))
     assert rows[0]["key"] == rows[0]["team"] == "'=HYPERLINK(\"x\")"
     assert (rows[0]["cost"], rows[0]["hourly_rate"], rows[0]["allocated_gpu_hours"]) == ("2.00", "2.000000", "1.0")
 
@@ -138,7 +139,7 @@ def test_rates_api_is_admin_only_and_audited(admin_user, finance, api):
     assert bad.status_code == 400 and {"hourly_rate", "currency"} <= set(bad.json())
     dup = client.post("/api/v1/rates/", {"gpu_model": H100, "hourly_rate": "1", "currency": "EUR",
                                          "effective_from": "2026-01-01"}, format="json")
-    assert dup.status_code == 400
+    assert dup.status_code == 409 and "already exists" in dup.json()["detail"]
     assert [r["hourly_rate"] for r in client.get("/api/v1/rates/").json()["results"]] == ["2.750000"]
     assert client.delete(f"/api/v1/rates/{rate_id}/").status_code == 204
     assert not Rate.objects.exists() and AuditEvent.objects.filter(action="rate.delete").exists()

@@ -8,7 +8,8 @@ from django.core.management import CommandError, call_command
 
 from apps.accounting.actions import ActionError, NotAllowed, do_assign_namespace, do_close_period, do_reopen_period
 from apps.accounting.models import BillingPeriod, Rate, UsageHour
-from apps.accounting.statements import statement, statement_payload
+from apps.accounting.statements import statement
+from apps.reports.statement_rows import statement_payload
 from apps.teams.models import AuditEvent, NamespaceAssignment
 
 from .factories import make_cluster, make_device, make_namespace, make_rate, make_team, make_usage, make_user, utc

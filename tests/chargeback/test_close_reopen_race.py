@@ -14,7 +14,8 @@ from django.db import connection
 from apps.accounting import actions
 from apps.accounting.actions import ActionError, do_close_period, do_reopen_period
 from apps.accounting.models import BillingPeriod, FrozenCell
-from apps.accounting.statements import statement, statement_payload
+from apps.accounting.statements import statement
+from apps.reports.statement_rows import statement_payload
 
 from .factories import in_thread, make_cluster, make_device, make_namespace, make_rate, make_usage, make_user, utc
 

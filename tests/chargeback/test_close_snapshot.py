@@ -12,7 +12,8 @@ import pytest
 from apps.accounting import months, statements
 from apps.accounting.actions import do_close_period
 from apps.accounting.models import BillingPeriod, FrozenCell
-from apps.accounting.statements import statement, statement_payload
+from apps.accounting.statements import statement
+from apps.reports.statement_rows import statement_payload
 
 from .factories import in_thread, make_cluster, make_device, make_namespace, make_rate, make_usage, utc
 

@@ -18,6 +18,7 @@ from apps.teams.models import Namespace
 
 from .factories import label_namespace, make_cluster, make_device, make_namespace, make_pool, make_rate, make_team, \
     make_usage, utc
+from tests.bodies import body_of
 
 pytestmark = pytest.mark.django_db
 
@@ -32,8 +33,8 @@ def outputs(client) -> list:
     out = []
     for url, params in URLS:
         response = client.get(url, params, HTTP_ACCEPT_ENCODING="identity")
-        assert response.status_code == 200, response.content[:300]
-        out.append(response.content)
+        assert response.status_code == 200, body_of(response)[:300]
+        out.append(body_of(response))
     response = client.get("/api/v1/chargeback/xlsx/", {"period": "2026-03"})
     assert response.status_code == 200
     book = load_workbook(io.BytesIO(response.content))

@@ -7,7 +7,8 @@ import pytest
 
 from apps.accounting.actions import do_close_period
 from apps.accounting.models import BillingPeriod
-from apps.accounting.statements import statement, statement_payload
+from apps.accounting.statements import statement
+from apps.reports.statement_rows import statement_payload
 from apps.clusters.models import Cluster
 
 from .factories import label_namespace, make_cluster, make_device, make_namespace, make_pool, make_rate, make_team, \

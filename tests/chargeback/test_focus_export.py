@@ -14,7 +14,9 @@ import pytest
 
 from apps.accounting.actions import do_close_period
 from apps.accounting.models import FrozenCell, Rate, UsageHour
-from apps.accounting.statements import statement, statement_payload
+from apps.accounting.statements import statement
+from apps.reports.statement_rows import statement_payload
+from tests.bodies import body_of
 
 from .factories import (A100, H100, make_cluster, make_device, make_namespace, make_pool, make_rate, make_team,
                         make_usage, utc)
@@ -74,9 +76,9 @@ def april(devices):
 
 def export(client, **params):
     response = client.get(URL, params)
-    assert response.status_code == 200, response.content[:500]
+    assert response.status_code == 200, body_of(response)[:500]
     assert response["Content-Type"].startswith("text/csv")
-    text = response.content.decode()
+    text = body_of(response).decode()
     return text, list(csv.DictReader(io.StringIO(text)))
 
 

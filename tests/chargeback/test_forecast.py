@@ -9,7 +9,8 @@ from decimal import Decimal as D
 
 import pytest
 
-from apps.accounting.runrate import GPU_HOURS, NotRunning, forecast_payload, month_forecast
+from apps.accounting.runrate import GPU_HOURS, NotRunning, month_forecast
+from apps.reports.forecast_rows import forecast_payload
 from apps.accounting.pricing import price_cells_detail
 from apps.accounting.usage import UsageFilter, usage_cells
 

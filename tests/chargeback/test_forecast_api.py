@@ -9,7 +9,8 @@ from decimal import Decimal as D
 
 import pytest
 
-from apps.accounting.runrate import forecast_payload, month_forecast
+from apps.accounting.runrate import month_forecast
+from apps.reports.forecast_rows import forecast_payload
 
 from .factories import make_cluster, make_device, make_namespace, make_rate, make_team, make_usage
 

@@ -11,6 +11,7 @@ import pytest
 from django.core.management import call_command
 
 from .factories import make_cluster, make_device, make_namespace, make_rate, make_usage, utc
+from tests.bodies import body_of
 
 pytestmark = pytest.mark.django_db
 USAGE = "/api/v1/usage/"
@@ -90,8 +91,8 @@ def test_pages_pick_local_dates_and_show_the_window_in_local_time(berlin, octobe
     # the window shown: Berlin's last Sunday of October, 25 hours long, is one billing day
     assert "2026-10-25 00:00 CEST – 2026-10-26 00:00 CET (Europe/Berlin, 1 day)" in body
     assert 'name="start" value="2026-10-25"' in body and 'name="end" value="2026-10-26"' in body
-    csv_text = client.get("/explore/", {"start": "2026-10-01", "end": "2026-11-01", "grain": "day",
-                                        "format": "csv"}).content.decode()
+    csv_text = body_of(client.get("/explore/", {"start": "2026-10-01", "end": "2026-11-01", "grain": "day",
+                                        "format": "csv"})).decode()
     hours = sum(float(r["allocated_gpu_hours"]) for r in csv.DictReader(io.StringIO(csv_text)))
     assert hours == 5.0   # Berlin's October: the two hours of October 1st in, November 1st's out
 

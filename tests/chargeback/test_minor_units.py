@@ -19,6 +19,7 @@ from apps.recommendations import estimator as est
 from apps.web.csv import rows_to_csv, safe_cell
 
 from .factories import make_cluster, make_device, make_namespace, make_rate, make_usage, utc
+from tests.bodies import body_of
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/chargeback/"
@@ -78,7 +79,7 @@ def test_yen_statement_api_and_usage_are_whole_yen(yen, finance, api):
 
 def test_yen_csv_and_xlsx_are_whole_yen_numbers(yen, finance, api):
     client = api(finance)
-    text = client.get(URL, {"period": "2026-03", "group_by": "namespace", "format": "csv"}).content.decode()
+    text = body_of(client.get(URL, {"period": "2026-03", "group_by": "namespace", "format": "csv"})).decode()
     assert [(r["namespace"], r["cost"], r["hourly_rate"]) for r in csv.DictReader(io.StringIO(text))] == [
         ("ml", "301", "100.400000"), ("nb", "201", "100.400000")]
     book = load_workbook(io.BytesIO(client.get(URL + "xlsx/", {"period": "2026-03"}).content))
@@ -112,7 +113,7 @@ def test_dinars_have_three_decimals_everywhere(finance, api, client):
     c = api(finance)
     [row] = c.get(URL, {"period": "2026-03"}).json()["results"]
     assert (row["cost"], row["lines"][0]["cost"]) == ("1.235", "1.235")
-    [line] = csv.DictReader(io.StringIO(c.get(URL, {"period": "2026-03", "format": "csv"}).content.decode()))
+    [line] = csv.DictReader(io.StringIO(body_of(c.get(URL, {"period": "2026-03", "format": "csv"})).decode()))
     assert line["cost"] == "1.235"
     sheet = load_workbook(io.BytesIO(c.get(URL + "xlsx/", {"period": "2026-03"}).content))["Lines"]
     header = [cell.value for cell in sheet[1]]
@@ -132,7 +133,7 @@ def test_a_negative_adjustment_is_a_number_in_the_csv(finance, api):
     make_usage(make_device(prod), "ml", utc(2026, 3, 10), hours=10)
     do_close_period("2026-03", actor=finance)
     UsageHour.objects.filter(hour_start__gte=utc(2026, 3, 10, 5)).delete()
-    text = api(finance).get(URL, {"period": "2026-04", "format": "csv"}).content.decode()
+    text = body_of(api(finance).get(URL, {"period": "2026-04", "format": "csv"})).decode()
     [line] = csv.DictReader(io.StringIO(text))
     assert (line["kind"], line["allocated_gpu_hours"], line["cost"]) == ("adjustment", "-5.0", "-10.00")
 

@@ -10,10 +10,12 @@ from decimal import Decimal as D
 import pytest
 
 from apps.accounting.actions import do_close_period
-from apps.accounting.statement_book import statement_book
-from apps.accounting.statements import statement, statement_payload
+from apps.reports.statement_book import statement_book
+from apps.accounting.statements import statement
+from apps.reports.statement_rows import statement_payload
 
 from .factories import make_cluster, make_device, make_namespace, make_rate, make_usage, utc
+from tests.bodies import body_of
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/chargeback/"
@@ -28,12 +30,12 @@ def costs(p) -> dict:
 
 
 def csv_total(api, user, query) -> D:
-    body = api(user).get(f"{URL}?period=2026-03&{query}&format=csv").content.decode()
+    body = body_of(api(user).get(f"{URL}?period=2026-03&{query}&format=csv")).decode()
     return sum((D(r["cost"]) for r in csv.DictReader(io.StringIO(body)) if r["cost"]), D(0))
 
 
 def focus_costs(api, user) -> dict:
-    body = api(user).get(f"{URL}focus/?period=2026-03").content.decode()
+    body = body_of(api(user).get(f"{URL}focus/?period=2026-03")).decode()
     out = defaultdict(D)
     for r in csv.DictReader(io.StringIO(body)):
         out[r["ResourceId"]] += D(r["BilledCost"])

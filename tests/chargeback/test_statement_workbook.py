@@ -15,6 +15,7 @@ from apps.accounting.models import BillingPeriod, Rate
 
 from .factories import A100, H100
 from .workbook import build_march, cover, cover_table, read_book, table
+from tests.bodies import body_of
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/chargeback/"
@@ -36,7 +37,7 @@ def costs(rows, *key_columns):
 
 
 def csv_lines(client, **params):
-    text = client.get(URL, {"period": "2026-03", "format": "csv", **params}).content.decode()
+    text = body_of(client.get(URL, {"period": "2026-03", "format": "csv", **params})).decode()
     return list(csv.DictReader(io.StringIO(text)))
 
 

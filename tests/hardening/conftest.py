@@ -4,11 +4,6 @@ from django.db import transaction
 from .seed import seed
 
 
-@pytest.fixture(autouse=True)
-def _fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture(scope="module")
 def world(request, django_db_setup, django_db_blocker):
     """Seeded once per module inside a transaction that is rolled back at the end; each test

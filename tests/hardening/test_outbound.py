@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 
 from apps.clusters.models import Cluster
 from apps.ingest.prometheus import PrometheusClient, PrometheusError
-from apps.recommendations.notify import post_webhook
+from apps.notifications.channels import post_webhook
 
 pytestmark = pytest.mark.django_db
 INTERNAL = "root:x:0:0:internal-admin-page-secret"

@@ -113,7 +113,9 @@ def probe(tmp_path_factory):
     import json
     static_root = tmp_path_factory.mktemp("static")
     env = prod_env(STATIC_ROOT=str(static_root))
-    collected = run(["manage.py", "collectstatic", "--noinput", "-v", "0"], env)
+    # Compressing every static file (brotli and gzip) takes about a minute of CPU: on a shared
+    # machine, or beside a second pytest-xdist worker, 180 s was too short a leash.
+    collected = run(["manage.py", "collectstatic", "--noinput", "-v", "0"], env, timeout=600)
     assert collected.returncode == 0, collected.stderr
     assert (static_root / "staticfiles.json").exists(), "the manifest storage is used when DEBUG is off"
     result = run(["-c", PROBE], env)

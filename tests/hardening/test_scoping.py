@@ -16,6 +16,7 @@ from rest_framework.throttling import UserRateThrottle
 from apps.accounting.models import BillingPeriod, Rate
 
 from .test_access_matrix import EXPECT, fill
+from tests.bodies import body_of
 
 MARK_B = "zebra"
 
@@ -126,7 +127,7 @@ def test_a_token_sees_what_its_user_sees(db, world):
     rows = c.get("/api/v1/usage/?group_by=team", **lead).json()["results"]
     assert [r["key"] for r in rows] == [world.names.team_a]
     assert c.get("/api/v1/rates/", **lead).status_code == 403
-    assert MARK_B not in c.get(f"/api/v1/chargeback/?period={world.open_period}&format=csv", **lead).content.decode()
+    assert MARK_B not in body_of(c.get(f"/api/v1/chargeback/?period={world.open_period}&format=csv", **lead)).decode()
     viewer = {"HTTP_AUTHORIZATION": f"Token {world.tokens['viewer']}"}
     assert c.get(f"/api/v1/chargeback/?period={world.open_period}", **viewer).status_code == 403
     assert c.get("/api/v1/usage/", HTTP_AUTHORIZATION="Token not-a-token").status_code == 401

@@ -3,11 +3,6 @@ import pytest
 from .seed import seed as _seed
 
 
-@pytest.fixture(autouse=True)
-def fast_passwords(settings):
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def seeded(db):
     return _seed()

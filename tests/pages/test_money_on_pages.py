@@ -27,6 +27,7 @@ from apps.accounting.usage import Cell
 
 from .seed import A100, H100, day_d
 from .test_page_figures import headers_of, rows_of
+from tests.bodies import body_of
 
 SINCE = date(2020, 1, 1)
 
@@ -94,7 +95,7 @@ def test_team_page_explorer_and_csv(login, rates):
     hourly = c.get("/explore/?grain=hour&namespace=cv-train").content.decode()
     assert column(hourly, "explore-rows", "Cost") == ["$0.20", "$2.00", "$2.00"]
     assert column(hourly, "explore-rows", "Idle cost") == ["$0.00", "$0.00", "$0.33"]
-    lines = list(csv.DictReader(io.StringIO(c.get("/explore/?format=csv").content.decode())))
+    lines = list(csv.DictReader(io.StringIO(body_of(c.get("/explore/?format=csv")).decode())))
     assert [(r["cost"], r["idle_cost"], r["currency"]) for r in lines] == [
         ("6.00", "4.67", "USD"), ("0.20", "0.00", "USD"), ("4.00", "0.33", "USD")]
 
@@ -108,7 +109,7 @@ def test_idle_page_says_what_each_idle_pod_cost(login, rates):
 
 @pytest.mark.parametrize("url", ["/", "/teams/vision/", "/explore/", "/explore/?format=csv", "/idle/"])
 def test_no_money_for_a_viewer(login, rates, url):
-    body = login("viewer").get(url).content.decode()
+    body = body_of(login("viewer").get(url)).decode()
     assert "USD" not in body and "$" not in body
     assert not re.search(r"<th[^>]*>(Idle |Unallocated )?[Cc]ost</th>", body) and ",cost," not in body
 

@@ -19,6 +19,7 @@ from apps.accounting.figures import (IdleHour, efficiency, idle_stretches, longe
 from apps.accounting.models import UsageHour
 
 from .seed import A100, at, day_d
+from tests.bodies import body_of
 
 H = 3600.0
 # vision = cv-train: train-0 on an H100 at 10:00 and 11:00, mig-0 on a 1g.10gb (1/7 GPU) at 10:00
@@ -97,7 +98,7 @@ def test_chargeback_page_csv_and_xlsx(login):
     assert sorted(line["efficiency"] for line in vision["lines"]) == [
         shown_efficiency(H / 14, H / 7), shown_efficiency(4500, 7200)] == [0.5, 0.625]
 
-    body = c.get("/api/v1/chargeback/", {"period": period, "group_by": "team", "format": "csv"}).content.decode()
+    body = body_of(c.get("/api/v1/chargeback/", {"period": period, "group_by": "team", "format": "csv"})).decode()
     lines = [r for r in csv.DictReader(io.StringIO(body)) if r["key"] == "vision"]
     assert sorted(float(r["efficiency"]) for r in lines) == [0.5, 0.625]
 

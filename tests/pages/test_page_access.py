@@ -3,6 +3,7 @@ import pytest
 from django.contrib.auth.models import Group
 
 from apps.teams.access import ROLES
+from tests.bodies import body_of
 
 PAGES = ["/", "/teams/vision/", "/explore/", "/idle/", "/health/"]
 
@@ -46,7 +47,7 @@ def test_team_lead_gets_403_when_asking_for_another_team(login, url):
 def test_team_lead_sees_only_their_namespaces_everywhere(login):
     c = login("team_lead")
     for url in ["/", "/explore/", "/idle/", "/health/", "/explore/?format=csv", "/api/v1/idle/?format=csv"]:
-        body = c.get(url).content.decode()
+        body = body_of(c.get(url)).decode()
         assert "nlp-dev" not in body and "notebook-0" not in body, url
     assert "cv-train" in c.get("/explore/").content.decode()
     body = c.get("/explore/?namespace=nlp-dev").content.decode()

@@ -8,6 +8,7 @@ import pytest
 from gpuportal.oidc import roles_from_claims
 
 from .seed import A100, H100, day_d, usage
+from tests.bodies import body_of
 
 H = 3600.0
 VISION_ALLOC_S = 7200 + H / 7          # train-0 two hours + the 1/7 MIG slice for one hour
@@ -86,7 +87,7 @@ def test_explorer_table_and_csv_hold_the_same_rows(login):
     link = re.search(r'href="([^"]+)" download id="csv-link"', body).group(1).replace("&amp;", "&")
     response = c.get("/explore/" + link)
     assert response["Content-Type"].startswith("text/csv")
-    lines = list(csv.DictReader(io.StringIO(response.content.decode())))
+    lines = list(csv.DictReader(io.StringIO(body_of(response).decode())))
     assert [(r["team"], r["gpu_model"], r["efficiency"]) for r in lines] == [
         ("nlp", H100, str(round(NLP_USED_S / NLP_ALLOC_S, 6))), ("vision", A100, "0.5"), ("vision", H100, "0.625")]
     assert float(lines[2]["allocated_gpu_hours"]) == 2.0

@@ -18,6 +18,7 @@ from apps.reports.presets import Preset
 
 from .seed import day_d
 from .test_page_figures import rows_of
+from tests.bodies import body_of
 
 BERLIN = ZoneInfo("Europe/Berlin")
 
@@ -132,4 +133,4 @@ def test_explorer_hourly_over_a_long_window_shows_days_with_a_note(login):
                                             (day_d().isoformat(), "NVIDIA H100 80GB HBM3")]
     assert re.search(r'<option value="day" selected>', body)
     csv = c.get(f"/explore/?grain=hour&start={start}&end={end}&namespace=cv-train&format=csv")
-    assert csv.status_code == 200 and csv.content.decode().count("\n") == 3
+    assert csv.status_code == 200 and body_of(csv).decode().count("\n") == 3

@@ -83,3 +83,21 @@ def test_the_leads_advice_page_on_desktop_and_phone(session):
             (DOCS_SHOTS / f"team_lead-advice-{name}.png").write_bytes(shot.read_bytes())
         assert s.console_errors == [] and s.csp_violations == []
         assert s.page.evaluate("() => document.documentElement.scrollWidth") <= viewport["width"]
+
+
+def test_every_day_chart_labels_its_last_day(session):
+    """The overview's stacked GPU-hours chart drew its last day at the very edge of the plot,
+    where the browser hid that day's label (the efficiency chart beside it showed it)."""
+    from .seed import seed_rates, seed_week
+    seed_week()
+    seed_rates()
+    s = session("admin")
+    assert s.open("/").status == 200
+    charts = s.page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => ({
+        ticks: (el.layout.xaxis || {}).ticktext || [],
+        visible: Array.from(el.querySelectorAll('.xtick text')).filter(t => t.getBBox().width > 0
+            && t.getAttribute('display') !== 'none' && t.style.display !== 'none').map(t => t.textContent)}))""")
+    day_charts = [c for c in charts if c["ticks"]]
+    assert len(day_charts) >= 2
+    for chart in day_charts:
+        assert chart["ticks"][-1] in chart["visible"], chart

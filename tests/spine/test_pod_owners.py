@@ -114,3 +114,31 @@ def test_the_simulated_cluster_names_its_workloads():
     assert ("ml-research", "eval-small") not in owners          # no controller: its own workload
     held = set(UsageHour.objects.filter(cluster=cluster).exclude(namespace="").values_list("namespace", "pod"))
     assert set(owners) <= held and len(owners) >= len(held) - 2
+
+
+@pytest.mark.django_db
+@pytest.mark.prometheus
+def test_owners_of_a_run_of_several_chunks_keep_the_last_chunk_that_saw_each_pod(tmp_path):
+    """Owners are upserted once per run (docs/performance.md, "Against the single raw fetch"):
+    a pod holding a GPU in both 1-hour chunks is last seen at the second chunk's end, a pod
+    holding one in the first hour only at the first chunk's end, one row each."""
+    end = T0 + 2 * H
+    times, first_hour = every(T0, end, 30), every(T0, T0 + H, 30)
+    owner = lambda name: series(  # noqa: E731
+        "kube_pod_owner", {"namespace": "ml", "pod": name, "uid": f"uid-{name}", "owner_kind": "ReplicaSet",
+                           "owner_name": "web-5d8f", "owner_is_controller": "true", **KSM}, times, 1)
+    data = [
+        series("DCGM_FI_DEV_GPU_UTIL", dcgm_labels("GPU-1", "node-1", workload=pod("ml", "web-5d8f-a")), times, 10),
+        series("DCGM_FI_DEV_GPU_UTIL", dcgm_labels("GPU-2", "node-1", gpu="1", workload=pod("ml", "web-5d8f-b")),
+               first_hour, 30),
+        requests("ml", "web-5d8f-a", "nvidia_com_gpu", 1, times),
+        requests("ml", "web-5d8f-b", "nvidia_com_gpu", 1, first_hour),
+        owner("web-5d8f-a"), owner("web-5d8f-b"),
+    ]
+    with served_series(data, tmp_path) as server:
+        cluster = Cluster.objects.create(name="owners-chunks", prometheus_url=server.url)
+        run = ingest(cluster, dt(T0), dt(end), chunk_hours=1)
+        assert run.status == "succeeded", run.error
+        assert run.chunks_total == 2
+    assert sorted(PodOwner.objects.filter(cluster=cluster).values_list("pod", "workload_kind", "last_seen")) == [
+        ("web-5d8f-a", "ReplicaSet", dt(end)), ("web-5d8f-b", "ReplicaSet", dt(T0 + H))]

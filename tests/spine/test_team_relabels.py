@@ -17,7 +17,8 @@ from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
 from apps.accounting.actions import do_assign_namespace, do_close_period
-from apps.accounting.statements import statement, statement_payload
+from apps.accounting.statements import statement
+from apps.reports.statement_rows import statement_payload
 from apps.accounting.usage import UsageFilter, usage_cells
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest

@@ -12,12 +12,14 @@ from apps.accounting.actions import ActionError, NotAllowed, do_close_period, do
 from apps.accounting.answers import scope_tag
 from apps.accounting.calc import parse_period
 from apps.accounting.months import month_bounds, statement_version
-from apps.accounting.statements import (CSV_COLUMNS, GROUP_BYS, SHARED_IDLE, clusters_behind, csv_rows,
-                                        default_period, statement, statement_payload)
-from apps.teams.access import can_close_periods, can_see_money, money_scope, require_team
-from apps.accounting.statement_book import statement_book
+from apps.accounting.statements import SHARED_IDLE, clusters_behind, default_period, statement
+from apps.accounting.timeparse import PERIOD_PATTERN
+from apps.teams.access import can_see_money, money_scope, require_team
+from apps.reports.statement_book import statement_book
+from apps.reports.statement_rows import CSV_COLUMNS, GROUP_BYS, csv_rows, statement_payload
 from apps.reports.statement_xlsx import statement_workbook, workbook_name
 from apps.reports.xlsx import XLSXRenderer
+from apps.web.csv import streaming_csv
 from apps.web.rendered import renders_stored
 
 from .params import iso, parse_choice
@@ -32,6 +34,8 @@ class SeesMoney(BasePermission):
 
 
 def parse_period_param(params, name="period", default=None):
+    if not hasattr(params, "get"):      # a request body that is a JSON array or a bare value
+        raise ValidationError({name: f"send an object with {name}, e.g. {{\"{name}\": \"2026-03\"}}"})
     value = params.get(name) or default
     if value is None:
         raise ValidationError({name: f"{name} is required: a month like 2026-03"})
@@ -107,12 +111,9 @@ class ChargebackView(APIView):
             response["Content-Disposition"] = f'attachment; filename="{workbook_name(period)}"'
             return response
         payload = chargeback_payload(request, period, group_by, shared_idle, team)
-        response = Response(payload)
-        if fmt == "csv":
-            response = Response({**payload, "results": csv_rows(payload)})
-        if fmt == "csv":
-            response["Content-Disposition"] = f'attachment; filename="chargeback-{period}-{group_by}.{fmt}"'
-        return response
+        if fmt == "csv":    # one row per line, streamed (docs/performance.md, "Exports stream")
+            return streaming_csv(csv_rows(payload), CSV_COLUMNS, f"chargeback-{period}-{group_by}.csv")
+        return Response(payload)
 
     def csv_columns(self, rows):
         if rows and isinstance(rows[0], dict) and "kind" not in rows[0]:
@@ -129,18 +130,19 @@ class ChargebackXLSXView(ChargebackView):
         return renderer, renderer.media_type
 
 
-PERIOD_BODY = inline_serializer("PeriodRequest", {"period": serializers.CharField()})
+PERIOD_BODY = inline_serializer("PeriodRequest", {"period": serializers.RegexField(
+    PERIOD_PATTERN, help_text="YYYY-MM, years 2000-2100, in the billing time zone")})
 
 
 class ClosePeriodView(APIView):
     @extend_schema(request=PERIOD_BODY, responses=OpenApiTypes.OBJECT,
                    description="Close (freeze) a billing period. Finance or admin.")
     def post(self, request):
-        if not can_close_periods(request.user):
-            raise PermissionDenied("only finance or an admin can close a billing period")
         period = parse_period_param(request.data)
         try:
             bp = do_close_period(period, actor=request.user)
+        except NotAllowed as exc:
+            raise PermissionDenied(str(exc))
         except ActionError as exc:
             return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         behind = clusters_behind(period)

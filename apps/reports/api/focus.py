@@ -7,13 +7,12 @@ from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.permissions import IsAuthenticated
-from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounting.focus import focus_month
-from apps.reports.focus_csv import FOCUS_VERSION, Issuer, columns, focus_rows
+from apps.reports.focus_csv import FOCUS_VERSION, Issuer, columns, iter_focus_rows
 from apps.accounting.statements import default_period
-from apps.web.csv import SafeCSVRenderer
+from apps.web.csv import SafeCSVRenderer, streaming_csv
 
 from .chargeback import SeesMoney, parse_period_param, statement_scope
 from .params import parse_choice
@@ -55,11 +54,10 @@ class FocusExportView(APIView):
         period = parse_period_param(params, default=None if params.get("period") else default_period())
         legacy = parse_choice(params, "legacy_names", LEGACY_NAMES, default="include") == "include"
         scope = statement_scope(request, params.get("team") or None)
-        rows = focus_rows(focus_month(period), scope, issuer(), legacy_names=legacy)
-        self.csv_header = columns(legacy)
-        response = Response({"period": period, "results": rows})
-        response["Content-Disposition"] = f'attachment; filename="focus-{FOCUS_VERSION}-{period}.csv"'
-        return response
+        month = focus_month(period)     # read before the first byte: a failure is still an error status
+        # Streamed (docs/performance.md, "Exports stream"): rows are written as the client reads them.
+        return streaming_csv(iter_focus_rows(month, scope, issuer(), legacy_names=legacy), columns(legacy),
+                             f"focus-{FOCUS_VERSION}-{period}.csv")
 
     def csv_columns(self, rows):
         return self.csv_header     # None for an error body: its own keys

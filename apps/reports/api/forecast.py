@@ -13,7 +13,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounting.calc import period_of
-from apps.accounting.runrate import NotRunning, forecast_payload, month_forecast
+from apps.accounting.runrate import NotRunning, month_forecast
+from apps.reports.forecast_rows import forecast_payload
 from apps.accounting.usage import billing_zone
 
 from .chargeback import SeesMoney, parse_period_param, statement_scope
@@ -41,7 +42,8 @@ class ForecastView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("period", OpenApiTypes.STR, description="YYYY-MM in the billing time zone: the "
-                             "running month (the default); an ended or future month is a 400"),
+                             "running month, the default and the only value (the document's enum names it "
+                             "on the day it is asked for)"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team only (team leads: one of theirs, "
                              "else 403; an unknown team: 404)"),
         ],

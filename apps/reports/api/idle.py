@@ -7,7 +7,7 @@ from rest_framework.views import APIView
 
 from ..data.idle import CSV_COLUMNS, EVERY_IDLE_POD, idle_pods, parse_idle_options
 from ..selection import iso_utc as iso, selection_from
-from .usage import WINDOW_PARAMS
+from .usage import WINDOW_PARAMS, WINDOW_RULES
 
 IDLE_ROW_FIELDS = {
     "cluster": serializers.CharField(), "namespace": serializers.CharField(), "pod": serializers.CharField(),
@@ -23,10 +23,10 @@ class IdleView(APIView):
         parameters=WINDOW_PARAMS + [
             OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name"),
             OpenApiParameter("team", OpenApiTypes.STR, description="team name (team leads: one of theirs)"),
-            OpenApiParameter("max_utilization", OpenApiTypes.FLOAT,
+            OpenApiParameter("max_utilization", {"type": "number", "minimum": 0, "maximum": 1},
                              description="only pods whose used ÷ allocated is below this ratio "
                                          "(the Idle GPUs page uses 0.10); default: no limit"),
-            OpenApiParameter("min_idle_minutes", OpenApiTypes.FLOAT,
+            OpenApiParameter("min_idle_minutes", {"type": "number", "minimum": 0},
                              description="only pods with an idle stretch at least this long "
                                          "(the page uses 30); default 0"),
         ],
@@ -36,7 +36,7 @@ class IdleView(APIView):
             "results": inline_serializer("IdlePod", IDLE_ROW_FIELDS, many=True),
         }),
         description="Every pod with idle GPU-time in the window, ranked by idle GPU-hours "
-                    "(narrow it with max_utilization / min_idle_minutes).",
+                    "(narrow it with max_utilization / min_idle_minutes)." + WINDOW_RULES,
     )
     def get(self, request):
         sel = selection_from(request, request.query_params)

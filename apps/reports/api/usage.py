@@ -26,6 +26,12 @@ WINDOW_PARAMS = [
     OpenApiParameter("end", OpenApiTypes.STR, description="ISO 8601 instant or date, exclusive; default now"),
 ]
 
+# The rules between start and end, which a schema cannot state for one parameter; each refusal
+# is a 400 naming `end` (docs/api.md, "Rules between parameters").
+WINDOW_RULES = ("\n\nRules between parameters (a 400 naming `end`): `end` must be after `start` (`end` "
+                "defaults to now, `start` to a week before `end`), and the window may be at most "
+                "MAX_REPORT_DAYS days long (400 unless configured).")
+
 USAGE_ROW_FIELDS = {
     "key": serializers.CharField(),
     "allocated_gpu_hours": serializers.FloatField(),
@@ -119,7 +125,7 @@ class UsageView(APIView):
             "start": serializers.CharField(), "end": serializers.CharField(),
             "group_by": serializers.CharField(), "results": inline_serializer("UsageRow", USAGE_ROW_FIELDS, many=True),
         }),
-        description="Allocated, used, idle (and for cluster/gpu_model, unallocated) GPU-hours.",
+        description="Allocated, used, idle (and for cluster/gpu_model, unallocated) GPU-hours." + WINDOW_RULES,
     )
     def get(self, request):
         params = request.query_params

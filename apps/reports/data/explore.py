@@ -4,13 +4,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from django.db.models import Sum
-
+from apps.accounting import rollup_reader
 from apps.accounting.figures import efficiency, shown_hours, shown_ratio
-from apps.accounting.usage import Cell, billing_zone, price_class_expr, usage_cells
-from apps.accounting.models import UsageHour
+from apps.accounting.rollup_reader import HourTeams
+from apps.accounting.usage import Cell, billing_zone, usage_cells
 from apps.clusters.models import Cluster
-from apps.teams.resolve import TeamResolver
 from apps.web.params import BadParameters
 
 from ..selection import Selection
@@ -103,26 +101,15 @@ def parse_options(params, sel: Selection) -> ExploreOptions:
 
 def _hourly_cells(sel: Selection, opts: ExploreOptions):
     """Usage cells of one hour each, straight from the hourly rows: (bucket, cell)."""
-    clusters = Cluster.objects.filter(name=sel.cluster) if sel.cluster else Cluster.objects.all()
-    names = dict(clusters.values_list("id", "name"))
-    qs = UsageHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end, cluster_id__in=names)
-    qs = qs.exclude(namespace="")
-    if opts.namespace:
-        qs = qs.filter(namespace=opts.namespace)
-    if opts.gpu_model:
-        qs = qs.filter(gpu_model=opts.gpu_model)
-    rows = (qs.annotate(price_class=price_class_expr(set(names)))
-            .values("cluster_id", "namespace", "gpu_model", "mig_profile", "price_class", "hour_start")
-            .annotate(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"),
-                      mig_s=Sum("mig_seconds"))
-            .order_by())
-    resolver, zone = TeamResolver(), billing_zone()
-    for r in rows:
-        day = r["hour_start"].astimezone(zone).date()
-        team = resolver.team(r["cluster_id"], r["namespace"], day, r["hour_start"])
+    names = dict(Cluster.objects.values_list("id", "name"))
+    f = sel.usage_filter(namespaces=frozenset({opts.namespace}) if opts.namespace else None,
+                         gpu_models=frozenset({opts.gpu_model}) if opts.gpu_model else None)
+    zone = billing_zone()
+    for r in rollup_reader.hour_cells(f, HourTeams()):
         yield r["hour_start"], Cell(
-            cluster_id=r["cluster_id"], cluster=names.get(r["cluster_id"], "?"), namespace=r["namespace"], team=team,
-            gpu_model=r["gpu_model"], mig_profile=r["mig_profile"], day=day, gpu_seconds=r["gpu_s"] or 0.0,
+            cluster_id=r["cluster_id"], cluster=names.get(r["cluster_id"], "?"), namespace=r["namespace"],
+            team=r["team"], gpu_model=r["gpu_model"], mig_profile=r["mig_profile"],
+            day=r["hour_start"].astimezone(zone).date(), gpu_seconds=r["gpu_s"] or 0.0,
             used_gpu_seconds=r["used_s"] or 0.0, idle_gpu_seconds=r["idle_s"] or 0.0, mig_seconds=r["mig_s"] or 0.0,
             price_class=r["price_class"])
 

@@ -9,17 +9,14 @@ else's or nobody's. The energy per team is scoped the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import date, datetime
 from math import fsum
 
-from django.db.models import Avg, Exists, Max, OuterRef, Q, Subquery, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Q
 
-from apps.accounting.models import DeviceHealthHour, UsageHour
+from apps.accounting import rollup_reader
+from apps.accounting.rollup_reader import HourTeams
 from apps.clusters.models import Device
-from apps.accounting.days import day_of
-from apps.accounting.usage import billing_zone
-from apps.teams.resolve import TeamResolver
 
 from ..selection import Selection
 
@@ -53,38 +50,6 @@ class DeviceHealth:
         return self.xid_samples > 0 or self.hot
 
 
-HOUR = timedelta(hours=1)
-
-
-def _health_rows(sel: Selection):
-    qs = DeviceHealthHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end)
-    if sel.cluster:
-        qs = qs.filter(cluster__name=sel.cluster)
-    return qs
-
-
-_READINGS = ("device_id", "hour_start", "temperature_c_max", "temperature_c_avg", "seconds_above_83c",
-             "power_watts_avg", "energy_joules", "xid_samples", "xid_codes")
-
-
-def _held_readings(sel: Selection, held: Q) -> list[tuple]:
-    """The health readings of the device-hours one of the teams' pods held (a GPU shared by
-    time-slicing counts when any of its pods that hour is theirs), as `_READINGS` tuples.
-
-    Read from the held side: the held (cluster, device, hour) from UsageHour by namespace (its
-    index), each reading looked up by DeviceHealthHour's unique (cluster, device, hour) — not a
-    subquery per reading, which scanned every hour of the device on SQLite (docs/performance.md)."""
-    qs = UsageHour.objects.filter(held, hour_start__gte=sel.start, hour_start__lt=sel.end)
-    if sel.cluster:
-        qs = qs.filter(cluster__name=sel.cluster)
-    reading = DeviceHealthHour.objects.filter(cluster_id=OuterRef("cluster_id"), device_id=OuterRef("device_id"),
-                                              hour_start=OuterRef("hour_start"))
-    fields = _READINGS[2:]
-    rows = (qs.values("cluster_id", "device_id", "hour_start").distinct().order_by()
-            .annotate(has=Exists(reading), **{f"r_{f}": Subquery(reading.values(f)[:1]) for f in fields}))
-    return [(r["device_id"], r["hour_start"], *(r[f"r_{f}"] for f in fields)) for r in rows if r["has"]]
-
-
 def _max(values):
     values = [v for v in values if v is not None]
     return max(values) if values else None
@@ -109,7 +74,7 @@ class HeldHours:
 
     def readings(self, sel: Selection) -> list[tuple]:
         if self._readings is None:
-            self._readings = _held_readings(sel, self.q)
+            self._readings = rollup_reader.held_readings(sel.usage_filter(), self.q)
         return self._readings
 
 
@@ -125,36 +90,7 @@ def held_hours(sel: Selection) -> HeldHours | None:
     """
     if sel.teams is None:
         return None
-    qs = UsageHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end).exclude(namespace="")
-    if sel.cluster:
-        qs = qs.filter(cluster__name=sel.cluster)
-    resolver, zone = TeamResolver(), billing_zone()
-    names = resolver.namespaces_of(sel.teams)
-    if names is not None:
-        qs = qs.filter(namespace__in=names)
-    runs: dict[tuple[int, str], list[list[datetime]]] = {}
-    changed_hands: set[tuple[int, str]] = set()
-    for cluster_id, ns, hour in (qs.values_list("cluster_id", "namespace", "hour_start").distinct()
-                                 .order_by("cluster_id", "namespace", "hour_start")):
-        if resolver.team(cluster_id, ns, day_of(hour, zone), hour) not in sel.teams:
-            changed_hands.add((cluster_id, ns))
-            continue
-        spans = runs.setdefault((cluster_id, ns), [])
-        if spans and spans[-1][1] == hour:
-            spans[-1][1] = hour + HOUR
-        else:
-            spans.append([hour, hour + HOUR])
-    held = Q(pk__in=[])            # no hour held: nothing matches
-    whole: dict[int, list[str]] = {}
-    for (cluster_id, ns), spans in sorted(runs.items()):
-        if (cluster_id, ns) not in changed_hands:
-            whole.setdefault(cluster_id, []).append(ns)
-            continue
-        for a, b in spans:
-            held |= Q(cluster_id=cluster_id, namespace=ns, hour_start__gte=a, hour_start__lt=b)
-    for cluster_id, whole_names in whole.items():
-        held |= Q(cluster_id=cluster_id, namespace__in=whole_names)
-    return HeldHours(held)
+    return HeldHours(rollup_reader.held_hours(sel.usage_filter(), HourTeams()))
 
 
 def _aggregate_by_device(readings: list[tuple]) -> list[dict]:
@@ -183,15 +119,8 @@ def _scoped_device_rows(sel: Selection, held: HeldHours) -> tuple[list[dict], li
 
 
 def _fleet_device_rows(sel: Selection) -> tuple:
-    qs = _health_rows(sel)
-    rows = (qs.values("device_id", "cluster__name", "device__host", "device__gpu_index", "device__mig_instance_id",
-                      "device__model_name", "device__uuid")
-            .annotate(t_max=Max("temperature_c_max"), t_avg=Avg("temperature_c_avg"),
-                      hot_max=Max("seconds_above_83c"), hot_sum=Sum("seconds_above_83c"),
-                      p_avg=Avg("power_watts_avg"), e_sum=Sum("energy_joules"), xid_n=Sum("xid_samples"))
-            .order_by("cluster__name", "device__host", "device__gpu_index", "device__mig_instance_id"))
-    xids = (qs.filter(xid_samples__gt=0).order_by("hour_start").values_list("device_id", "xid_codes", "hour_start"))
-    return rows, xids
+    f = sel.usage_filter()
+    return rollup_reader.fleet_health_by_device(f), rollup_reader.fleet_xids(f)
 
 
 def device_health(sel: Selection, held: HeldHours | None = None) -> list[DeviceHealth]:
@@ -230,23 +159,15 @@ def hourly_health(sel: Selection, held: HeldHours | None = None) -> list[HealthH
             by_hour.setdefault(r[1], []).append(r)
         return [HealthHour(hour, _max(r[2] for r in rs), _avg(r[3] for r in rs), _sum(r[5] for r in rs))
                 for hour, rs in sorted(by_hour.items())]
-    rows = (_health_rows(sel).values("hour_start")
-            .annotate(t_max=Max("temperature_c_max"), t_avg=Avg("temperature_c_avg"), p=Sum("power_watts_avg"))
-            .order_by("hour_start"))
+    rows = rollup_reader.fleet_health_by_hour(sel.usage_filter())
     return [HealthHour(r["hour_start"], r["t_max"], r["t_avg"], r["p"]) for r in rows]
 
 
 def energy_by_team_month(sel: Selection) -> list[dict]:
     """kWh per (team, month) from UsageHour.energy_joules; devices no pod held count as `unallocated capacity`."""
-    qs = UsageHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end, energy_joules__isnull=False)
-    if sel.cluster:
-        qs = qs.filter(cluster__name=sel.cluster)
-    rows = (qs.values("cluster_id", "namespace", day=TruncDate("hour_start", tzinfo=billing_zone()))
-            .annotate(e=Sum("energy_joules")).order_by())
-    resolver = TeamResolver()
     totals: dict[tuple[str, date], float] = {}
-    for r in rows:
-        team = resolver.team(r["cluster_id"], r["namespace"], r["day"]) if r["namespace"] else ""
+    for r in rollup_reader.energy_by_team_day(sel.usage_filter(), HourTeams()):
+        team = r["team"]
         if sel.teams is not None and (not team or team not in sel.teams):
             continue
         key = (team or "(no pod)", r["day"].replace(day=1))

@@ -12,19 +12,17 @@ shown, and of the capacity no pod held, are priced from usage cells (apps/report
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Max, Min, Q, Sum
-from django.db.models.functions import TruncDate
-
+from apps.accounting import rollup_reader
 from apps.accounting.figures import efficiency, longest_idle_seconds, share, shown_hours, shown_ratio
-from apps.accounting.models import UsageHour
-from apps.accounting.usage import Cell, billing_zone, price_class_expr
+from apps.accounting.rollup_reader import HourTeams
+from apps.accounting.usage import Cell
 from apps.clusters.models import Cluster
-from apps.teams.resolve import TeamResolver
 from apps.web.params import BadParameters
 
 from ..selection import Selection
@@ -87,7 +85,7 @@ DEFAULT_SORT = "-idle_gpu_hours"
 
 
 def pod_order(p: "IdlePod") -> tuple:
-    return (p.cluster, p.namespace, p.pod)
+    return (p.cluster, p.namespace, p.pod, p.team)
 
 
 EVERY_IDLE_POD = (1.0, 0.0)  # no listing filter: every pod with idle GPU-time
@@ -106,62 +104,46 @@ def parse_idle_options(params, defaults=None) -> IdleOptions:
         except ValueError:
             errors[name] = f"{name}={raw!r} is not a number"
             continue
-        if value < 0 or (high is not None and value > high) or value != value:
-            errors[name] = f"{name}={raw!r} must lie between 0 and {high if high is not None else 'infinity'}"
+        if not math.isfinite(value) or value < 0 or (high is not None and value > high):
+            errors[name] = (f"{name}={raw!r} must lie between 0 and {high}" if high is not None
+                            else f"{name}={raw!r} must be a finite number, 0 or more")
         values[name] = value
     if errors:
         raise BadParameters(errors)
     return IdleOptions(**values)
 
 
-def _base(sel: Selection):
-    qs = UsageHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end)
-    if sel.cluster:
-        qs = qs.filter(cluster__name=sel.cluster)
-    return qs
-
-
 def idle_pods(sel: Selection, opts: IdleOptions) -> list[IdlePod]:
-    """Three queries whatever the number of pods: pod totals, cluster names, candidates' hours."""
-    allocated = _base(sel).exclude(namespace="").filter(gpu_seconds__gt=0)
-    totals = (allocated.values("cluster_id", "namespace", "pod")
-              .annotate(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"),
-                        first=Min("hour_start"), last=Max("hour_start"))
-              .filter(idle_s__gt=0).order_by())
+    """Three queries whatever the number of pods: pod totals, cluster names, candidates' hours.
+    A pod whose namespace changed team in the window is listed once per team, with that
+    team's hours (docs/teams-and-relabels.md, "Which team owns an hour")."""
+    f, rule = sel.usage_filter(), HourTeams()
     names = dict(Cluster.objects.values_list("id", "name"))
-    resolver, zone = TeamResolver(), billing_zone()
-    pods: dict[tuple[int, str, str], IdlePod] = {}
-    for t in totals:
-        if efficiency(t["used_s"], t["gpu_s"]) >= opts.max_utilization:
+    pods: dict[tuple[int, str, str, str], IdlePod] = {}
+    for t in rollup_reader.pod_totals(f, rule):
+        if not t["idle_s"] or efficiency(t["used_s"], t["gpu_s"]) >= opts.max_utilization:
             continue
-        team = resolver.team(t["cluster_id"], t["namespace"], t["last"].astimezone(zone).date(), t["last"])
-        if sel.teams is not None and team not in sel.teams:
-            continue
-        pods[(t["cluster_id"], t["namespace"], t["pod"])] = IdlePod(
-            cluster=names.get(t["cluster_id"], "?"), namespace=t["namespace"], pod=t["pod"], team=team,
+        pods[(t["cluster_id"], t["namespace"], t["pod"], t["team"])] = IdlePod(
+            cluster=names.get(t["cluster_id"], "?"), namespace=t["namespace"], pod=t["pod"], team=t["team"],
             nodes=[], gpus_held=0.0, allocated_gpu_seconds=t["gpu_s"], used_gpu_seconds=t["used_s"],
             idle_gpu_seconds=t["idle_s"], first_hour=t["first"], last_hour=t["last"], cluster_id=t["cluster_id"],
         )
     if not pods:
         return []
-    _fill_stretches(allocated, pods)
+    _fill_stretches(f, pods, rule)
     min_seconds = opts.min_idle_minutes * 60.0
     listed = [p for p in pods.values() if p.longest_idle_seconds >= min_seconds]
-    return sorted(listed, key=lambda p: (-p.idle_gpu_seconds, p.cluster, p.namespace, p.pod))
+    return sorted(listed, key=lambda p: (-p.idle_gpu_seconds, p.cluster, p.namespace, p.pod, p.team))
 
 
-def _fill_stretches(allocated, pods):
-    # namespace IN / pod IN is a superset of the candidate pods that the index serves well;
-    # rows of other pods are dropped below.
-    hours = (allocated.filter(namespace__in={k[1] for k in pods}, pod__in={k[2] for k in pods})
-             .values_list("cluster_id", "namespace", "pod", "device_id", "node", "gpu_fraction", "hour_start",
-                          "idle_prefix_seconds", "idle_suffix_seconds", "idle_max_run_seconds", "idle_whole_hour")
-             .order_by("cluster_id", "namespace", "pod", "device_id", "hour_start"))
+def _fill_stretches(f, pods, rule):
     runs = defaultdict(list)
     fractions: dict[tuple, dict[int, float]] = defaultdict(dict)
     nodes: dict[tuple, set[str]] = defaultdict(set)
-    for cluster_id, ns, pod, device_id, node, fraction, hour, prefix, suffix, max_run, whole in hours:
-        key = (cluster_id, ns, pod)
+    wanted = {k[:3] for k in pods}
+    for cluster_id, ns, pod, team, device_id, node, fraction, hour, prefix, suffix, max_run, whole in (
+            rollup_reader.pod_idle_hours(f, wanted, rule)):
+        key = (cluster_id, ns, pod, team)
         if key not in pods:
             continue
         runs[(key, device_id)].append((int(hour.timestamp()), prefix, suffix, max_run, whole))
@@ -181,17 +163,11 @@ def pod_cells(sel: Selection, pods: list[IdlePod]) -> list[list[Cell]]:
     one query, to price what the pods shown cost in the window."""
     if not pods:
         return []
-    wanted = {(p.cluster_id, p.namespace, p.pod): i for i, p in enumerate(pods)}
-    qs = (_base(sel).filter(gpu_seconds__gt=0, namespace__in={p.namespace for p in pods},
-                            pod__in={p.pod for p in pods}, cluster_id__in={p.cluster_id for p in pods})
-          .annotate(price_class=price_class_expr({p.cluster_id for p in pods}),
-                    day=TruncDate("hour_start", tzinfo=billing_zone()))
-          .values("cluster_id", "namespace", "pod", "gpu_model", "mig_profile", "price_class", "day")
-          .annotate(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"),
-                    mig_s=Sum("mig_seconds")).order_by())
+    wanted = {(p.cluster_id, p.namespace, p.pod, p.team): i for i, p in enumerate(pods)}
     out: list[list[Cell]] = [[] for _ in pods]
-    for r in qs:
-        i = wanted.get((r["cluster_id"], r["namespace"], r["pod"]))
+    rows = rollup_reader.pod_cells(sel.usage_filter(), {k[:3] for k in wanted}, HourTeams())
+    for r in rows:
+        i = wanted.get((r["cluster_id"], r["namespace"], r["pod"], r["team"]))
         if i is None:
             continue
         p = pods[i]
@@ -220,11 +196,7 @@ def unallocated_capacity(sel: Selection) -> list[Unallocated]:
     """Capacity no pod held, per cluster and GPU model (fleet-wide: not for team leads), with
     the unallocated usage cells that price it."""
     clusters = dict(Cluster.objects.values_list("id", "name"))
-    rows = (_base(sel).annotate(price_class=price_class_expr(set(clusters)),
-                                day=TruncDate("hour_start", tzinfo=billing_zone()))
-            .values("cluster_id", "gpu_model", "mig_profile", "price_class", "day")
-            .annotate(cap_s=Sum("gpu_seconds"), free_s=Sum("gpu_seconds", filter=Q(namespace="")),
-                      free_mig_s=Sum("mig_seconds", filter=Q(namespace=""))).order_by())
+    rows = rollup_reader.unallocated_rows(sel.usage_filter(), set(clusters))
     out: dict[tuple[str, str], Unallocated] = {}
     for r in rows:
         name = clusters.get(r["cluster_id"], "?")

@@ -6,15 +6,15 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 
-from django.db.models import Max, Sum
-from django.db.models.functions import TruncDate
 from django.utils import timezone
 
 from apps.accounting.calc import period_of
 from apps.accounting.figures import gpu_hours
-from apps.accounting.models import QuotaHour
+from apps.accounting import rollup_reader
+from apps.accounting.rollup_reader import HourTeams
 from apps.accounting.ledger import team_month
-from apps.accounting.runrate import forecast_payload, month_forecast
+from apps.accounting.runrate import month_forecast
+from apps.reports.forecast_rows import forecast_payload
 from apps.accounting.usage import UsageFilter, billing_zone, usage_cells
 from apps.accounting.days import day_of, day_start
 from apps.teams.resolve import TeamResolver
@@ -124,16 +124,10 @@ def quota_use(sel: Selection, team: str, resolver: TeamResolver | None = None) -
     """Per namespace: its GPU quota as the window's last day left it, the peak used (the most
     GPUs counted against the quota in any hour, as the quota advice says it) and the hours at
     the quota (docs/advice-and-alerts.md)."""
-    qs = QuotaHour.objects.filter(hour_start__gte=sel.start, hour_start__lt=sel.end, resource=GPU_QUOTA_RESOURCE)
-    if sel.cluster:
-        qs = qs.filter(cluster__name=sel.cluster)
-    rows = (qs.values("cluster_id", "namespace", day=TruncDate("hour_start", tzinfo=billing_zone()))
-            .annotate(hard=Max("hard"), used=Max("used_max"), at_hard=Sum("seconds_at_hard")).order_by())
-    resolver = resolver or TeamResolver()
+    rows = rollup_reader.quota_days(UsageFilter(start=sel.start, end=sel.end, cluster=sel.cluster,
+                                                teams=frozenset({team})), GPU_QUOTA_RESOURCE, HourTeams(resolver))
     out: dict[tuple[int, str], QuotaUse] = {}
-    for r in sorted(rows, key=lambda r: r["day"]):
-        if resolver.team(r["cluster_id"], r["namespace"], r["day"]) != team:
-            continue
+    for r in sorted(rows, key=lambda r: r["first"]):
         key = (r["cluster_id"], r["namespace"])
         q = out.get(key) or out.setdefault(key, QuotaUse(r["cluster_id"], r["namespace"], None, None, 0.0))
         if r["hard"] is not None:

@@ -7,8 +7,8 @@ from apps.accounting.actions import ActionError, do_assign_namespace, do_import_
 from apps.accounting.ratecsv import COLUMNS as RATE_COLUMNS, OPTIONAL as RATE_OPTIONAL, RateFileError
 from apps.accounting.usage import billing_zone
 from apps.ingest.models import IngestRun
-from apps.teams.claims import ClaimError, do_decide_claim, pending_claims
-from apps.teams.models import LabelClaim, Namespace, NamespaceLabel, Team
+from apps.teams.claims import ClaimError, do_decide_claim, first_claimed, pending_claims, recent_decisions
+from apps.teams.models import LabelClaim, Namespace, Team
 
 from ..data.overview import ingest_freshness
 from .common import page, report_view
@@ -34,7 +34,10 @@ def ingest_log(request, sel):
 def label_claims(request, sel):
     """The queue of namespace → team claims waiting for an admin (clusters with label trust
     `approve`): approve from the claim's first hour or from now, map the namespace to a team,
-    or ignore (docs/teams-and-relabels.md, "Who may claim a team")."""
+    or ignore (docs/teams-and-relabels.md, "Who may claim a team"). The claims and their rules
+    are apps/teams/claims.py's; this page only shows them and posts decisions (it stays here,
+    in the report shell, because mapping a namespace is accounting's dated action:
+    docs/architecture.md, "Where each concept lives")."""
     message = ""
     if request.method == "POST":
         message = _decide(request)
@@ -43,7 +46,7 @@ def label_claims(request, sel):
     return page(request, sel, "reports/label_claims.html", "claims", {
         "claims": pending_claims(), "teams": sorted(Team.objects.values_list("name", flat=True)),
         "error": message[1:] if message.startswith("!") else "", "done": request.GET.get("done", "")[:200],
-        "decided": LabelClaim.objects.select_related("namespace__cluster", "decided_by").order_by("-decided_at")[:50],
+        "decided": recent_decisions(50),
     }, picker=())   # every pending claim: nothing to pick
 
 
@@ -84,8 +87,7 @@ def _decide(request) -> str:
     except (ValueError, Namespace.DoesNotExist):
         return "!no such namespace"
     label, action = request.POST.get("team_label", ""), request.POST.get("action", "")
-    first = (NamespaceLabel.objects.filter(namespace=namespace, team_label=label)
-             .order_by("valid_from").values_list("valid_from", flat=True).first())
+    first = first_claimed(namespace, label)
     if first is None:
         return f"!{namespace} never claimed team {label!r}"
     try:

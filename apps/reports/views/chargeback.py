@@ -8,17 +8,20 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from apps.accounting.actions import ActionError, before_history, do_close_period
+from apps.accounting.actions import ActionError, NotAllowed, before_history, check_may_close, do_close_period, may_close
 from apps.accounting.answers import computed_here
 from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
 from apps.accounting.ledger import late_hours
-from apps.accounting.models import BillingPeriod, UsageHour
-from apps.accounting.runrate import forecast_payload, forecasts_by_team, is_running, month_forecast
+from apps.accounting.models.periods import BillingPeriod
+from apps.accounting.rollup_reader import has_usage
+from apps.accounting.runrate import is_running, month_forecast
 from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
-                                        period_has_ended, statement, statement_payload)
+                                        period_has_ended, statement)
+from apps.reports.forecast_rows import forecast_payload, forecasts_by_team
+from apps.reports.statement_rows import statement_payload
 from apps.accounting.months import month_zone
 from apps.clusters.models import Cluster
-from apps.teams.access import can_close_periods, can_see_money, money_scope, require_team, team_scope
+from apps.teams.access import can_see_money, money_scope, require_team, team_scope
 from apps.web.pages import bad_request
 from apps.web.throttle import throttled_page
 
@@ -58,7 +61,7 @@ def statement_view(request):
     selected = next((row for row in payload["results"] if row["key"] == team), None) if team else None
     api = reverse("api-chargeback")
     query = f"period={period}&shared_idle={shared_idle}"
-    closer = can_close_periods(request.user)
+    closer = may_close(request.user)
     return render(request, "chargeback/statement.html", {
         "payload": payload, "period": period, "shared_idle": shared_idle, "running": running, "late": late,
         "selected": selected, "team": team, "unallocated_key": UNALLOCATED_KEY,
@@ -85,14 +88,18 @@ def _closed(period):
 def close_view(request):
     """GET asks for confirmation, saying what closing freezes and what is not in yet; only an
     ended month offers the button. POST (with CSRF) closes."""
-    if not can_close_periods(request.user):
-        raise PermissionDenied("only finance or an admin can close a billing period")
+    try:
+        check_may_close(request.user)       # the action's own rule: the page only answers it
+    except NotAllowed as exc:
+        raise PermissionDenied(str(exc))
     period, refused = _period(request)
     if refused:
         return refused
     if request.method == "POST":
         try:
             do_close_period(period, actor=request.user)
+        except NotAllowed as exc:
+            raise PermissionDenied(str(exc))
         except ActionError as exc:
             messages.error(request, str(exc))
         else:
@@ -110,6 +117,6 @@ def close_view(request):
         "ended": period_has_ended(period), "closed": stmt.closed,
         "before_history": None if stmt.closed else before_history(period),
         "behind": list(Cluster.objects.filter(name__in=behind).order_by("name").values("name", "ingested_until")),
-        "has_usage": UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end).exists(),
+        "has_usage": has_usage(start, end),
         "payload": statement_payload(stmt, "team", None),
     })

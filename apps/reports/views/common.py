@@ -3,7 +3,6 @@ from functools import wraps
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse
 from django.shortcuts import render
 from rest_framework.exceptions import ValidationError
 
@@ -83,8 +82,3 @@ def preset_links(request, sel):
         links.append((p.label, f"?{q.urlencode()}" if q else request.path, p.key == sel.preset))
     return links
 
-
-def csv_response(text: str, filename: str) -> HttpResponse:
-    response = HttpResponse(text, content_type="text/csv; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="{filename}"'
-    return response

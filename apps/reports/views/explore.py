@@ -1,6 +1,6 @@
 from apps.accounting.calc import present
 from apps.clusters.models import Device
-from apps.web.csv import rows_to_csv
+from apps.web.csv import streaming_csv
 from apps.web.pages import bad_request
 from apps.web.params import BadParameters
 
@@ -9,7 +9,7 @@ from ..data.explore import (CSV_COLUMNS, DEFAULT_SORT, GRAINS, MONEY_COLUMNS, MO
                             parse_options, row_order)
 from ..data.paging import page_of, parse_paging, sort_rows
 from ..money import price_groups
-from .common import csv_response, page, report_view
+from .common import page, report_view
 from .listing import page_links, sort_links
 
 # The direction a first click on a column sorts in.
@@ -30,8 +30,9 @@ def explorer(request, sel):
     result = explore(sel, opts)
     if csv:
         priced = price_groups([r.cells for r in result.rows]) if sel.money else [None] * len(result.rows)
-        rows = [r.as_dict() | (_money_columns(p) if sel.money else {}) for r, p in zip(result.rows, priced)]
-        return csv_response(rows_to_csv(rows, CSV_COLUMNS + (MONEY_COLUMNS if sel.money else [])), "utilization.csv")
+        # Streamed: each row's dict and text exist only while it is written (docs/performance.md).
+        rows = (r.as_dict() | (_money_columns(p) if sel.money else {}) for r, p in zip(result.rows, priced))
+        return streaming_csv(rows, CSV_COLUMNS + (MONEY_COLUMNS if sel.money else []), "utilization.csv")
     if paging.key in MONEY_SORTS:   # sorted by cost: every row priced first
         for r, p in zip(result.rows, price_groups([r.cells for r in result.rows])):
             r.priced = p

@@ -47,7 +47,17 @@ class Command(BaseCommand):
                           "`DEBUG=true .venv/bin/python manage.py api_token finance --name script --read-only` (the demo's settings)")
         if opts["no_serve"]:
             return
-        call_command("runserver", f"127.0.0.1:{opts['port']}", use_reloader=False)
+        serve(opts["port"])
+
+
+def serve(port: int) -> None:
+    """Serve from a fresh process: loading the history leaves this one holding over a GB that
+    Python never hands back, and a new runserver in its place starts small (docs/demo.md,
+    "Memory"). `exec` keeps the process id, so Ctrl-C and SIGTERM still reach the server."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    manage = str(Path(settings.BASE_DIR) / "manage.py")
+    os.execv(sys.executable, [sys.executable, manage, "runserver", f"127.0.0.1:{port}", "--noreload"])
 
 
 def stop_on_sigterm(signum, frame):

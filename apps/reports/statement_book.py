@@ -1,51 +1,34 @@
-"""What a month's statement workbook holds, as data (docs/chargeback.md, "The statement workbook").
+"""What a month's statement workbook holds, laid out (docs/chargeback.md, "The statement workbook").
 
 The workbook, the page, the API and its CSV show one statement: every figure here comes from
-`statements.statement_payload` or from the statement's lines with their cost as the statement
-shows it (`lines_as_shown`: the statement rounded once as a whole, `calc.shown_amounts`,
-docs/chargeback.md "Rounding"). The breakdowns by namespace and by GPU model add those shown line costs up, so every
-sheet's total per currency is the statement's `totals_by_currency` to the minor unit, and a
-breakdown row is the sum of the CSV's lines it covers.
+`statement_rows.statement_payload` or from the statement's lines with their cost as the statement
+shows it (`accounting.statement_facts.lines_as_shown`: the statement rounded once as a whole,
+`calc.shown_amounts`, docs/chargeback.md "Rounding"). The breakdowns by namespace and by GPU model
+add those shown line costs up, so every sheet's total per currency is the statement's
+`totals_by_currency` to the minor unit, and a breakdown row is the sum of the CSV's lines it covers.
 
-The cover's facts are read, never recomputed: who closed the month and when, the rate-card
-version the statement names, each cluster's ingest watermark (behind the month end as
-`statements.clusters_behind` says), and the rates the lines were priced at, found on the rate
-card the statement used (the card as it stood at the close, for a closed month).
+The cover's facts are read, never recomputed (`accounting.statement_facts`): who closed the month
+and when, the rate-card version the statement names, each cluster's ingest watermark, and the
+rates the lines were priced at, found on the rate card the statement used (the card as it stood
+at the close, for a closed month).
 """
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from decimal import Decimal
 
+from apps.accounting.calc import Line, present
+from apps.accounting.figures import shown_hours
+from apps.accounting.models.periods import BillingPeriod
+from apps.accounting.pricing import load_rate_card, rate_card_at
+from apps.accounting.statement_facts import Freshness, RateUsed, billed_unit, freshness, lines_as_shown, rates_used
+from apps.accounting.statements import Statement
+from apps.accounting.timeparse import billing_zone
 from apps.teams.models import Team
 
-from .calc import BASIS_PROFILE, Line, RateCard, ensure_shown, last_day, present
-from .figures import shown_hours
-from .models import BillingPeriod
-from .pricing import load_rate_card, rate_card_at
-from .statements import (UNALLOCATED_KEY, Statement, clusters_behind, group_row, line_group, shown_costs,
-                         statement_payload, visible)
-from .timeparse import billing_zone
-
-
-@dataclass(frozen=True)
-class RateUsed:
-    gpu_model: str
-    mig_profile: str            # "" : priced per GPU-hour of the model
-    price_class: str
-    hourly_rate: Decimal
-    currency: str
-    effective_from: date | None  # None: the rate is not on the card the statement names
-    billed_unit: str
-
-
-@dataclass(frozen=True)
-class Freshness:
-    cluster: str
-    ingested_until: datetime | None
-    behind: bool                # the watermark has not reached the month's end
+from .statement_rows import group_row, rate_card_fields, statement_payload
 
 
 @dataclass
@@ -69,24 +52,6 @@ class StatementBook:
     @property
     def totals_by_currency(self) -> dict[str, str]:
         return self.by_team["totals_by_currency"]
-
-
-def lines_as_shown(lines: list[Line], scope) -> list[tuple[Line, Decimal | None]]:
-    """The lines `scope` may see, each with its cost as the statement shows it (None:
-    unpriced). The FOCUS export and the workbook's breakdowns read costs from here."""
-    groups: dict[tuple, list[Line]] = defaultdict(list)
-    for line in visible(ensure_shown(lines), scope):
-        groups[line_group(line, "team")].append(line)
-    out = []
-    for key in sorted(groups, key=lambda k: (k[0] == UNALLOCATED_KEY, k[0])):
-        out += list(zip(groups[key], shown_costs(groups[key])))
-    return out
-
-
-def billed_unit(line: Line) -> str | None:
-    if line.hourly_rate is None:
-        return None
-    return "instance-hour" if line.rate_basis == BASIS_PROFILE else "GPU-hour"
 
 
 def breakdown(shown: list[tuple[Line, Decimal | None]], key_of) -> list[tuple[tuple, dict]]:
@@ -142,44 +107,6 @@ def by_model(shown) -> list[dict]:
             for (model, profile, price_class, rate, currency, unit), figures in rows]
 
 
-def rates_used(lines: list[Line], period: str, card: RateCard) -> list[RateUsed]:
-    """The card's rates behind the priced lines: for each line, the entries in force on the days
-    of the month it bills (the corrected month for an adjustment) with its rate and currency."""
-    found: set[RateUsed] = set()
-    seen: set[tuple] = set()
-    for line in lines:
-        if line.hourly_rate is None:
-            continue
-        month = line.adjusts_period or period
-        key = (line.gpu_model, line.mig_profile, line.price_class, line.rate_basis, line.hourly_rate,
-               line.currency, month)
-        if key in seen:
-            continue
-        seen.add(key)
-        profile = line.mig_profile if line.rate_basis == BASIS_PROFILE else ""
-        hits = set()
-        day, last = date(int(month[:4]), int(month[5:7]), 1), last_day(month)
-        while day <= last:
-            hit = card.lookup(line.gpu_model, line.mig_profile, line.price_class, day)
-            if hit and hit[1] == line.rate_basis and hit[0].hourly_rate == line.hourly_rate \
-                    and hit[0].currency == line.currency:
-                hits.add(hit[0].effective_from)
-            day += timedelta(days=1)
-        for effective_from in hits or {None}:
-            found.add(RateUsed(line.gpu_model, profile, line.price_class, line.hourly_rate, line.currency,
-                               effective_from, billed_unit(line)))
-    return sorted(found, key=lambda r: (r.gpu_model, r.mig_profile, r.price_class, r.currency,
-                                        r.effective_from or date.min, r.hourly_rate))
-
-
-def freshness(period: str, clusters: set[str] | None) -> list[Freshness]:
-    """Each cluster's ingest watermark; `clusters` None: all of them."""
-    from apps.clusters.models import Cluster
-    behind = set(clusters_behind(period))
-    rows = Cluster.objects.order_by("name").values_list("name", "ingested_until")
-    return [Freshness(name, until, name in behind) for name, until in rows if clusters is None or name in clusters]
-
-
 def statement_book(stmt: Statement, scope, shared_idle: str = "apart") -> StatementBook:
     """The workbook's content for the teams in `scope` (None: all, with unallocated capacity)."""
     payload = statement_payload(stmt, "team", scope, shared_idle)
@@ -201,11 +128,11 @@ def statement_book(stmt: Statement, scope, shared_idle: str = "apart") -> Statem
         by_team=payload, by_namespace=by_namespace(shown), by_model=by_model(shown),
         adjustments=adjustments,
         freshness=freshness(stmt.period, None if scope is None else {line.cluster for line in seen}),
-        rates=rates_used(seen, stmt.period, card), rate_card=stmt.rate_card,
+        rates=rates_used(seen, stmt.period, card), rate_card=rate_card_fields(stmt),
         adjustment_totals={c: present(a, c) for c, a in sorted(adjustment_totals.items())},
         cost_centres=dict(Team.objects.filter(name__in={line.team for line in seen if line.team})
                           .values_list("name", "cost_centre")),
     )
 
 
-__all__ = ["StatementBook", "statement_book", "lines_as_shown", "rates_used", "RateUsed", "Freshness"]
+__all__ = ["StatementBook", "statement_book"]

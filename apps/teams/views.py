@@ -43,4 +43,4 @@ def token_revoke(request, pk):
     info = get_object_or_404(tokens_of(request.user), pk=pk)
     do_revoke_api_token(request.user, info)
     messages.success(request, f"Token {info.name!r} is revoked: its key no longer works.")
-    return redirect(reverse("reports:tokens"))
+    return redirect(reverse("teams:tokens"))
