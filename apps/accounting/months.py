@@ -14,15 +14,15 @@ from datetime import date, timedelta, timezone
 from django.conf import settings
 from django.db.models import Q
 
-from .answers import (CODE_VERSION, Inputs, answer, day_answers, day_cells, day_part, drop_parts, read_inputs,
-                      store_current, stored_answers)
+from .answers import (CODE_VERSION, Inputs, answer, day_answers, day_cells, day_part, drop_parts,
+                      merged_day_cells, read_inputs, store_current, stored_answers)
 from .calc import Cell, Line, build_lines, last_day, period_bounds, period_of, prev_period
 from .days import day_start
 from .latedata import delta_cells
 from .models import BillingPeriod, FrozenCell, MonthAnswer
 from .pricing import load_rate_card
 from .timeparse import MAX_YEAR, MIN_YEAR, billing_zone, in_zone
-from .usage import UsageFilter, merge_spans, span_starts, usage_cells
+from .usage import UsageFilter, span_starts, usage_cells
 
 
 def month_cells(period: str, *, per_day: bool = True, days: list[date] | None = None) -> list:
@@ -98,7 +98,7 @@ def own_cells(period: str, inputs: Inputs | None = None) -> list[Cell]:
         if i is None:
             return month_cells(period, per_day=False)
         start, end = period_bounds(period, billing_zone())
-        return merge_spans(own_days(period, i), span_starts(UsageFilter(start=start, end=end)))
+        return merged_day_cells(day_parts(period, i), span_starts(UsageFilter(start=start, end=end)))
     return answer(period, MonthAnswer.CELLS, lambda i: i.cells(period), compute, inputs)
 
 

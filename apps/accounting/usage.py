@@ -18,7 +18,7 @@ import re
 from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta
-from math import fsum
+from decimal import Context, Decimal
 
 from django.db.models import Case, CharField, DateTimeField, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
@@ -88,9 +88,9 @@ def span_starts(f: UsageFilter) -> list[date]:
 
 def merge_spans(cells, starts: list[date]) -> list[Cell]:
     """Per-day cells merged over the spans starting on `starts`: one cell per key and span, its
-    `day` the span's first day, its seconds the correctly rounded sums (`math.fsum`) of the
-    days' — the same whichever way the days were read (one query for the month, or one stored
-    part per day), so a span cell is written once."""
+    `day` the span's first day, its seconds `exact_sum` of the days' — the same whichever way the
+    days were read (one query for the month here, or the month's stored day parts summed by the
+    database, `answers.merged_day_cells`), so a span cell is written once. Sorted by `span_key`."""
     acc: dict[tuple, list] = {}
     for c in cells:
         span = starts[max(bisect_right(starts, c.day) - 1, 0)]
@@ -102,10 +102,32 @@ def merge_spans(cells, starts: list[date]) -> list[Cell]:
         sums[2].append(c.used_gpu_seconds)
         sums[3].append(c.idle_gpu_seconds)
         sums[4].append(c.mig_seconds)
-    return [Cell(cluster_id=c.cluster_id, cluster=c.cluster, namespace=c.namespace, team=c.team, gpu_model=c.gpu_model,
-                 mig_profile=c.mig_profile, day=key[5], gpu_seconds=fsum(g), used_gpu_seconds=fsum(u),
-                 idle_gpu_seconds=fsum(i), mig_seconds=fsum(m), price_class=c.price_class)
-            for key, (c, g, u, i, m) in acc.items()]
+    merged = [Cell(cluster_id=c.cluster_id, cluster=c.cluster, namespace=c.namespace, team=c.team,
+                   gpu_model=c.gpu_model, mig_profile=c.mig_profile, day=key[5], gpu_seconds=exact_sum(g),
+                   used_gpu_seconds=exact_sum(u), idle_gpu_seconds=exact_sum(i), mig_seconds=exact_sum(m),
+                   price_class=c.price_class)
+              for key, (c, g, u, i, m) in acc.items()]
+    return sorted(merged, key=span_key)
+
+
+_EXACT = Context(prec=400)   # enough digits that a sum of seconds is never rounded before the end
+
+
+def exact_sum(values) -> float:
+    """The sum of floats as the database sums them exactly: each read as its shortest decimal
+    (what Postgres writes for a float8, `x::text::numeric`), added as exact decimals, then
+    rounded once to the nearest float. Order never matters, so Python and SQL agree to the bit."""
+    if len(values) == 1:
+        return float(values[0]) + 0.0
+    total = Decimal(0)
+    for v in values:
+        total = _EXACT.add(total, Decimal(repr(v)))
+    return float(total) + 0.0     # no -0.0: the database's numeric has none
+
+
+def span_key(c: Cell) -> tuple:
+    """The order span cells are kept in, wherever they were merged."""
+    return (c.cluster_id, c.namespace, c.gpu_model, c.mig_profile, c.price_class, c.day, c.team)
 
 
 NARROW_MAX_NAMESPACES = 2000   # past this, an IN list costs the database more than the rows it saves
