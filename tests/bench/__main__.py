@@ -428,34 +428,6 @@ def bench_api(results: dict) -> None:
     results["pages"] = pages
 
 
-@contextmanager
-def worker_after():
-    """Celery runs eagerly in the bench: a write's on-commit task would run inside the write being
-    timed. A worker runs it after the commit; so does this, once the block is over."""
-    from apps.accounting import refresh
-    from apps.accounting.tasks import prepare_month_answers
-
-    queued, original = [], refresh._queue
-    refresh._queue = lambda periods, recent: queued.append((periods, recent))
-    try:
-        yield
-    finally:
-        refresh._queue = original
-        for periods, recent in queued:
-            prepare_month_answers(periods, recent)
-
-
-def record_history(fleet, first: date) -> None:
-    """The seeded rollups are written without an ingest run; a month before the fleet's history
-    cannot be closed, so record the run ingest would have left (one per cluster)."""
-    from apps.ingest.models import IngestRun
-
-    start = datetime.combine(first, datetime.min.time(), tzinfo=timezone.utc)
-    for cluster in fleet.clusters:
-        IngestRun.objects.create(cluster=cluster, window_start=start, window_end=start + timedelta(hours=1),
-                                 status=IngestRun.Status.SUCCEEDED)
-
-
 def bench_day_parts(api, fleet, user, admin, period: str, nov: date, nov_days: int) -> dict:
     """Per-day parts (docs/performance.md, "Per-day parts"): an hour of ingest, then what the
     worker's on-commit task recomputes (its day, not the month) and the first read after it;
