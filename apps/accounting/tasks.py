@@ -9,6 +9,7 @@ from django.utils import timezone
 from .answers import as_worker
 from .calc import next_period, period_of
 from .months import closed_periods, prepare_month
+from .signals import announce_prepared
 from .timeparse import billing_zone
 
 
@@ -34,6 +35,7 @@ def prepare_month_answers(periods: list[str] | None = None, recent: bool = False
     with as_worker():
         for period in prepared:
             prepare_month(period)
+            announce_prepared(period)
     return prepared
 
 

@@ -241,3 +241,53 @@ def test_what_the_worker_stored_is_served_without_the_header(march, finance):
     response = c.get("/api/v1/chargeback/", {"period": MARCH, "group_by": "team"})
     assert not response.has_header("X-Answer-Computed")
     assert response.json()["totals_by_currency"] == {"USD": "18.00"}       # 9 h × 2.00
+
+
+def test_the_worker_renders_the_common_bodies_a_read_then_sends_stored(march, finance,
+                                                                       django_capture_on_commit_callbacks):
+    """After an hour and the worker, the statement by team and by namespace and the usage by
+    team are stored at their current versions: the first reads render nothing (no query of the
+    rollups), and their bytes are those a read rendering them itself sends."""
+    from django.test import Client
+
+    from apps.accounting.models import MonthBody
+
+    prod, rate, gpu = march
+    with django_capture_on_commit_callbacks(execute=True):
+        make_usage(gpu, "ml", utc(2026, 3, 10, 5), pod="next")          # 10 h × 2.00 = 20.00
+    keys = set(MonthBody.objects.filter(period=MARCH).values_list("key", flat=True))
+    assert {"chargeback?group_by=team&shared_idle=apart&scope=all",
+            "chargeback?group_by=namespace&shared_idle=apart&scope=all",
+            "usage?group_by=team&money=all&scope=all"} <= keys
+    c = Client()
+    c.force_login(finance)
+    start, end = period_bounds(MARCH, billing_zone())
+    reads = [("/api/v1/chargeback/", {"period": MARCH, "group_by": "team"}),
+             ("/api/v1/chargeback/", {"period": MARCH, "group_by": "namespace"}),
+             ("/api/v1/usage/", {"start": start.isoformat(), "end": end.isoformat(), "group_by": "team"})]
+    stored = []
+    for url, params in reads:
+        with CaptureQueriesContext(connection) as queries:
+            response = c.get(url, params)
+        assert response.status_code == 200 and not response.has_header("X-Answer-Computed")
+        assert not [q for q in queries.captured_queries if "accounting_usage" in q["sql"]]   # nothing computed
+        stored.append(response.content)
+    assert b'"USD":"20.00"' in stored[0]
+    MonthBody.objects.filter(period=MARCH).delete()                 # rendered by the reads themselves now
+    assert [c.get(url, params).content for url, params in reads] == stored
+
+
+def test_the_database_sums_day_parts_to_the_same_floats_as_the_live_merge(db):
+    """Seconds whose float sum depends on the order (0.1 + 0.2 + 0.3 and 1e16 + 1 - 1e16): the
+    span cell summed in SQL from stored day parts equals the one merged in Python, to the bit."""
+    from apps.accounting.calc import Cell
+    from apps.accounting.usage import exact_sum, merge_spans
+
+    values = [0.1, 0.2, 0.3, 1e16, 1.0, -1e16, 2.5e-7, 3600.0 / 7]
+    cells = [Cell(1, "prod", "ml", "A", "H100", "", date(2026, 3, 1 + i), v, v / 3, 0.0, 0.0, "on-demand")
+             for i, v in enumerate(values)]
+    ids = answers._store_cells(MARCH, [(f"day{i + 1:02d}", "v", [c], 0.0) for i, c in enumerate(cells)])
+    in_sql = answers.merged_day_cells(list(ids.values()), [date(2026, 3, 1)])
+    in_python = merge_spans(cells, [date(2026, 3, 1)])
+    assert in_sql == in_python
+    assert in_sql[0].gpu_seconds == exact_sum(values) == 515.8857145357143   # 0.6 + 1 + 2.5e-7 + 514.2857142857143; in order, floats give 514.28…
