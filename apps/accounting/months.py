@@ -22,16 +22,18 @@ from .latedata import delta_cells
 from .models import BillingPeriod, FrozenCell, MonthAnswer
 from .pricing import load_rate_card
 from .timeparse import MAX_YEAR, MIN_YEAR, billing_zone, in_zone
+from apps.teams.resolve import TeamResolver
+
 from .usage import UsageFilter, span_starts, usage_cells
 
 
-def month_cells(period: str, *, per_day: bool = True, days: list[date] | None = None) -> list:
+def month_cells(period: str, *, per_day: bool = True, days: list[date] | None = None, resolver=None) -> list:
     """The month's usage cells; `days` (consecutive): only those billing days of it."""
     zone = billing_zone()
     start, end = period_bounds(period, zone)
     if days:
         start, end = day_start(days[0], zone), day_start(days[-1] + timedelta(days=1), zone)
-    return usage_cells(UsageFilter(start=start, end=end), per_day=per_day)
+    return usage_cells(UsageFilter(start=start, end=end), per_day=per_day, resolver=resolver)
 
 
 def billing_days(period: str) -> list[date]:
@@ -98,13 +100,25 @@ def own_cells(period: str, inputs: Inputs | None = None) -> list[Cell]:
         if i is None:
             return month_cells(period, per_day=False)
         start, end = period_bounds(period, billing_zone())
-        return merged_day_cells(day_parts(period, i), span_starts(UsageFilter(start=start, end=end)))
+        # One reading of the team mapping for the stale days and the spans, taken when the first
+        # stale day is computed (after its version was read again under its lock), else now.
+        read: list = []
+
+        def resolver():
+            if not read:
+                read.append(TeamResolver())
+            return read[0]
+        ids = day_parts(period, i, resolver=resolver)
+        return merged_day_cells(ids, span_starts(UsageFilter(start=start, end=end), resolver()))
     return answer(period, MonthAnswer.CELLS, lambda i: i.cells(period), compute, inputs)
 
 
-def day_parts(period: str, inputs: Inputs | None = None, *, hold: bool = False) -> list[int]:
-    """The ids of the month's stored day parts, every one current (stale days recomputed)."""
-    return day_answers(period, billing_days(period), lambda run: month_cells(period, days=run), inputs, hold=hold)
+def day_parts(period: str, inputs: Inputs | None = None, *, hold: bool = False, resolver=None) -> list[int]:
+    """The ids of the month's stored day parts, every one current (stale days recomputed).
+    `resolver`: a function giving the team mapping to compute them with (read when called)."""
+    return day_answers(period, billing_days(period),
+                       lambda run: month_cells(period, days=run, resolver=resolver() if resolver else None),
+                       inputs, hold=hold)
 
 
 def own_days(period: str, inputs: Inputs | None = None) -> list[Cell]:

@@ -77,12 +77,13 @@ def usage_cells(f: UsageFilter, *, per_day: bool = True, resolver: TeamResolver 
     return cells if per_day else merge_spans(cells, _span_starts(f, relabels))
 
 
-def span_starts(f: UsageFilter) -> list[date]:
+def span_starts(f: UsageFilter, resolver: TeamResolver | None = None) -> list[date]:
     """The first days of the window's spans (`usage_cells(per_day=False)`), for merging per-day
-    cells read elsewhere (a month's stored day parts, docs/performance.md)."""
-    cluster_ids = set(Cluster.objects.values_list("id", flat=True))
-    relabels = {c: ts for c, ts in TeamResolver(cluster_ids).label_changes(f.start, f.end).items()
-                if c in cluster_ids}
+    cells read elsewhere (a month's stored day parts, docs/performance.md). `resolver`: one of
+    every cluster already read in this request."""
+    if resolver is None or resolver.cluster_ids is not None:
+        resolver = TeamResolver()
+    relabels = resolver.label_changes(f.start, f.end)
     return _span_starts(f, relabels)
 
 
