@@ -344,8 +344,10 @@ def merged_day_cells(answer_ids: list[int], starts: list[date]) -> list[Cell]:
     whens = " ".join("WHEN day >= %s THEN %s::date" for _ in starts[1:][::-1])
     span = f"CASE {whens} ELSE %s::date END" if whens else "%s::date"
     params: list = [x for s in starts[1:][::-1] for x in (s, s)] + [starts[0]]
-    sums = ", ".join(f"sum({c}::text::numeric)" for c in ("gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds",
-                                                          "mig_seconds"))
+    # A whole number of seconds (most of them) is exact as int8, which is cheaper than parsing text.
+    sums = ", ".join(f"sum(CASE WHEN {c} = trunc({c}) AND abs({c}) < 1e15 THEN {c}::int8::numeric "
+                     f"ELSE {c}::text::numeric END)"
+                     for c in ("gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "mig_seconds"))
     with connection.cursor() as cur:
         if connection.in_atomic_block:
             # The text of a float8 is its shortest round-trip decimal while extra_float_digits > 0

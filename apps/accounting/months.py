@@ -147,7 +147,8 @@ def month_lines(period: str, card=None) -> list[Line]:
     per closed month before it its late data priced as adjustment lines with the card now."""
     closed = closed_periods()
     chain = closed_before(period, closed)
-    inputs = read_inputs([period, *chain]) if stored_answers() else None
+    # With each date's versions too (one query either way): a stale month's day parts need them.
+    inputs = read_inputs([period, *chain], days=True) if stored_answers() else None
     lines = list(own_lines(period, inputs))
     for earlier in chain:
         delta = month_late_cells(earlier, closed[earlier], inputs)
