@@ -1,6 +1,7 @@
 """Request and response guards.
 
-Refuse NUL characters in the URL before any view sees them.
+Refuse NUL characters in the URL before any view sees them. Say when a request computed a
+stored month answer itself (`AnswerComputedMiddleware`).
 
 PostgreSQL text cannot hold NUL, so a `?cluster=%00` reaching a query raised a 500; DRF
 serializers and Django forms already refuse NUL in bodies, this covers the path and the query.
@@ -32,4 +33,22 @@ class PrivateNoStoreMiddleware:
         user = getattr(request, "user", None)
         if user is not None and user.is_authenticated and not response.has_header("Cache-Control"):
             patch_cache_control(response, no_store=True, private=True)
+        return response
+
+
+class AnswerComputedMiddleware:
+    """A stored month answer is recomputed by a worker after every write; a request that found
+    one stale with no worker computing it computed it itself, and says so with
+    `X-Answer-Computed: on-read` (docs/performance.md, "A read that computes")."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        from apps.accounting.answers import computed_on_read
+
+        with computed_on_read() as computed:
+            response = self.get_response(request)
+        if computed:
+            response["X-Answer-Computed"] = "on-read"
         return response

@@ -25,12 +25,15 @@ import gzip
 import hashlib
 import time
 import zlib
+from collections import Counter
+from contextlib import contextmanager
+from contextvars import ContextVar
 from importlib import metadata
 from pathlib import Path
 
 import psycopg
 from dataclasses import dataclass
-from datetime import timedelta, timezone
+from datetime import date, timedelta, timezone
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -84,13 +87,29 @@ def _zone():
     return billing_zone()
 
 
+def day_dates(day: date):
+    """The UTC dates a billing day's instants fall on (one, or two in any zone but UTC)."""
+    from .days import day_start
+    zone = _zone()
+    start, end = day_start(day, zone), day_start(day + timedelta(days=1), zone)
+    return start.astimezone(timezone.utc).date(), (end - timedelta(microseconds=1)).astimezone(timezone.utc).date()
+
+
 @dataclass(frozen=True)
 class Inputs:
     """The inputs' versions now: (count, last id) of the log rows per undated category and per
-    month's dates. The log only grows (compaction adds an epoch row), so equal counts mean no
-    row was added — not even by a transaction that took its id earlier and committed later."""
+    month's dates (and, read with `days=True`, per UTC date). The log only grows (compaction adds
+    an epoch row), so equal counts mean no row was added — not even by a transaction that took
+    its id earlier and committed later."""
     undated: dict
     dated: dict
+    dates: dict | None = None
+
+    def day(self, day: date) -> str:
+        """A billing day's part: the month's undated inputs and the log rows of its UTC dates."""
+        lo, hi = day_dates(day)
+        rows = [v for d, v in self.dates.items() if lo <= d <= hi]
+        return f"{self._base()}|{day.isoformat()}:{sum(c for c, _ in rows)},{max((m for _, m in rows), default=0)}"
 
     def _base(self) -> str:
         u = self.undated
@@ -106,8 +125,9 @@ class Inputs:
         return f"{self.cells(period)}|f{self.undated.get('frozen')}"
 
 
-def read_inputs(periods) -> Inputs:
-    """One query: the undated categories' counts and each month's dated count."""
+def read_inputs(periods, *, days: bool = False) -> Inputs:
+    """One query: the undated categories' counts and each month's dated count; with `days`, also
+    each UTC date's of those months (what the per-day parts are versioned by)."""
     periods = sorted(set(periods))
     ranges = [month_dates(p) for p in periods]
     parts = ["SELECT category, count(*), coalesce(max(id), 0) FROM accounting_inputchange "
@@ -117,19 +137,25 @@ def read_inputs(periods) -> Inputs:
         parts.append("SELECT %s, count(*), coalesce(max(id), 0) FROM accounting_inputchange "
                      "WHERE day BETWEEN %s AND %s")
         params += [f"month:{p}", lo, hi]
+        if days:
+            parts.append("SELECT 'date:' || day::text, count(*), max(id) FROM accounting_inputchange "
+                         "WHERE day BETWEEN %s AND %s GROUP BY day")
+            params += [lo, hi]
     connection.ensure_connection()
     # Server-side binding: read on every request with the same text, so psycopg prepares it on
     # the connection after a few uses and Postgres stops planning it (~1 ms a read).
     with psycopg.Cursor(connection.connection) as cur:
         cur.execute(" UNION ALL ".join(parts), params)
         rows = cur.fetchall()
-    undated, dated = {}, {}
+    undated, dated, dates = {}, {}, {}
     for key, count, last in rows:
         if key.startswith("month:"):
             dated[key[6:]] = (count, last)
+        elif key.startswith("date:"):
+            dates[date.fromisoformat(key[5:])] = (count, last)
         else:
             undated[key] = (count, last)
-    return Inputs(undated=undated, dated=dated)
+    return Inputs(undated=undated, dated=dated, dates=dates if days else None)
 
 
 def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = None):
@@ -161,7 +187,182 @@ def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = 
         started = time.perf_counter()
         result = compute(inputs)
         store(period, part, version_of(inputs), result, (time.perf_counter() - started) * 1000.0)
+        _computed(period, part)
     return result
+
+
+# ---------------------------------------------------------------- who computed what
+
+# (period, part) → how many times this process computed it; `tests/chargeback/test_day_parts.py`
+# counts the day parts an ingested hour recomputes with it.
+recomputed: Counter = Counter()
+# Set while a worker task prepares answers; outside it, a computation is a reader's own.
+_in_worker: ContextVar[bool] = ContextVar("answers_in_worker", default=False)
+# The parts the current request computed itself (None: nobody is listening).
+_on_read: ContextVar[list | None] = ContextVar("answers_on_read", default=None)
+
+
+def _computed(period: str, part: str) -> None:
+    recomputed[(period, part)] += 1
+    seen = _on_read.get()
+    if seen is not None and not _in_worker.get():
+        seen.append((period, part))
+
+
+@contextmanager
+def as_worker():
+    """Computations inside are the worker's (`tasks.prepare_month_answers`), not a reader's."""
+    token = _in_worker.set(True)
+    try:
+        yield
+    finally:
+        _in_worker.reset(token)
+
+
+@contextmanager
+def computed_on_read():
+    """Yields the list of (period, part) a reader computes itself inside, because no worker had
+    stored them current (docs/performance.md, "A read that computes")."""
+    seen: list = []
+    token = _on_read.set(seen)
+    try:
+        yield seen
+    finally:
+        _on_read.reset(token)
+
+
+def computed_here() -> list:
+    """The (period, part) the current request has computed itself so far (`computed_on_read`)."""
+    return list(_on_read.get() or [])
+
+
+def _part_versions(period: str, prefix: str) -> dict[str, tuple[int, str]]:
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT part, id, version FROM {MonthAnswer._meta.db_table} WHERE period = %s "
+                    "AND part LIKE %s", [period, prefix + "%"])
+        return {part: (pk, version) for part, pk, version in cur.fetchall()}
+
+
+def day_part(day: date) -> str:
+    """The part that keeps one billing day's per-day cells: `day05` in its month."""
+    return f"day{day.day:02d}"
+
+
+def day_answers(period: str, days: list[date], compute_days, inputs: Inputs | None = None,
+                *, hold: bool = False) -> list[int]:
+    """The ids of the month's day parts (`days`, in order), each proven current at its day's
+    version (`Inputs.day`); the stale ones computed, by runs of consecutive days, with one call
+    of `compute_days(run)` (cells of those days, each with its `day`), and stored.
+
+    Like `answer`: the stale days' locks are taken and the versions read again *before*
+    computing, so a write committed meanwhile leaves a part stale, never served stale. `hold`:
+    the locks of every day are held until the transaction ends (a close copies the parts)."""
+    if inputs is None or inputs.dates is None:
+        inputs = read_inputs([period], days=True)
+    stored = _part_versions(period, "day")
+    stale = [d for d in days if stored.get(day_part(d), (None, None))[1] != inputs.day(d)]
+    if stale or hold:
+        # No savepoint of its own inside a caller's transaction (`answer`, a close): a failure
+        # rolls that back whole anyway.
+        with transaction.atomic(savepoint=False):
+            _lock_all(period, [day_part(d) for d in (days if hold else stale)])
+            if stale:       # someone may have stored them meanwhile: take theirs if current
+                inputs = read_inputs([period], days=True)
+                stored = _part_versions(period, "day")
+                stale = [d for d in days if stored.get(day_part(d), (None, None))[1] != inputs.day(d)]
+            computed = []
+            for run in _day_runs(stale):
+                started = time.perf_counter()
+                by_day: dict[date, list] = {d: [] for d in run}
+                for cell in compute_days(run):
+                    by_day[cell.day].append(cell)
+                spent = (time.perf_counter() - started) * 1000.0 / len(run)
+                computed += [(day_part(d), inputs.day(d), by_day[d], spent) for d in run]
+            if computed:
+                for part, pk in _store_cells(period, computed).items():
+                    stored[part] = (pk, None)
+                for part, *_rest in computed:
+                    _computed(period, part)
+    return [stored[day_part(d)][0] for d in days]
+
+
+def _lock_all(period: str, parts: list[str]) -> None:
+    """Take the parts' locks in one statement, always in the same (sorted) order, so two
+    computations of overlapping days wait for each other and never deadlock."""
+    keys = sorted({_lock_key(period, part) for part in parts})
+    with connection.cursor() as cur:
+        cur.execute("SELECT count(pg_advisory_xact_lock(%s, k)) FROM unnest(%s::int[]) AS k", [LOCK_CLASS, keys])
+
+
+def _store_cells(period: str, parts: list[tuple]) -> dict[str, int]:
+    """Replace several stored cell parts at once — [(part, version, cells, compute_ms)] — in three
+    statements, whatever their number (a cold month is 31 day parts). Returns part → id."""
+    table = MonthCell._meta.db_table
+    with connection.cursor() as cur:
+        values = ", ".join(["(%s, %s, %s, now(), %s)"] * len(parts))
+        params = [x for part, version, _rows, ms in parts for x in (period, part, version, round(ms, 1))]
+        cur.execute(f"INSERT INTO {MonthAnswer._meta.db_table} (period, part, version, computed_at, compute_ms) "
+                    f"VALUES {values} ON CONFLICT (period, part) DO UPDATE SET version = EXCLUDED.version, "
+                    "computed_at = EXCLUDED.computed_at, compute_ms = EXCLUDED.compute_ms RETURNING part, id", params)
+        ids = dict(cur.fetchall())
+        cur.execute(f"DELETE FROM {table} WHERE answer_id = ANY(%s)", [list(ids.values())])
+        with cur.cursor.copy(f"COPY {table} (answer_id, position, {', '.join(_CELL_COLUMNS)}) FROM STDIN") as copy:
+            for part, _version, rows, _ms in parts:
+                for i, row in enumerate(rows):
+                    copy.write_row((ids[part], i, *_cell_values(row)))
+    return ids
+
+
+def _day_runs(days: list[date]) -> list[list[date]]:
+    runs: list[list[date]] = []
+    for d in days:
+        if runs and runs[-1][-1] + timedelta(days=1) == d:
+            runs[-1].append(d)
+        else:
+            runs.append([d])
+    return runs
+
+
+def day_cells(answer_ids: list[int]) -> list[Cell]:
+    """The cells of stored day parts, day by day in their stored order (one query)."""
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT {', '.join(_CELL_COLUMNS)} FROM {MonthCell._meta.db_table} WHERE answer_id = ANY(%s) "
+                    "ORDER BY day, position", [list(answer_ids)])
+        rows = cur.fetchall()
+    return [Cell(cid, cl, ns, team, model, profile, day, g, u, i, m, pc)
+            for cid, cl, ns, team, model, profile, pc, day, g, u, i, m in rows]
+
+
+def merged_day_cells(answer_ids: list[int], starts: list[date]) -> list[Cell]:
+    """The span cells of stored day parts, summed by the database in one query: per key and span
+    (the span starting on the last of `starts` at or before the cell's day), each second column
+    summed as exact decimals of the floats' shortest text (`usage.exact_sum`, which the live read
+    merges with), so the month's 230,000 per-day cells at 10,000 GPUs come back as its 22,800
+    span cells, the same floats as `usage.merge_spans` (docs/performance.md, "Per-day parts")."""
+    from .usage import span_key
+
+    whens = " ".join("WHEN day >= %s THEN %s::date" for _ in starts[1:][::-1])
+    span = f"CASE {whens} ELSE %s::date END" if whens else "%s::date"
+    params: list = [x for s in starts[1:][::-1] for x in (s, s)] + [starts[0]]
+    # A whole number of seconds (most of them) is exact as int8, which is cheaper than parsing text.
+    sums = ", ".join(f"sum(CASE WHEN {c} = trunc({c}) AND abs({c}) < 1e15 THEN {c}::int8::numeric "
+                     f"ELSE {c}::text::numeric END)"
+                     for c in ("gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "mig_seconds"))
+    with connection.cursor() as cur:
+        if connection.in_atomic_block:
+            # The text of a float8 is its shortest round-trip decimal while extra_float_digits > 0
+            # (Postgres' default is 1), set so a session's setting never changes a sum; and room
+            # to hash the month's 22,800 groups in memory rather than sort 230,000 rows on disk.
+            cur.execute("SELECT set_config('extra_float_digits', '1', true), set_config('work_mem', '128MB', true)")
+        # Grouped by the cluster's id (its name follows it): hashing ids, not collating names.
+        cur.execute(f"SELECT cluster_id_value, min(cluster), namespace, team, gpu_model, mig_profile, price_class, "
+                    f"{span} AS span, {sums} FROM {MonthCell._meta.db_table} WHERE answer_id = ANY(%s) "
+                    "GROUP BY 1, 3, 4, 5, 6, 7, 8", params + [list(answer_ids)])
+        rows = cur.fetchall()
+    cells = [Cell(cid, cl, ns, team, model, profile, day, float(g) + 0.0, float(u) + 0.0, float(i) + 0.0,
+                  float(m) + 0.0, pc)
+             for cid, cl, ns, team, model, profile, pc, day, g, u, i, m in rows]
+    return sorted(cells, key=span_key)
 
 
 def proven(period: str, part: str, version: str) -> int | None:
@@ -235,11 +436,14 @@ def _read_current(period: str, part: str, version: str) -> list | None:
     columns = _LINE_COLUMNS if part == MonthAnswer.LINES else _CELL_COLUMNS
     table = (MonthLine if part == MonthAnswer.LINES else MonthCell)._meta.db_table
     with connection.cursor() as cur:
+        # The version is matched in the query: a stale part (what a write leaves) reads one
+        # index row, not its thousands of rows to throw away.
         cur.execute(f"SELECT a.version, r.position, {', '.join('r.' + c for c in columns)} "
                     f"FROM {MonthAnswer._meta.db_table} a LEFT JOIN {table} r ON r.answer_id = a.id "
-                    "WHERE a.period = %s AND a.part = %s ORDER BY r.position", [period, part])
+                    "WHERE a.period = %s AND a.part = %s AND a.version = %s ORDER BY r.position",
+                    [period, part, version])
         rows = cur.fetchall()
-    if not rows or rows[0][0] != version:
+    if not rows:
         return None
     rows = [r[2:] for r in rows if r[1] is not None]
     if part == MonthAnswer.LINES:

@@ -9,22 +9,37 @@ API's month rows all read through these two.
 """
 from __future__ import annotations
 
-from datetime import timezone
+from datetime import date, timedelta, timezone
 
 from django.conf import settings
+from django.db.models import Q
 
-from .answers import CODE_VERSION, Inputs, answer, drop_parts, read_inputs, store_current, stored_answers
-from .calc import Cell, Line, build_lines, period_bounds, period_of, prev_period
+from .answers import (CODE_VERSION, Inputs, answer, day_answers, day_cells, day_part, drop_parts,
+                      merged_day_cells, read_inputs, store_current, stored_answers)
+from .calc import Cell, Line, build_lines, last_day, period_bounds, period_of, prev_period
+from .days import day_start
 from .latedata import delta_cells
 from .models import BillingPeriod, FrozenCell, MonthAnswer
 from .pricing import load_rate_card
 from .timeparse import MAX_YEAR, MIN_YEAR, billing_zone, in_zone
-from .usage import UsageFilter, usage_cells
+from apps.teams.resolve import TeamResolver
+
+from .usage import UsageFilter, span_starts, usage_cells
 
 
-def month_cells(period: str, *, per_day: bool = True) -> list:
-    start, end = period_bounds(period, billing_zone())
-    return usage_cells(UsageFilter(start=start, end=end), per_day=per_day)
+def month_cells(period: str, *, per_day: bool = True, days: list[date] | None = None, resolver=None) -> list:
+    """The month's usage cells; `days` (consecutive): only those billing days of it."""
+    zone = billing_zone()
+    start, end = period_bounds(period, zone)
+    if days:
+        start, end = day_start(days[0], zone), day_start(days[-1] + timedelta(days=1), zone)
+    return usage_cells(UsageFilter(start=start, end=end), per_day=per_day, resolver=resolver)
+
+
+def billing_days(period: str) -> list[date]:
+    """The billing days of a month, in order."""
+    first = date(int(period[:4]), int(period[5:7]), 1)
+    return [first + timedelta(days=i) for i in range((last_day(period) - first).days + 1)]
 
 
 _FROZEN_AS_CELL = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class",
@@ -78,15 +93,40 @@ def month_bounds(period: str):
 # ---------------------------------------------------------------- through the stored answers
 
 def own_cells(period: str, inputs: Inputs | None = None) -> list[Cell]:
-    """The month's span cells (`usage_cells(per_day=False)` of the whole month)."""
-    return answer(period, MonthAnswer.CELLS, lambda i: i.cells(period),
-                  lambda _inputs: month_cells(period, per_day=False), inputs)
+    """The month's span cells (`usage_cells(per_day=False)` of the whole month). Stored, they
+    are assembled from the month's day parts (`day_parts`): an ingested hour recomputes its
+    day, and the month is a merge of stored days (docs/performance.md, "Per-day parts")."""
+    def compute(i):
+        if i is None:
+            return month_cells(period, per_day=False)
+        start, end = period_bounds(period, billing_zone())
+        # One reading of the team mapping for the stale days and the spans, taken when the first
+        # stale day is computed (after its version was read again under its lock), else now.
+        read: list = []
+
+        def resolver():
+            if not read:
+                read.append(TeamResolver())
+            return read[0]
+        ids = day_parts(period, i, resolver=resolver)
+        return merged_day_cells(ids, span_starts(UsageFilter(start=start, end=end), resolver()))
+    return answer(period, MonthAnswer.CELLS, lambda i: i.cells(period), compute, inputs)
+
+
+def day_parts(period: str, inputs: Inputs | None = None, *, hold: bool = False, resolver=None) -> list[int]:
+    """The ids of the month's stored day parts, every one current (stale days recomputed).
+    `resolver`: a function giving the team mapping to compute them with (read when called)."""
+    return day_answers(period, billing_days(period),
+                       lambda run: month_cells(period, days=run, resolver=resolver() if resolver else None),
+                       inputs, hold=hold)
 
 
 def own_days(period: str, inputs: Inputs | None = None) -> list[Cell]:
-    """The month's per-day cells (`usage_cells` of the whole month): what closing freezes, and
-    what the FOCUS export splits each line over. Same inputs, same version as the span cells."""
-    return answer(period, MonthAnswer.DAYS, lambda i: i.cells(period), lambda _i: month_cells(period), inputs)
+    """The month's per-day cells (`usage_cells` of the whole month), day by day: what closing
+    freezes, what the FOCUS export splits each line over and what the span cells merge."""
+    if not stored_answers():
+        return month_cells(period)
+    return day_cells(day_parts(period, inputs))
 
 
 def own_lines(period: str, inputs: Inputs | None = None) -> list[Line]:
@@ -107,7 +147,8 @@ def month_lines(period: str, card=None) -> list[Line]:
     per closed month before it its late data priced as adjustment lines with the card now."""
     closed = closed_periods()
     chain = closed_before(period, closed)
-    inputs = read_inputs([period, *chain]) if stored_answers() else None
+    # With each date's versions too (one query either way): a stale month's day parts need them.
+    inputs = read_inputs([period, *chain], days=True) if stored_answers() else None
     lines = list(own_lines(period, inputs))
     for earlier in chain:
         delta = month_late_cells(earlier, closed[earlier], inputs)
@@ -119,11 +160,10 @@ def month_lines(period: str, card=None) -> list[Line]:
 
 
 def prepare_month(period: str) -> None:
-    """Compute whatever of a month's answer is not current — its lines (and span cells), its
-    per-day cells, the late data of the closed months before it — so the next read or close
-    finds it stored (`tasks.prepare_month_answers`)."""
+    """Compute whatever of a month's answer is not current — its stale day parts, then its
+    span cells and lines from them, the late data of the closed months before it — so the next
+    read or close finds it stored (`tasks.prepare_month_answers`)."""
     month_lines(period)
-    own_days(period)
 
 
 def prune_closed_months() -> list[str]:
@@ -132,13 +172,14 @@ def prune_closed_months() -> list[str]:
     if not stored_answers():
         return []
     closed = set(closed_periods())
-    stored = set(MonthAnswer.objects.filter(period__in=closed, part__in=OPEN_PARTS).values_list("period", flat=True))
+    stored = set(MonthAnswer.objects.filter(Q(part__in=OPEN_PARTS) | Q(part__startswith="day"), period__in=closed)
+                 .values_list("period", flat=True))
     for period in sorted(stored):
-        drop_parts(period, OPEN_PARTS)
+        drop_parts(period, OPEN_PARTS + tuple(day_part(d) for d in billing_days(period)))
     return sorted(stored)
 
 
-OPEN_PARTS = (MonthAnswer.CELLS, MonthAnswer.LINES, MonthAnswer.DAYS)
+OPEN_PARTS = (MonthAnswer.CELLS, MonthAnswer.LINES, MonthAnswer.DAYS)   # DAYS: kept before the day parts
 
 
 def record_closed(months: list[str]) -> None:

@@ -4,6 +4,10 @@
 instant; apps/reports e-mails the statements on it (docs/chargeback.md, "Statements by e-mail").
 A receiver's failure is logged and never undoes the close: the close is committed by then.
 
+`month_prepared` is sent by the worker's task (`tasks.prepare_month_answers`) once a month's
+stored answer is current; apps/reports renders the month's common API bodies on it, so the first
+read after the worker sends stored bytes (docs/performance.md, "Bodies rendered by the worker").
+
 `history_asked` asks the layers above when the fleet's history begins by their records (ingest:
 its first succeeded run's window), for a close to refuse a month before it (`history_start`).
 """
@@ -15,6 +19,7 @@ from django.dispatch import Signal
 log = logging.getLogger(__name__)
 
 period_closed = Signal()   # keyword arguments: period ("2026-03"), closed_at (aware datetime)
+month_prepared = Signal()  # keyword argument: period; sent by the worker once its stored answer is current
 history_asked = Signal()   # no arguments; a receiver returns an aware datetime, or None: no history
 
 
@@ -40,3 +45,11 @@ def history_starts() -> list:
         elif result is not None:
             starts.append(result)
     return starts
+
+
+def announce_prepared(period: str) -> None:
+    """Send `month_prepared` (in the worker, after the month's answer was made current). A
+    receiver's failure is logged: the stored answer stands, a read renders what it lacks."""
+    for receiver, result in month_prepared.send_robust(sender=announce_prepared, period=period):
+        if isinstance(result, Exception):
+            log.error("after preparing %s, %r failed: %s", period, receiver, result, exc_info=result)

@@ -15,10 +15,10 @@ from django.utils import timezone
 
 from .calc import (Line, RateCard, assign_shown, build_lines, cost_by_currency, period_bounds, period_of,
                    shown_amounts, spread_shared_idle, to_decimal)
-from .answers import proven, proven_rows, read_inputs, stored_answers
+from .answers import read_inputs, stored_answers
 from .models import BillingPeriod, MonthAnswer, Rate, StatementLine, UsageHour
-from .months import (_FROZEN_AS_CELL, closed_before, closed_periods, frozen_cells, late_cells, month_cells,
-                     month_late_cells, month_lines, month_zone)
+from .months import (_FROZEN_AS_CELL, closed_before, closed_periods, day_parts, frozen_cells, late_cells, month_cells,
+                     month_late_cells, month_lines, month_zone, own_lines)
 from .pricing import load_rate_card
 from .usage import billing_zone
 
@@ -55,7 +55,7 @@ class OpenComputation:
     lines: list[Line]
     cells: list
     deltas: dict[str, list]
-    days_answer: int | None = None    # the month's cells are this stored answer's (MonthAnswer id)
+    days_answer: list[int] | None = None   # the month's cells are these stored day parts' (MonthAnswer ids)
 
 
 def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool = False) -> OpenComputation:
@@ -86,20 +86,21 @@ def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool
 
 
 def closing_computation(period: str) -> OpenComputation:
-    """What closing a month freezes, read in the close's snapshot: when the month's stored per-day
-    cells and lines are proven current there (same inputs: spans and days give the same lines),
-    those, with the per-day cells left in the database for the close to copy server-side
-    (`days_answer`); otherwise `compute_open(period, for_closing=True)`. The closed months'
-    late data comes from their stored answers, proven the same way (docs/performance.md)."""
-    if not stored_answers():
+    """What closing a month freezes, read in the close's snapshot. Once the month has stored day
+    parts (the worker keeps them current after every write), the close reads them: any day
+    stale in its snapshot is recomputed there, the lines come from the stored answer (spans
+    merged from those very days), and the day parts stay in the database for the close to copy
+    server-side (`days_answer`, their locks held until it commits). A month with nothing stored
+    is computed directly (`compute_open(period, for_closing=True)`). The closed months' late
+    data comes from their stored answers, proven the same way (docs/performance.md, "Closing
+    from the stored parts")."""
+    if not stored_answers() or not MonthAnswer.objects.filter(period=period, part__startswith="day").exists():
         return compute_open(period, for_closing=True)
     closed = closed_periods()
     chain = closed_before(period, closed)
-    inputs = read_inputs([period, *chain])
-    days = proven(period, MonthAnswer.DAYS, inputs.cells(period))
-    lines = proven_rows(period, MonthAnswer.LINES, inputs.lines(period)) if days is not None else None
-    if lines is None:
-        return compute_open(period, for_closing=True)
+    inputs = read_inputs([period, *chain], days=True)
+    lines = list(own_lines(period, inputs))
+    days = day_parts(period, inputs, hold=True)
     card = load_rate_card()
     deltas = {}
     for earlier in chain:

@@ -6,8 +6,10 @@ from datetime import timedelta
 from celery import shared_task
 from django.utils import timezone
 
+from .answers import as_worker
 from .calc import next_period, period_of
 from .months import closed_periods, prepare_month
+from .signals import announce_prepared
 from .timeparse import billing_zone
 
 
@@ -30,8 +32,10 @@ def prepare_month_answers(periods: list[str] | None = None, recent: bool = False
             period = next_period(period)
         if period <= this_month and period not in prepared:
             prepared.append(period)
-    for period in prepared:
-        prepare_month(period)
+    with as_worker():
+        for period in prepared:
+            prepare_month(period)
+            announce_prepared(period)
     return prepared
 
 

@@ -15,10 +15,12 @@ and it is small (days × namespaces × models), whatever the number of devices o
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta
+from decimal import Context, Decimal
 
-from django.db.models import Case, CharField, DateField, DateTimeField, Q, Sum, Value, When
+from django.db.models import Case, CharField, DateTimeField, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
 
 from apps.clusters.models import Cluster
@@ -64,15 +66,69 @@ def usage_cells(f: UsageFilter, *, per_day: bool = True, resolver: TeamResolver 
         resolver = TeamResolver(cluster_ids)
     f = _narrowed(f, resolver)
     relabels = {c: ts for c, ts in resolver.label_changes(f.start, f.end).items() if c in cluster_ids}
-    spans = None if per_day else _span_starts(f, relabels)
     rows = []
     for ids, day_ranges, hour_ranges in _read_plan(f, cluster_ids, relabels):
         if day_ranges:
-            rows.append(_day_rows(f, ids, day_ranges, spans))
+            rows.append(_day_rows(f, ids, day_ranges))
         if hour_ranges:
             cuts = sorted({t for cid in ids for t in relabels.get(cid, ())})
-            rows.append(_hour_rows(f, ids, hour_ranges, spans, cuts))
-    return _cells(f, cluster_names, (r for qs in rows for r in qs), resolver)
+            rows.append(_hour_rows(f, ids, hour_ranges, cuts))
+    cells = _cells(f, cluster_names, (r for qs in rows for r in qs), resolver)
+    return cells if per_day else merge_spans(cells, _span_starts(f, relabels))
+
+
+def span_starts(f: UsageFilter, resolver: TeamResolver | None = None) -> list[date]:
+    """The first days of the window's spans (`usage_cells(per_day=False)`), for merging per-day
+    cells read elsewhere (a month's stored day parts, docs/performance.md). `resolver`: one of
+    every cluster already read in this request."""
+    if resolver is None or resolver.cluster_ids is not None:
+        resolver = TeamResolver()
+    relabels = resolver.label_changes(f.start, f.end)
+    return _span_starts(f, relabels)
+
+
+def merge_spans(cells, starts: list[date]) -> list[Cell]:
+    """Per-day cells merged over the spans starting on `starts`: one cell per key and span, its
+    `day` the span's first day, its seconds `exact_sum` of the days' — the same whichever way the
+    days were read (one query for the month here, or the month's stored day parts summed by the
+    database, `answers.merged_day_cells`), so a span cell is written once. Sorted by `span_key`."""
+    acc: dict[tuple, list] = {}
+    for c in cells:
+        span = starts[max(bisect_right(starts, c.day) - 1, 0)]
+        key = (c.cluster_id, c.namespace, c.gpu_model, c.mig_profile, c.price_class, span, c.team)
+        sums = acc.get(key)
+        if sums is None:
+            sums = acc[key] = [c, [], [], [], []]
+        sums[1].append(c.gpu_seconds)
+        sums[2].append(c.used_gpu_seconds)
+        sums[3].append(c.idle_gpu_seconds)
+        sums[4].append(c.mig_seconds)
+    merged = [Cell(cluster_id=c.cluster_id, cluster=c.cluster, namespace=c.namespace, team=c.team,
+                   gpu_model=c.gpu_model, mig_profile=c.mig_profile, day=key[5], gpu_seconds=exact_sum(g),
+                   used_gpu_seconds=exact_sum(u), idle_gpu_seconds=exact_sum(i), mig_seconds=exact_sum(m),
+                   price_class=c.price_class)
+              for key, (c, g, u, i, m) in acc.items()]
+    return sorted(merged, key=span_key)
+
+
+_EXACT = Context(prec=400)   # enough digits that a sum of seconds is never rounded before the end
+
+
+def exact_sum(values) -> float:
+    """The sum of floats as the database sums them exactly: each read as its shortest decimal
+    (what Postgres writes for a float8, `x::text::numeric`), added as exact decimals, then
+    rounded once to the nearest float. Order never matters, so Python and SQL agree to the bit."""
+    if len(values) == 1:
+        return float(values[0]) + 0.0
+    total = Decimal(0)
+    for v in values:
+        total = _EXACT.add(total, Decimal(repr(v)))
+    return float(total) + 0.0     # no -0.0: the database's numeric has none
+
+
+def span_key(c: Cell) -> tuple:
+    """The order span cells are kept in, wherever they were merged."""
+    return (c.cluster_id, c.namespace, c.gpu_model, c.mig_profile, c.price_class, c.day, c.team)
 
 
 NARROW_MAX_NAMESPACES = 2000   # past this, an IN list costs the database more than the rows it saves
@@ -163,14 +219,6 @@ def _span_starts(f: UsageFilter, relabels: dict[int, list[datetime]] | None = No
     return [first] + sorted(d for d in changes if first < d <= last)
 
 
-def _span_of(day_expr, spans: list[date]):
-    """SQL: the start of the span a day falls in."""
-    if len(spans) == 1:
-        return Value(spans[0], output_field=DateField())
-    whens = [When(**{f"{day_expr}__lt": nxt}, then=Value(start)) for start, nxt in zip(spans, spans[1:])]
-    return Case(*whens, default=Value(spans[-1]), output_field=DateField())
-
-
 def _since_of(field: str, cuts: list[datetime]):
     """SQL: the latest label change at or before the row's hour (NULL before the first)."""
     if not cuts:
@@ -235,27 +283,23 @@ def _ranges(field: str, ranges) -> Q:
     return q
 
 
-def _day_rows(f: UsageFilter, cluster_ids: set[int], day_ranges, spans: list[date] | None = None):
+def _day_rows(f: UsageFilter, cluster_ids: set[int], day_ranges):
     qs = UsageDay.objects.filter(_ranges("day", day_ranges), cluster_id__in=cluster_ids)
-    return _grouped(_filtered(qs, f).annotate(price_class=price_class_expr(cluster_ids)), spans)
+    return _grouped(_filtered(qs, f).annotate(price_class=price_class_expr(cluster_ids)))
 
 
-def _hour_rows(f: UsageFilter, cluster_ids: set[int], hour_ranges, spans: list[date] | None = None,
-               cuts: list[datetime] = ()):
+def _hour_rows(f: UsageFilter, cluster_ids: set[int], hour_ranges, cuts: list[datetime] = ()):
     qs = UsageHour.objects.filter(_ranges("hour_start", hour_ranges), cluster_id__in=cluster_ids)
     qs = _filtered(qs, f).annotate(price_class=price_class_expr(cluster_ids),
                                    day=TruncDate("hour_start", tzinfo=billing_zone()))
-    return _grouped(qs, spans, _since_of("hour_start", list(cuts)))
+    return _grouped(qs, _since_of("hour_start", list(cuts)))
 
 
-def _grouped(qs, spans: list[date] | None, since=None):
-    """Sums per cell key: per billing day, or per span of days (`usage_cells(per_day=False)`),
-    and per label change the hours follow (`since`; NULL for daily rows)."""
-    when = "day"
-    if spans is not None:
-        qs, when = qs.annotate(span=_span_of("day", spans)), "span"
+def _grouped(qs, since=None):
+    """Sums per cell key and billing day, and per label change the hours follow (`since`; NULL
+    for daily rows). Spans of days are merged from these in Python (`merge_spans`)."""
     qs = qs.annotate(since=since if since is not None else Value(None, output_field=DateTimeField()))
-    keys = ("cluster_id", "namespace", "gpu_model", "mig_profile", "price_class", when, "since")
+    keys = ("cluster_id", "namespace", "gpu_model", "mig_profile", "price_class", "day", "since")
     return qs.values(*keys).annotate(**_SUMS).order_by().values_list(*keys, *_SUMS)
 
 

@@ -13,3 +13,9 @@ class ReportsConfig(AppConfig):
         from .tasks import queue_close_statements
 
         period_closed.connect(queue_close_statements, dispatch_uid="reports.statements_on_close")
+        # The worker renders the month's common API bodies once its answer is current (docs/performance.md).
+        from apps.accounting.signals import month_prepared
+
+        from .api.prepared import prepare_bodies
+
+        month_prepared.connect(prepare_bodies, dispatch_uid="reports.bodies_on_prepare")

@@ -29,9 +29,10 @@ def client_for(user, csrf=False):
 @pytest.mark.postgres   # the query counts assume the stored month answers
 def test_finance_sees_teams_drills_down_and_closes(month, finance, django_assert_max_num_queries):
     c = client_for(finance, csrf=True)
-    # The first view computes the month's answer and stores it (docs/performance.md); a view
-    # while nothing changed reads the stored lines back.
-    with django_assert_max_num_queries(28):
+    # The first view computes the month's answer and stores it (docs/performance.md: its 31 day
+    # parts in a few statements, then the span cells and lines merged from them); a view while
+    # nothing changed reads the stored lines back.
+    with django_assert_max_num_queries(40):
         c.get("/chargeback/", {"period": "2026-03", "team": "A"})
     with django_assert_max_num_queries(11):
         page = c.get("/chargeback/", {"period": "2026-03", "team": "A"})

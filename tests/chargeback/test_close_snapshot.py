@@ -9,7 +9,7 @@ from math import fsum
 
 import pytest
 
-from apps.accounting import statements
+from apps.accounting import months, statements
 from apps.accounting.actions import do_close_period
 from apps.accounting.models import BillingPeriod, FrozenCell
 from apps.accounting.statements import statement
@@ -31,7 +31,9 @@ def committed_elsewhere(work):
 
 
 def ingest_during_close(monkeypatch, work):
-    """Commit `work` from another connection right after the close's first read of usage."""
+    """Commit `work` from another connection right after the close's first read of usage: a
+    month with nothing stored is read whole (`statements.month_cells`), one with stored day
+    parts has its stale days read (`months.month_cells`)."""
     original = statements.month_cells
     calls = []
 
@@ -43,6 +45,7 @@ def ingest_during_close(monkeypatch, work):
         return cells
 
     monkeypatch.setattr(statements, "month_cells", month_cells)
+    monkeypatch.setattr(months, "month_cells", month_cells)
     return calls
 
 

@@ -42,6 +42,11 @@ def statement_scope(request, team=None):
     return money_scope(request.user)
 
 
+def chargeback_key(group_by: str, shared_idle: str, scope) -> str:
+    """The stored body's key of a statement as sent to `scope` (None: every team)."""
+    return f"chargeback?group_by={group_by}&shared_idle={shared_idle}&scope={scope_tag(scope)}"
+
+
 def chargeback_payload(request, period, group_by, shared_idle, team=None):
     """The statement, with the month's window echoed as UTC instants (docs/dates-and-money.md)."""
     stmt = statement(period, shared_idle=shared_idle)
@@ -86,8 +91,7 @@ class ChargebackView(APIView):
             version = statement_version(period)
             if version is not None:     # the statement as sent to this set of teams, kept with its version
                 return stored_response(
-                    request, period, f"chargeback?group_by={group_by}&shared_idle={shared_idle}&scope={scope_tag(scope)}",
-                    version, lambda: chargeback_payload(request, period, group_by, shared_idle, team))
+                    request, period, chargeback_key(group_by, shared_idle, scope), version, lambda: chargeback_payload(request, period, group_by, shared_idle, team))
         fmt = getattr(request.accepted_renderer, "format", "")
         if fmt == "xlsx":
             # The statement workbook: every view of the month in one file (docs/chargeback.md).

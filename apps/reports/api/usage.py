@@ -59,6 +59,11 @@ def money_tag(user) -> str:
     return scope_tag(money_scope(user)) if can_see_money(user) else "none"
 
 
+def usage_key(group_by: str, money: str, teams) -> str:
+    """The stored body's key of a month's usage rows: whose money (`money_tag`), whose rows."""
+    return f"usage?group_by={group_by}&money={money}&scope={scope_tag(teams)}"
+
+
 def usage_payload(request, group_by, usage_filter):
     """The usage rows as the API, the pages and the CSV all show them."""
     rows = group_cells(window_cells(usage_filter), group_by)
@@ -129,8 +134,8 @@ class UsageView(APIView):
         stored = usage_version(f, money, scoped=True) if renders_stored(request.accepted_renderer) else None
         if stored is not None:      # a whole month as sent to this set of teams, kept with its version
             period, version = stored
-            key = f"usage?group_by={group_by}&money={money_tag(request.user)}&scope={scope_tag(f.teams)}"
-            return stored_response(request, period, key, version, answer)
+            return stored_response(request, period, usage_key(group_by, money_tag(request.user), f.teams), version,
+                                   answer)
         return Response(answer())
 
     def csv_columns(self, rows):

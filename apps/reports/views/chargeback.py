@@ -9,6 +9,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from apps.accounting.actions import ActionError, NotAllowed, before_history, check_may_close, do_close_period, may_close
+from apps.accounting.answers import computed_here
 from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
 from apps.accounting.filters import parse_period_param
 from apps.accounting.ledger import late_hours
@@ -74,6 +75,7 @@ def statement_view(request):
         "csv_url": f"{api}?{query}&group_by=team&format=csv",
         "csv_namespace_url": f"{api}?{query}&group_by=namespace&format=csv",
         "xlsx_url": f"{reverse('api-chargeback-xlsx')}?{query}",   # the statement workbook, every view
+        "computed_on_read": bool(computed_here()),    # no worker had stored it: said beside the state
     })
 
 
