@@ -209,6 +209,41 @@ def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple
     return kept
 
 
+def merge_copy_columns(copies: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """merge_copies of copies given as (timestamps, values) arrays of finite values: the same
+    samples, as two arrays (sorted by time then value, as merge_copies sorts them)."""
+    if len(copies) == 1:
+        return copies[0]
+    order = np.lexsort((copies[0][1], copies[0][0]))
+    kept_ts, kept_vs = copies[0][0][order], copies[0][1][order]
+    for ts, vs in copies[1:]:
+        if not len(ts):
+            continue
+        m = len(kept_ts)
+        j = np.searchsorted(kept_ts, ts, side="left")
+        if m and (kept_ts[np.minimum(j, m - 1)] == ts).all():
+            continue   # every instant a kept sample's: each is that sample again
+        gaps = np.diff(ts)
+        if len(gaps) and gaps.max() == gaps.min():
+            spacing = gaps[0]
+        elif len(gaps):
+            i = np.arange(len(ts))
+            lo = np.maximum(0, i - NEIGHBOURS)
+            hi = np.minimum(len(gaps), i + NEIGHBOURS)
+            spacing = window_medians(gaps, lo, hi - lo)
+        else:
+            spacing = _nearest_gap(kept_ts.tolist()) or 0.0
+        after = np.where(j < m, kept_ts[np.minimum(j, m - 1)] - ts, np.inf) if m else np.full(len(ts), np.inf)
+        before = np.where(j > 0, ts - kept_ts[np.maximum(j - 1, 0)], np.inf) if m else np.full(len(ts), np.inf)
+        add = ~((after < spacing) | (before < spacing) | (after == 0))
+        if add.any():
+            all_ts = np.concatenate([kept_ts, ts[add]])
+            all_vs = np.concatenate([kept_vs, vs[add]])
+            order = np.lexsort((all_vs, all_ts))
+            kept_ts, kept_vs = all_ts[order], all_vs[order]
+    return kept_ts, kept_vs
+
+
 def _nearest_gap(ts):
     g = gaps_of(ts)
     return median(g) if g else None
