@@ -8,6 +8,8 @@ different order of additions rounds differently and finance signs the figures
 """
 from __future__ import annotations
 
+from itertools import chain
+
 import numpy as np
 
 
@@ -17,6 +19,16 @@ def columns(samples) -> tuple[np.ndarray, np.ndarray]:
         return np.empty(0), np.empty(0)
     pairs = np.array(samples, dtype=float).reshape(-1, 2)
     return pairs[:, 0].copy(), pairs[:, 1].copy()
+
+
+def chunk_columns(streams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(timestamps, values, offsets) of many lists of (ts, value) samples at once: stream k is
+    [offsets[k], offsets[k + 1]) of both arrays (one conversion for a whole chunk)."""
+    offsets = np.zeros(len(streams) + 1, dtype=np.int64)
+    np.cumsum([len(s) for s in streams], out=offsets[1:])
+    n = int(offsets[-1])
+    flat = np.fromiter(chain.from_iterable(chain.from_iterable(streams)), dtype=float, count=2 * n)
+    return flat[0::2].copy(), flat[1::2].copy(), offsets
 
 
 def sequential_sums(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:

@@ -28,6 +28,7 @@ class _Batch:
         self.accs = accs
         self.order: list[_Acc] = []        # records by index
         self.streams_of: list[int] = []    # how many stream segments fed each record
+        self.heads: list[tuple] = []       # per stream: (stream, device)
         self.parts: list[tuple] = []       # per stream: arrays of the samples that count
         self.shares: list[tuple] = []      # per stream: (share, used share)
         self.meta: list[tuple] = []        # per stream: (samples, scale, workload?, fraction, MIG?)
@@ -36,35 +37,51 @@ class _Batch:
         at = np.flatnonzero(counts)
         if not len(at):
             return
-        ts = st.ts[at]
-        hours = (ts // HOUR_SECONDS) * HOUR_SECONDS
-        cuts = np.flatnonzero(hours[1:] != hours[:-1]) + 1
-        bounds = [0, *cuts.tolist(), len(at)]
-        record = np.empty(len(at), dtype=np.int64)
-        for lo, hi in zip(bounds, bounds[1:]):
-            hour = int(hours[lo])
-            acc_key = (st.key, st.namespace, st.pod, hour)
-            acc = self.accs.get(acc_key)
-            if acc is None:
-                acc = self.accs[acc_key] = _Acc(UsageRecord(
-                    device_key=st.key, namespace=st.namespace, pod=st.pod, hour_start=hour, node=d["host"],
-                    gpu_model=d["model_name"], mig_profile=d["mig_profile"], gpu_fraction=d["gpu_fraction"],
-                ))
-                acc.index = len(self.order)
-                self.order.append(acc)
-                self.streams_of.append(0)
-            self.streams_of[acc.index] += 1
-            record[lo:hi] = acc.index
-        self.parts.append((record, ts, st.values[at], seconds[at]))
+        self.heads.append((st, d))
+        self.parts.append((st.ts[at], st.values[at], seconds[at]))
         # shares: one number for a whole-device stream, one per sample for a time-sliced pod
         self.shares.append((share, used_share))
         self.meta.append((len(at), st.scale, bool(st.namespace), d["gpu_fraction"], bool(d["mig_profile"])))
+
+    def _records(self, ts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+        """Each sample's record: its stream's (device, namespace, pod) and its hour, the records
+        made in the order their first samples were added; counts the stream segments (a stream's
+        run of samples in one hour) that feed each record."""
+        streams: dict[tuple, int] = {}
+        of_part = np.array([streams.setdefault((st.key, st.namespace, st.pod), len(streams))
+                            for st, _ in self.heads], dtype=np.int64)
+        part = np.repeat(np.arange(len(lengths)), lengths)
+        hours = (ts // HOUR_SECONDS) * HOUR_SECONDS
+        cut = np.ones(len(ts), dtype=bool)
+        cut[1:] = (part[1:] != part[:-1]) | (hours[1:] != hours[:-1])
+        first_of_segment = np.flatnonzero(cut)
+        seg_hour = hours[first_of_segment]
+        hour_index = ((seg_hour - seg_hour.min()) // HOUR_SECONDS).astype(np.int64)
+        code = of_part[part[first_of_segment]] * (int(hour_index.max()) + 1) + hour_index
+        _, first, inverse = np.unique(code, return_index=True, return_inverse=True)
+        made = np.argsort(first)                     # records in the order they were first met
+        rank = np.empty(len(made), dtype=np.int64)
+        rank[made] = np.arange(len(made))
+        seg_record = rank[inverse.ravel()]
+        self.streams_of = np.bincount(seg_record, minlength=len(made)).tolist()
+        for seg in first[made].tolist():
+            st, d = self.heads[int(part[first_of_segment[seg]])]
+            hour = int(seg_hour[seg])
+            acc = self.accs[(st.key, st.namespace, st.pod, hour)] = _Acc(UsageRecord(
+                device_key=st.key, namespace=st.namespace, pod=st.pod, hour_start=hour, node=d["host"],
+                gpu_model=d["model_name"], mig_profile=d["mig_profile"], gpu_fraction=d["gpu_fraction"],
+            ))
+            acc.index = len(self.order)
+            self.order.append(acc)
+        return seg_record[np.cumsum(cut) - 1]
 
     def settle(self, cfg: RollupConfig) -> tuple[int, int]:
         """Every record's sums and idle runs; (clamped samples, samples counted)."""
         if not self.parts:
             return 0, 0
-        record, ts, value, seconds = (np.concatenate(col) for col in zip(*self.parts))
+        ts, value, seconds = (np.concatenate(col) for col in zip(*self.parts))
+        record = self._records(ts, np.array([m[0] for m in self.meta], dtype=np.int64))
+        self.heads = []
         lengths, scale, named, fraction, mig = (np.array(col) for col in zip(*self.meta))
         scale, named, fraction, mig = (np.repeat(col, lengths) for col in (scale, named, fraction, mig))
         share, used_share = (self._per_sample(col, lengths) for col in zip(*self.shares))

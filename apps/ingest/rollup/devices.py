@@ -14,10 +14,10 @@ import numpy as np
 
 from .labels import canonical, device_identity, gpu_fraction, is_time_slice, names_the_exporter, workload_of
 from .records import DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series, Window, _finite, hour_of
-from .arrays import columns
+from .arrays import chunk_columns
 from .batch import _Acc, _Batch
 from .health import device_health
-from .timeline import Coverage, durations, merge_copies, typical_spacing
+from .timeline import Coverage, StreamGaps, merge_copies
 from .timeline import priority as _priority
 
 
@@ -25,11 +25,10 @@ class _Stream:
     """One logical stream: all copies of a device's series for one workload, merged."""
     __slots__ = ("key", "info", "namespace", "pod", "scale", "samples", "seconds", "sliced", "ts", "values", "inside")
 
-    def __init__(self, key, info, namespace, pod, scale, samples, sliced, window):
+    def __init__(self, key, info, namespace, pod, scale, samples, sliced, ts, values, inside):
         self.key, self.info, self.namespace, self.pod = key, info, namespace, pod
         self.scale, self.samples, self.sliced = scale, samples, sliced
-        self.ts, self.values = columns(samples)
-        self.inside = (self.ts >= window.start) & (self.ts < window.end)
+        self.ts, self.values, self.inside = ts, values, inside
         self.seconds = np.empty(0)
 
 
@@ -157,19 +156,27 @@ def _merged_streams(cfg: RollupConfig, window: Window, chosen: list[tuple],
         key, info = device_identity(labels)
         namespace, pod = workloads.of(labels)
         sliced = is_time_slice(labels) and bool(namespace)
-        groups[(key, namespace, pod, sliced)].append((_priority(labels, cfg.replica_labels), labels, s, scale, info))
-    streams: list[_Stream] = []
+        groups[(key, namespace, pod, sliced)].append((labels, s, scale, info))
+    heads, merged_all = [], []
     raw_in_window = 0
     for (key, namespace, pod, sliced), members in groups.items():
-        members.sort(key=lambda m: m[0])
+        if len(members) > 1:   # copies: in their fixed order (computed only where there are some)
+            members.sort(key=lambda m: _priority(m[0], cfg.replica_labels))
         for m in members:
-            raw_in_window += _count_in(m[2].samples, window)
-        merged = merge_copies([list(m[2].samples) for m in members])
-        streams.append(_Stream(key, members[0][4], namespace, pod, members[0][3], merged, sliced, window))
-    times = [st.ts.tolist() for st in streams]
-    fallback = typical_spacing(times) or cfg.interval_seconds
-    for st, ts in zip(streams, times):
-        st.seconds = np.array(durations(ts, fallback, cfg.pinned_interval_seconds), dtype=float)
+            raw_in_window += _count_in(m[1].samples, window)
+        heads.append((key, members[0][3], namespace, pod, members[0][2], sliced))
+        merged_all.append(merge_copies([list(m[1].samples) for m in members]))
+    # One set of arrays for all the chunk's streams; each stream's columns are views of it.
+    ts_all, values_all, offsets = chunk_columns(merged_all)
+    inside_all = (ts_all >= window.start) & (ts_all < window.end)
+    streams = [_Stream(key, info, namespace, pod, scale, merged, sliced, ts_all[lo:hi], values_all[lo:hi],
+                       inside_all[lo:hi])
+               for (key, info, namespace, pod, scale, sliced), merged, lo, hi
+               in zip(heads, merged_all, offsets[:-1].tolist(), offsets[1:].tolist())]
+    gaps = StreamGaps(ts_all, offsets)
+    fallback = gaps.typical_spacing() or cfg.interval_seconds
+    for st, sec in zip(streams, gaps.durations(fallback, cfg.pinned_interval_seconds)):
+        st.seconds = sec
     return streams, raw_in_window, fallback
 
 

@@ -6,14 +6,13 @@ so each record gets its share of the board's energy (docs/accounting.md "Power a
 from __future__ import annotations
 
 from collections import defaultdict
-from math import isfinite
 
 import numpy as np
 
 from .labels import canonical, device_identity
-from .arrays import columns, sequential_sums
+from .arrays import chunk_columns, sequential_sums
 from .records import HOT_TEMPERATURE_C, HOUR_SECONDS, HealthRecord, HourlySeries, hour_of
-from .timeline import durations, merge_copies
+from .timeline import StreamGaps, merge_copy_columns
 from .timeline import priority as _priority
 
 
@@ -24,23 +23,32 @@ def _board_streams(series_list, replica_labels, fallback, pinned, per_board=True
     dcgm-exporter repeats the board's power on every MIG instance of a GPU, the device's
     readings on every per-pod copy of a time-sliced GPU, and Prometheus replicas repeat those
     again: all are copies of one reading, merged (docs/accounting.md "Power and energy").
-    Returns {uuid or device key: (samples, seconds)}.
+    Returns {uuid or device key: (timestamps, values, seconds)}, three float arrays.
     """
     by_uuid: dict = defaultdict(list)
-    for s in series_list:
-        if isinstance(s, HourlySeries):
-            continue
+    raw = [s for s in series_list if not isinstance(s, HourlySeries)]
+    ts_all, vs_all, offsets = chunk_columns([s.samples for s in raw])
+    finite = np.isfinite(vs_all)
+    bounds = offsets.tolist()
+    for k, s in enumerate(raw):
         labels = canonical(s.labels)
         key, _ = device_identity(labels)
         # the device-level series first, then instance and per-pod copies, in a fixed order
         rank = (bool(labels.get("vgpu")), bool(labels.get("GPU_I_PROFILE")), _priority(labels, replica_labels))
-        by_uuid[key[0] if per_board else key].append((rank, s.samples))
-    out = {}
+        by_uuid[key[0] if per_board else key].append((rank, bounds[k], bounds[k + 1]))
+    merged = {}
     for uuid, members in by_uuid.items():
         members.sort(key=lambda m: m[0])
-        merged = merge_copies([[(t, v) for t, v in m[1] if isfinite(v)] for m in members])
-        out[uuid] = (merged, durations([t for t, _ in merged], fallback, pinned))
-    return out
+        merged[uuid] = merge_copy_columns([(ts_all[lo:hi][finite[lo:hi]], vs_all[lo:hi][finite[lo:hi]])
+                                           for _, lo, hi in members])
+    # the merged streams' durations, all at once (the same floats as durations() of each)
+    ts_m, _, offs = chunk_columns(())
+    if merged:
+        ts_m = np.concatenate([ts for ts, _ in merged.values()])
+        offs = np.zeros(len(merged) + 1, dtype=np.int64)
+        np.cumsum([len(ts) for ts, _ in merged.values()], out=offs[1:])
+    seconds = StreamGaps(ts_m, offs).durations(fallback, pinned)
+    return {uuid: (ts, vs, sec) for (uuid, (ts, vs)), sec in zip(merged.items(), seconds)}
 
 
 def device_health(cfg, window, devices, accs, power, temperature, xid, fallback) -> list[HealthRecord]:
@@ -67,8 +75,8 @@ def _temperatures(records: _Records, cfg, window, devices, temperature, fallback
     """Temperature: a reading, the same on every copy; raw where a series ran hot."""
     temps: dict[tuple, list] = defaultdict(lambda: [0.0, 0, None, 0.0])   # sum, count, max, seconds above 83 °C
     streams = _board_streams(temperature, cfg.replica_labels, fallback, cfg.pinned_interval_seconds, False)
-    for key, (samples, seconds) in streams.items():
-        for (ts, v), sec in zip(samples, seconds):
+    for key, (times, values, seconds) in streams.items():
+        for ts, v, sec in zip(times.tolist(), values.tolist(), seconds.tolist()):
             if not window.contains(ts):
                 continue
             v *= cfg.temperature_scale
@@ -125,10 +133,10 @@ def _energy(records: _Records, cfg, window, devices, accs, power, fallback) -> N
 def _xid_errors(records: _Records, cfg, window, devices, xid, fallback) -> None:
     """XID errors: how many samples reported one in the hour, and which codes."""
     streams = _board_streams(xid, cfg.replica_labels, fallback, cfg.pinned_interval_seconds, False)
-    for key, (samples, _seconds) in streams.items():
+    for key, (times, values, _seconds) in streams.items():
         if key not in devices:
             continue
-        for ts, v in samples:
+        for ts, v in zip(times.tolist(), values.tolist()):
             if not window.contains(ts) or v == 0:
                 continue
             r = records.at(key, hour_of(ts))
@@ -144,8 +152,7 @@ def _board_hours(streams, window, scale) -> dict[tuple, list]:
     order (arrays.sequential_sums: the same floats as a loop)."""
     keys: dict[tuple, int] = {}
     groups, joules, covered = [], [], []
-    for uuid, (samples, seconds) in streams.items():
-        ts, watts = columns(samples)
+    for uuid, (ts, watts, seconds) in streams.items():
         at = np.flatnonzero((ts >= window.start) & (ts < window.end))
         if not len(at):
             continue

@@ -82,6 +82,63 @@ def durations(ts: Sequence[float], fallback: float, pinned: float | None = None)
     return [*out.tolist(), float(last)]
 
 
+class StreamGaps:
+    """The gaps between successive samples of many streams held in one set of arrays
+    (timestamps, and offsets: stream k is [offsets[k], offsets[k + 1])), for `typical_spacing`
+    and `durations` of all of them at once, giving the very floats the per-stream functions give."""
+
+    def __init__(self, ts: np.ndarray, offsets: np.ndarray):
+        self.ts, self.offsets = ts, offsets
+        self.n = np.diff(offsets)
+        gaps = np.diff(ts)
+        within = np.ones(len(gaps), dtype=bool)
+        cuts = offsets[1:-1]
+        within[cuts[(cuts > 0) & (cuts < len(ts))] - 1] = False     # a gap across two streams
+        self.gaps = gaps[within]
+        self.count = np.maximum(self.n - 1, 0)                      # gaps per stream
+        self.start = np.zeros(len(self.n), dtype=np.int64)          # where each stream's gaps start
+        np.cumsum(self.count[:-1], out=self.start[1:])
+        self.multi = np.flatnonzero(self.count > 0)
+
+    def typical_spacing(self) -> float | None:
+        """typical_spacing of the streams (median over streams of each one's median gap)."""
+        if not len(self.multi):
+            return None
+        c, lo = self.count[self.multi], self.start[self.multi]
+        order = np.lexsort((self.gaps, np.repeat(np.arange(len(self.n)), self.count)))
+        ordered = self.gaps[order]
+        mid = lo + c // 2
+        medians = np.where(c % 2 == 1, ordered[mid], (ordered[np.maximum(mid - 1, lo)] + ordered[mid]) / 2)
+        return round(median(medians.tolist()), 3)
+
+    def durations(self, fallback: float, pinned: float | None = None) -> list[np.ndarray]:
+        """durations() of each stream, as views of one array."""
+        out = np.empty(len(self.ts))
+        if pinned:
+            out[:] = float(pinned)
+        else:
+            first = np.full(len(self.n), float(fallback))   # a lone sample counts the fallback
+            multi = self.multi
+            if len(multi):
+                lo, c = self.start[multi], self.count[multi]
+                regular = (np.maximum.reduceat(self.gaps, lo) - np.minimum.reduceat(self.gaps, lo)) <= 1e-3
+                first[multi] = self.gaps[lo]
+                out[:] = np.repeat(first, self.n)
+                # the last sample of a regular stream: the median of its last NEIGHBOURS gaps
+                end = lo + c
+                a, b, z = (self.gaps[np.maximum(end - k, lo)] for k in (3, 2, 1))
+                three = np.sort(np.vstack([a, b, z]), axis=0)[1]
+                last = np.where(c >= 3, three, np.where(c == 2, (b + z) / 2, z))
+                out[self.offsets[multi + 1] - 1] = np.where(regular, last, out[self.offsets[multi + 1] - 1])
+                for k in multi[~regular].tolist():
+                    lo_k, hi_k = int(self.offsets[k]), int(self.offsets[k + 1])
+                    out[lo_k:hi_k] = durations(self.ts[lo_k:hi_k].tolist(), fallback)
+            else:
+                out[:] = np.repeat(first, self.n)
+        bounds = self.offsets.tolist()
+        return [out[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
+
+
 def window_medians(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
     """statistics.median of values[start:start + count] for each (start, count); NaN where
     count is 0. The same additions and halvings as statistics.median, so the same floats."""
@@ -119,9 +176,14 @@ def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple
         if not len(stream):
             continue
         times = [t for t, _ in stream]
-        if len(times) > 1 and times == kept_list and min(gaps_of(times)) > 0:
-            continue   # the same instants as the kept samples (a board's power on each MIG instance)
         ts = np.array(times, dtype=float)
+        m = len(kept_ts)
+        if m:
+            j = np.minimum(np.searchsorted(kept_ts, ts, side="left"), m - 1)
+            if (kept_ts[j] == ts).all():
+                # every instant is a kept sample's (a board's power on each MIG instance or on
+                # a pod's copy): each is that sample again, never kept twice (see below)
+                continue
         gaps = np.diff(ts)
         if len(gaps) and gaps.max() == gaps.min():
             spacing = gaps[0]   # the median of equal gaps is that gap
@@ -134,7 +196,6 @@ def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple
         else:
             spacing = _nearest_gap(kept_list) or 0.0
         j = np.searchsorted(kept_ts, ts, side="left")
-        m = len(kept_ts)
         after = np.where(j < m, kept_ts[np.minimum(j, m - 1)] - ts, np.inf) if m else np.full(len(ts), np.inf)
         before = np.where(j > 0, ts - kept_ts[np.maximum(j - 1, 0)], np.inf) if m else np.full(len(ts), np.inf)
         # a sample at the very instant of a kept one is that sample again, whatever the spacing
@@ -146,6 +207,41 @@ def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple
             kept_list = [t for t, _ in kept]
             kept_ts = np.array(kept_list, dtype=float)
     return kept
+
+
+def merge_copy_columns(copies: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """merge_copies of copies given as (timestamps, values) arrays of finite values: the same
+    samples, as two arrays (sorted by time then value, as merge_copies sorts them)."""
+    if len(copies) == 1:
+        return copies[0]
+    order = np.lexsort((copies[0][1], copies[0][0]))
+    kept_ts, kept_vs = copies[0][0][order], copies[0][1][order]
+    for ts, vs in copies[1:]:
+        if not len(ts):
+            continue
+        m = len(kept_ts)
+        j = np.searchsorted(kept_ts, ts, side="left")
+        if m and (kept_ts[np.minimum(j, m - 1)] == ts).all():
+            continue   # every instant a kept sample's: each is that sample again
+        gaps = np.diff(ts)
+        if len(gaps) and gaps.max() == gaps.min():
+            spacing = gaps[0]
+        elif len(gaps):
+            i = np.arange(len(ts))
+            lo = np.maximum(0, i - NEIGHBOURS)
+            hi = np.minimum(len(gaps), i + NEIGHBOURS)
+            spacing = window_medians(gaps, lo, hi - lo)
+        else:
+            spacing = _nearest_gap(kept_ts.tolist()) or 0.0
+        after = np.where(j < m, kept_ts[np.minimum(j, m - 1)] - ts, np.inf) if m else np.full(len(ts), np.inf)
+        before = np.where(j > 0, ts - kept_ts[np.maximum(j - 1, 0)], np.inf) if m else np.full(len(ts), np.inf)
+        add = ~((after < spacing) | (before < spacing) | (after == 0))
+        if add.any():
+            all_ts = np.concatenate([kept_ts, ts[add]])
+            all_vs = np.concatenate([kept_vs, vs[add]])
+            order = np.lexsort((all_vs, all_ts))
+            kept_ts, kept_vs = all_ts[order], all_vs[order]
+    return kept_ts, kept_vs
 
 
 def _nearest_gap(ts):
