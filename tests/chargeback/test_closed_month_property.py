@@ -97,7 +97,11 @@ def apply(edit: str, prod, ml, gpu, spot, finance, settings) -> None:
                                    effective_from=date(2026, 3, 20), defaults={"hourly_rate": Decimal("5"),
                                                                                "currency": "USD"})
     elif edit == "late_usage":
-        make_usage(gpu, "ml", utc(2026, 3, 16) + timedelta(hours=UsageHour.objects.count() % 24), pod="late")
+        # the first hour of 16 March on that the late pod has not used yet: after a lost hour the
+        # row count can repeat, and an hour picked from it collided with an earlier late hour
+        taken = set(UsageHour.objects.filter(pod="late").values_list("hour_start", flat=True))
+        hour = next(h for h in (utc(2026, 3, 16) + timedelta(hours=i) for i in range(24 * 14)) if h not in taken)
+        make_usage(gpu, "ml", hour, pod="late")
     elif edit == "lost_usage":
         row = UsageHour.objects.filter(hour_start__lt=utc(2026, 4, 1)).order_by("hour_start").first()
         if row is not None:

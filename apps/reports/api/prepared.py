@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 from apps.accounting.answers import body as month_body
 from apps.accounting.answers import stored_answers
+from apps.accounting.filters import iso_utc as iso
 from apps.accounting.months import month_bounds, statement_version, usage_version
 from apps.accounting.usage import UsageFilter
 from apps.teams.access import ROLE_FINANCE
@@ -22,7 +23,6 @@ from apps.web.rendered import render_plain, renders_stored
 from rest_framework.settings import api_settings
 
 from .chargeback import chargeback_key, chargeback_payload
-from .params import iso
 from .usage import usage_key, usage_payload
 
 log = logging.getLogger(__name__)
