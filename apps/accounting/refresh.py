@@ -80,7 +80,9 @@ def _queue(periods: list[str], recent: bool) -> None:
     from .tasks import prepare_month_answers
 
     try:
-        prepare_month_answers.delay(periods, recent)
+        # No result is asked for: `.delay` would first subscribe to the result store (the same
+        # Redis) and, with Redis away, retry that for ~20 s inside the committing request.
+        prepare_month_answers.apply_async((periods, recent), ignore_result=True)
     except Exception as exc:  # noqa: BLE001 — a broker outage must not fail a committed write
         log.warning("stored answers not queued for recompute (%s: %s); the next beat or reader computes them",
                     type(exc).__name__, exc)
