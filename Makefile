@@ -17,10 +17,10 @@ $(VENV)/.installed: pyproject.toml
 	$(PIP) install --quiet -e '.[test]'
 	touch $@
 
-$(FOCUS_VENV)/.installed: tests/chargeback/focus-validator.txt
+$(FOCUS_VENV)/.installed: tests/reports/focus-validator.txt
 	$(PYTHON) -m venv $(FOCUS_VENV)
 	$(FOCUS_VENV)/bin/pip install --quiet --upgrade pip
-	$(FOCUS_VENV)/bin/pip install --quiet -r tests/chargeback/focus-validator.txt
+	$(FOCUS_VENV)/bin/pip install --quiet -r tests/reports/focus-validator.txt
 	touch $@
 
 # Debian packages the real-service tests use: prometheus/promtool, chromium, and kubectl

@@ -193,7 +193,7 @@ def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = 
 
 # ---------------------------------------------------------------- who computed what
 
-# (period, part) → how many times this process computed it; `tests/chargeback/test_day_parts.py`
+# (period, part) → how many times this process computed it; `tests/accounting/test_day_parts.py`
 # counts the day parts an ingested hour recomputes with it.
 recomputed: Counter = Counter()
 # Set while a worker task prepares answers; outside it, a computation is a reader's own.

@@ -21,7 +21,7 @@ from django.db import connection
 from prometheus_client.mmap_dict import MmapedDict, mmap_key
 from prometheus_client.multiprocess import MultiProcessCollector
 
-from tests.deploy.promtext import sample_values
+from tests.support.promtext import sample_values
 
 ROOT = Path(__file__).resolve().parents[2]
 ROUND = 24            # requests sent at once, 8 at a time, each on its own connection

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from gpuportal.openapi import INSTANT_PATTERN, PERIOD_PATTERN
-from tests.chargeback.factories import make_user
+from tests.support.factories import make_user
 
 pytestmark = pytest.mark.django_db
 

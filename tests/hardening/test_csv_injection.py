@@ -5,7 +5,7 @@ import io
 import openpyxl
 
 from .seed import Names
-from tests.bodies import body_of
+from tests.support.bodies import body_of
 
 NAMES = Names(team_a="=HYPERLINK(\"http://evil.example\",\"acme\")", ns_a="+acme-train", pod_a="-acme-pod",
               team_b="@zebra", ns_b="=zebra-ns", pod_b="+zebra-pod", cost_centre_a="=1+2",

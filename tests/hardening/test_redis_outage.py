@@ -15,7 +15,7 @@ from django.db import connection
 
 from apps.accounting.models import BillingPeriod, Rate
 from apps.reports.models import StatementDelivery
-from tests.chargeback.factories import make_user, two_teams_in_march
+from tests.support.factories import make_user, two_teams_in_march
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.django_db(transaction=True)

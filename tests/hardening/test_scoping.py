@@ -18,7 +18,7 @@ from apps.accounting.models import BillingPeriod, Rate
 from apps.reports.api.rates import CURRENCY_CHOICES
 
 from .test_access_matrix import EXPECT, fill
-from tests.bodies import body_of
+from tests.support.bodies import body_of
 
 MARK_B = "zebra"
 

@@ -17,7 +17,7 @@ from apps.recommendations.models import Alert, AlertDelivery, DeliveryAttempt
 from apps.reports.delivery import deliver_statements
 from apps.reports.models import StatementDelivery, StatementRecipient
 from apps.reports.tasks import send_statements
-from tests.advice.webhook_receiver import Receiver
+from tests.support.webhook_receiver import Receiver
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCMEM = "django.core.mail.backends.locmem.EmailBackend"

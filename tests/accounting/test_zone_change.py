@@ -1,0 +1,72 @@
+"""`BILLING_TIMEZONE` changed after months were closed (docs/chargeback.md, "The billing time
+zone of closed months"): closing another month is refused, naming both zones, and the system
+check warns of every closed month whose zone is not the configured one."""
+import pytest
+from django.core import checks
+from django.core.management import CommandError, call_command
+
+from apps.accounting.actions import ActionError, do_close_period
+from apps.accounting.models import BillingPeriod
+
+from tests.support.factories import make_cluster, make_device, make_namespace, make_rate, make_usage, utc
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def berlin_closed(settings):
+    """February and March 2026 closed with the billing zone Europe/Berlin; usage in each."""
+    settings.BILLING_TIMEZONE = "Europe/Berlin"
+    prod = make_cluster()
+    make_namespace(prod, "ml", "A")
+    make_rate(hourly_rate="2.00")
+    gpu = make_device(prod)
+    for month in (2, 3, 4):
+        make_usage(gpu, "ml", utc(2026, month, 10), hours=2)
+    do_close_period("2026-02")
+    do_close_period("2026-03")
+    return settings
+
+
+def zone_warnings():
+    return [m for m in checks.run_checks(databases=["default"]) if m.id == "accounting.W001"]
+
+
+def test_closing_is_refused_once_the_zone_changed(berlin_closed, finance, api):
+    settings = berlin_closed
+    settings.BILLING_TIMEZONE = "UTC"
+    message = ("BILLING_TIMEZONE is UTC, but the closed months 2026-02, 2026-03 were closed in Europe/Berlin: "
+               "closing 2026-04 in UTC would bucket its hours differently from them. Set BILLING_TIMEZONE back "
+               "to Europe/Berlin, or have an admin reopen those months")
+    with pytest.raises(ActionError) as refused:
+        do_close_period("2026-04")
+    assert str(refused.value) == message
+    response = api(finance).post("/api/v1/chargeback/close/", {"period": "2026-04"}, format="json")
+    assert (response.status_code, response.json()) == (409, {"detail": message})
+    with pytest.raises(CommandError, match="closed in Europe/Berlin"):
+        call_command("close_period", "2026-04")
+    assert not BillingPeriod.objects.filter(period="2026-04", closed_at__isnull=False).exists()
+
+    settings.BILLING_TIMEZONE = "Europe/Berlin"        # back as it was: the close goes through
+    assert do_close_period("2026-04").billing_timezone == "Europe/Berlin"
+
+
+def test_a_closed_month_of_unknown_zone_does_not_refuse(berlin_closed):
+    """Months closed before the zone was recorded have it blank: unknown, not a mismatch."""
+    settings = berlin_closed
+    BillingPeriod.objects.filter(closed_at__isnull=False).update(billing_timezone="")
+    settings.BILLING_TIMEZONE = "UTC"
+    assert do_close_period("2026-04").billing_timezone == "UTC"
+    assert zone_warnings() == []
+
+
+def test_the_system_check_names_the_months_closed_in_another_zone(berlin_closed):
+    settings = berlin_closed
+    assert zone_warnings() == []
+    settings.BILLING_TIMEZONE = "America/New_York"
+    [warning] = zone_warnings()
+    assert warning.level == checks.WARNING
+    assert warning.msg == ("BILLING_TIMEZONE is America/New_York, but the closed months 2026-02, 2026-03 were "
+                           "closed in Europe/Berlin")
+    assert "reopen" in warning.hint and "docs/chargeback.md" in warning.hint
+    assert [m for m in checks.run_checks() if m.id == "accounting.W001"] == []   # asks the database only when told

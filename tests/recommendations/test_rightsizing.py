@@ -1,0 +1,174 @@
+"""Right-sizing on simulated histories whose answers are known by hand (tests/recommendations/rightsizing_fleet.py):
+the rows, their money at the rate card, the page, the team page, the API, the CSV and the YAML."""
+import csv
+import io
+
+import pytest
+import yaml
+from django.test import Client
+from rest_framework.test import APIClient
+
+from apps.accounting.workloads import workload_usage
+from apps.recommendations.mig_profiles import mig_model, profile_named
+from apps.recommendations.rightsizing_rows import CSV_COLUMNS, RightsizeQuery, rightsizing_rows
+
+from . import factories as f
+from . import rightsizing_fleet as fleet
+
+URL = "/api/v1/rightsizing/"
+PAGE = "/advice/rightsizing/"
+WINDOW = (f.END - 48 * f.HOUR, f.END)
+
+
+@pytest.fixture
+def world(db):
+    fleet.rates()
+    c, teams = fleet.build()
+    return {"cluster": c, **teams}
+
+
+def rows_by_name(**kw):
+    return {r["workload_name"]: r for r in rightsizing_rows(RightsizeQuery(window_days=2, now=f.END, **kw))}
+
+
+def test_workloads_group_pods_by_owner_and_fall_back_to_the_pod(world):
+    usage = {(u.workload_kind, u.workload_name): u for u in workload_usage([world["cluster"].pk], *WINDOW)}
+    assert set(usage) == {("Deployment", "infer-small"), ("StatefulSet", "peaky"), ("Notebook", "nb-erin"),
+                          ("Deployment", "l4-serve"), ("Job", "l40s-train"), ("Deployment", "embedder"),
+                          ("Pod", "tiny"), ("Job", "trainer")}
+    infer = usage[("Deployment", "infer-small")]
+    assert (infer.pods, infer.hours, infer.pod_hours, infer.device_hours) == (2, 48, 48, 48)
+    assert infer.fb_peak_mib == 8192.0 and infer.activity_p95 == pytest.approx(0.10)
+    peaky = usage[("StatefulSet", "peaky")]
+    # one hour at 9,000 MiB among 47 at 4,096: the peak is 9,000; P95 (position 44.65 of 0..47) is 4,096
+    assert (peaky.fb_peak_mib, peaky.fb_p95_mib) == (9000.0, 4096.0)
+    assert usage[("Job", "trainer")].devices_per_pod == 2.0
+
+
+def test_advice_and_savings_by_hand(world):
+    rows = rows_by_name()
+    expected = {
+        # name: (action text, profile, monthly cost now, advised, saving, confidence)
+        # H100 4.00 × 730 = 2,920.00 → its 1g.10gb at its own 0.60 × 730 = 438.00
+        "infer-small": ("use 1g.10gb", "1g.10gb", "2920.00", "438.00", "2482.00", "medium"),
+        # 9,000 MiB peak × 1.15 > 1g.10gb: 1g.20gb, no rate of its own: 4.00 × 1/7 × 730 = 417.14
+        "peaky": ("use 1g.20gb", "1g.20gb", "2920.00", "417.14", "2502.86", "medium"),
+        # A100 3g.40gb = 2.80 × 3/7 = 1.20 an instance-hour × 730 = 876.00 → 1g.10gb 0.40 × 730 = 292.00
+        "embedder": ("use 1g.10gb", "1g.10gb", "876.00", "292.00", "584.00", "medium"),
+        # idle every second it held the GPU: 2.80 × 12 instance-hours × 730 ÷ 48 hours of history = 511.00, all saved
+        "nb-erin": ("release it: never used", None, "511.00", "0.00", "511.00", "low"),
+        # L4 0.70 × 730 = 511.00 → a quarter share 0.175 × 730 = 127.75
+        "l4-serve": ("share a GPU (time-slicing)", None, "511.00", "127.75", "383.25", "medium"),
+        # L40S: no MIG advice; too busy for a share
+        "l40s-train": ("keep it", None, "1022.00", "1022.00", "0.00", "medium"),
+        # already on the smallest A100 slice: 2.80 / 7 × 730 = 292.00, kept
+        "tiny": ("keep it", None, "292.00", "292.00", "0.00", "medium"),
+        # two H100s per pod: 2 × 4.00 × 730 = 5,840.00, kept
+        "trainer": ("keep it", None, "5840.00", "5840.00", "0.00", "medium"),
+    }
+    got = {name: (r["action_text"], r["profile"], r["monthly_cost_now"], r["monthly_cost_advised"],
+                  r["monthly_saving"], r["confidence"]) for name, r in rows.items()}
+    assert got == expected
+    assert all(r["currency"] == "EUR" for r in rows.values())
+    # largest saving first
+    assert [r["workload_name"] for r in rightsizing_rows(RightsizeQuery(window_days=2, now=f.END))][:5] == [
+        "peaky", "infer-small", "embedder", "nb-erin", "l4-serve"]
+    assert rows["l40s-train"]["resource_advised"] is None and rows["l40s-train"]["profile"] is None
+
+
+def test_a_profile_is_never_below_the_peak(world):
+    for r in rightsizing_rows(RightsizeQuery(window_days=2, now=f.END)):
+        if r["profile"]:
+            model = mig_model(r["gpu_model"])
+            assert profile_named(model, r["profile"]).memory_mib(model) >= r["fb_peak_mib"] * 1.15
+
+
+def test_yaml_is_the_resource_change(world):
+    rows = rows_by_name()
+    doc = yaml.safe_load(rows["infer-small"]["yaml"])
+    assert doc == {"resources": {"limits": {"nvidia.com/mig-1g.10gb": 1}}}
+    assert "# instead of nvidia.com/gpu: 1" in rows["infer-small"]["yaml"]
+    assert "Deployment infer-small in namespace ml" in rows["infer-small"]["yaml"]
+    assert yaml.safe_load(rows["embedder"]["yaml"]) == {"resources": {"limits": {"nvidia.com/mig-1g.10gb": 1}}}
+    assert "instead of nvidia.com/mig-3g.40gb: 1" in rows["embedder"]["yaml"]
+    assert yaml.safe_load(rows["l4-serve"]["yaml"]) == {"resources": {"limits": {"nvidia.com/gpu.shared": 1}}}
+    assert yaml.safe_load(rows["nb-erin"]["yaml"]) is None       # comments only: delete the notebook
+    assert "kubectl delete notebook nb-erin -n research" in rows["nb-erin"]["yaml"]
+    assert rows["tiny"]["yaml"] == ""
+
+
+def test_unpriced_without_a_rate(db):
+    c, _ = fleet.build()
+    rows = rows_by_name()
+    assert rows["infer-small"]["action_text"] == "use 1g.10gb"
+    assert rows["infer-small"]["monthly_saving"] is None and rows["infer-small"]["currency"] is None
+
+
+def test_a_lead_sees_own_teams_workloads_and_the_saving(world):
+    lead = f.user("lead", "team_lead", teams=[world["search"]])
+    client = Client()
+    client.force_login(lead)
+    page = client.get(PAGE, {"window_days": 2})
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "l4-serve" in html and "embedder" in html and "infer-small" not in html
+    assert "nvidia.com/mig-1g.10gb: 1" in html
+    # search saves 584.00 + 383.25 = 967.25 a month
+    assert "€967.25" in html
+    body = APIClient()
+    body.force_authenticate(lead)
+    answer = body.get(URL, {"window_days": 2}).json()
+    assert {r["workload_name"] for r in answer["results"]} == {"l4-serve", "l40s-train", "embedder", "tiny"}
+    assert answer["monthly_saving"] == [{"amount": "967.25", "currency": "EUR"}]
+    assert body.get(URL, {"team": "vision"}).status_code == 403
+
+
+def test_viewers_see_no_money(world):
+    viewer = f.user("viewer", "viewer")
+    api = APIClient()
+    api.force_authenticate(viewer)
+    answer = api.get(URL, {"window_days": 2}).json()
+    assert len(answer["results"]) == 8 and answer["monthly_saving"] == []
+    assert all(r["monthly_saving"] is None and r["currency"] is None for r in answer["results"])
+    client = Client()
+    client.force_login(viewer)
+    assert "€" not in client.get(PAGE, {"window_days": 2}).content.decode()
+
+
+def test_csv_has_one_row_per_workload(world):
+    admin = f.user("admin", "admin")
+    api = APIClient()
+    api.force_authenticate(admin)
+    r = api.get(URL, {"window_days": 2, "format": "csv", "team": "vision"})
+    assert r.status_code == 200 and r["Content-Type"].startswith("text/csv")
+    rows = list(csv.DictReader(io.StringIO(r.content.decode())))
+    assert list(rows[0]) == CSV_COLUMNS
+    assert {(x["workload_name"], x["monthly_saving"]) for x in rows} == {
+        ("peaky", "2502.86"), ("infer-small", "2482.00"), ("trainer", "0.00")}
+
+
+@pytest.mark.parametrize("params, status", [
+    ({"window_days": "0"}, 400), ({"window_days": "x"}, 400), ({"cluster": "nope"}, 404), ({"team": "nope"}, 404),
+    ({"team": "a\x00b"}, 400),
+])
+def test_bad_parameters_are_4xx(world, params, status):
+    admin = f.user("admin", "admin")
+    api = APIClient()
+    api.force_authenticate(admin)
+    assert api.get(URL, params).status_code == status
+    client = Client()
+    client.force_login(admin)
+    assert client.get(PAGE, params).status_code == status
+
+
+def test_team_page_and_advice_page_say_what_could_be_saved(world):
+    lead = f.user("lead", "team_lead", teams=[world["vision"]])
+    client = Client()
+    client.force_login(lead)
+    team = client.get("/teams/vision/", {"start": "2026-11-18", "end": "2026-11-20"})
+    assert team.status_code == 200
+    html = team.content.decode()
+    assert "What you could save" in html and "€4,984.86" in html      # 2,502.86 + 2,482.00
+    assert "/advice/rightsizing/?team=vision" in html
+    advice_page = client.get("/advice/").content.decode()
+    assert "What you could save" in advice_page

@@ -1,0 +1,63 @@
+"""Rates from the browser (#26): an admin uploads a rate-card CSV at /admin-tools/rates/ with
+the same all-or-nothing parse, per-line errors and audit row as `manage.py import_rates`
+(both call `actions.do_import_rate_file`). Before: rates could be imported only from the
+command line."""
+from decimal import Decimal
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.files.uploadedfile import SimpleUploadedFile
+
+from apps.accounting.models import Rate
+from apps.teams.models import AuditEvent
+
+from tests.support.factories import H100, make_rate
+
+pytestmark = pytest.mark.django_db
+HEADER = "gpu_model,mig_profile,hourly_rate,currency,effective_from\n"
+
+
+def signed_in(client, role):
+    user = User.objects.create_user(role, password="pw")
+    user.groups.add(Group.objects.get_or_create(name=role)[0])
+    client.force_login(user)
+    return user
+
+
+def upload(client, text, name="rates.csv"):
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return client.post("/admin-tools/rates/", {"file": SimpleUploadedFile(name, data, "text/csv")}, follow=True)
+
+
+def test_an_admin_imports_a_good_file_audited(client):
+    admin = signed_in(client, "admin")
+    assert client.get("/admin-tools/rates/").status_code == 200
+    response = upload(client, HEADER + f"{H100},,2.50,usd,2026-01-01\n{H100},1g.10gb,0.40,USD,2026-01-01\n")
+    assert response.status_code == 200
+    assert "Imported 2 rate(s) from rates.csv." in response.content.decode()
+    assert sorted(Rate.objects.values_list("mig_profile", "hourly_rate", "currency")) == [
+        ("", Decimal("2.5"), "USD"), ("1g.10gb", Decimal("0.4"), "USD")]
+    event = AuditEvent.objects.get(action="rates.import")
+    assert (event.actor, event.target, len(event.new_value)) == (admin, "upload rates.csv", 2)
+
+
+def test_a_bad_file_imports_nothing_and_names_each_line(client):
+    signed_in(client, "admin")
+    make_rate(H100, "2.00", currency="USD")
+    response = upload(client, HEADER + f"{H100},,2.50,USD,2026-02-01\n{H100},,abc,USD,2026-03-01\n"
+                              f"{H100},,2.50,USD,2026-01-01\n")
+    body = response.content.decode()
+    assert response.status_code == 400 and "Nothing imported." in body
+    assert "line 3: hourly_rate &#x27;abc&#x27; is not a number" in body
+    assert "line 4: a rate for NVIDIA H100 80GB HBM3 (whole GPU) on_demand from 2026-01-01 already exists" in body
+    assert Rate.objects.count() == 1 and not AuditEvent.objects.filter(action="rates.import").exists()
+    response = upload(client, b"\xff\xfe" + HEADER.encode("utf-16-le"))
+    assert response.status_code == 400 and "not UTF-8 text" in response.content.decode()
+    assert client.post("/admin-tools/rates/", {}).status_code == 400
+
+
+@pytest.mark.parametrize("role", ["viewer", "team_lead", "finance"])
+def test_only_admins_may_upload(client, role):
+    signed_in(client, role)
+    assert client.post("/admin-tools/rates/", {"file": SimpleUploadedFile("r.csv", (HEADER + f"{H100},,1,USD,2026-01-01\n").encode())}).status_code == 403
+    assert Rate.objects.count() == 0

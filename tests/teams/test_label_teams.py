@@ -1,0 +1,116 @@
+"""A team known only from namespace labels is a real team (#14 P1): ingest makes its Team row
+when it first sees the label value, so it is listed, pickable, has its page, and a lead the
+admin links to it sees it. Before this, such a team had no page (404) and no place in the picker.
+The cluster's label trust decides which values may: all on `trusted` (the default), approved
+claims on `approve`, none on `known_teams` (docs/teams-and-relabels.md).
+
+The small cluster of tests/support/series.py: namespace `ml` is labelled team=research and
+`serve` team=search; no Team row exists before the ingest.
+"""
+import importlib
+import re
+
+import pytest
+from django.apps import apps as django_apps
+from django.contrib.auth.models import Group, User
+
+from apps.clusters.models import Cluster
+from apps.ingest.pipeline import ingest
+from apps.teams.claims import do_decide_claim
+from apps.teams.labels import TEAM_FROM_LABEL, ensure_label_teams
+from apps.teams.models import SINCE_EVER, AuditEvent, Namespace, NamespaceLabel, Team
+from tests.support.series import H, T0, dt, small_cluster_fetcher
+
+pytestmark = pytest.mark.django_db
+
+WINDOW = "start=2026-10-05&end=2026-10-06"
+
+
+def picker_teams(body):
+    select = re.search(r'<select name="team">(.*?)</select>', body, re.S).group(1)
+    return re.findall(r'<option value="([^"]*)"', select)[1:]     # the first is "all teams"
+
+
+def user(name, role):
+    u = User.objects.create_user(name, password="pw-" + name)
+    u.groups.add(Group.objects.get_or_create(name=role)[0])
+    return u
+
+
+def test_ingest_makes_every_label_value_a_team_with_page_and_picker_entry(client):
+    cluster = Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
+    assert not Team.objects.exists()
+    ingest(cluster, dt(T0), dt(T0 + 2 * H), fetcher=small_cluster_fetcher())
+
+    assert set(Team.objects.values_list("name", flat=True)) == {"research", "search"}
+    audit = AuditEvent.objects.filter(action=TEAM_FROM_LABEL)
+    assert sorted(audit.values_list("target", flat=True)) == ["research", "search"]
+    assert all(e.new_value["cluster"] == "lab" for e in audit)
+
+    client.force_login(user("finance", "finance"))
+    body = client.get(f"/?{WINDOW}").content.decode()
+    assert picker_teams(body) == ["research", "search", "unassigned"]
+    page = client.get(f"/teams/research/?{WINDOW}")
+    assert page.status_code == 200
+    # ml/train held one H100 for the two hours: 2.00 GPU-hours on research's page
+    assert re.search(r"<td>ml</td><td class=\"num\">2\.00</td>", page.content.decode())
+
+    # Once an admin links a lead, the lead is scoped to it: its page, and only it in the picker.
+    lead = user("lead", "team_lead")
+    Team.objects.get(name="search").members.add(lead)
+    client.force_login(lead)
+    assert client.get(f"/teams/search/?{WINDOW}").status_code == 200
+    assert client.get(f"/teams/research/?{WINDOW}").status_code == 403
+    assert picker_teams(client.get(f"/?{WINDOW}").content.decode()) == ["search"]
+
+
+def test_a_second_ingest_adds_no_team_and_no_audit_row():
+    cluster = Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
+    ingest(cluster, dt(T0), dt(T0 + 2 * H), fetcher=small_cluster_fetcher())
+    ingest(cluster, dt(T0), dt(T0 + 2 * H), fetcher=small_cluster_fetcher())
+    assert Team.objects.count() == 2
+    assert AuditEvent.objects.filter(action=TEAM_FROM_LABEL).count() == 2
+
+
+def test_ensure_label_teams_skips_no_label_unassigned_and_names_too_long():
+    cluster = Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
+    Team.objects.create(name="vision")
+    created = ensure_label_teams(["vision", "nlp", "", "unassigned", "x" * 101, "nlp"], cluster)
+    assert created == ["nlp"]
+    assert sorted(Team.objects.values_list("name", flat=True)) == ["nlp", "vision"]
+    assert ensure_label_teams(["nlp", "vision"], cluster) == []
+
+
+def test_no_team_from_labels_where_an_admin_decides_the_teams():
+    for trust in (Cluster.LabelTrust.KNOWN_TEAMS, Cluster.LabelTrust.APPROVE):
+        cluster = Cluster.objects.create(name=f"lab-{trust}", prometheus_url="http://127.0.0.1:9", label_trust=trust)
+        ingest(cluster, dt(T0), dt(T0 + 2 * H), fetcher=small_cluster_fetcher())
+    assert not Team.objects.exists()
+    # Approving serve's claim on the `approve` cluster makes `search` a team; research stays a claim.
+    serve = Namespace.objects.get(cluster__name="lab-approve", name="serve")
+    do_decide_claim(serve, "search", "approved", dt(T0))
+    assert list(Team.objects.values_list("name", flat=True)) == ["search"]
+    ml = Namespace.objects.get(cluster__name="lab-approve", name="ml")
+    do_decide_claim(ml, "research", "ignored", dt(T0))
+    assert list(Team.objects.values_list("name", flat=True)) == ["search"]
+
+
+def test_the_migration_makes_teams_of_the_label_values_already_stored():
+    migration = importlib.import_module("apps.teams.migrations.0006_teams_for_label_values")
+    prod = Cluster.objects.create(name="prod", prometheus_url="http://127.0.0.1:9")
+    strict = Cluster.objects.create(name="strict", prometheus_url="http://127.0.0.1:9",
+                                    label_trust=Cluster.LabelTrust.KNOWN_TEAMS)
+    held = Namespace.objects.create(cluster=strict, name="ml", label_team="gamma")
+    NamespaceLabel.objects.create(namespace=held, valid_from=SINCE_EVER, team_label="gamma")
+    ml = Namespace.objects.create(cluster=prod, name="ml", label_team="beta")
+    NamespaceLabel.objects.create(namespace=ml, valid_from=SINCE_EVER, team_label="alpha")
+    NamespaceLabel.objects.create(namespace=ml, valid_from=dt(T0), team_label="beta")
+    bare = Namespace.objects.create(cluster=prod, name="bare", label_team="")
+    NamespaceLabel.objects.create(namespace=bare, valid_from=SINCE_EVER, team_label="")
+    Team.objects.create(name="alpha")
+
+    migration.teams_for_label_values(django_apps, None)
+    migration.teams_for_label_values(django_apps, None)       # twice: nothing more
+
+    assert sorted(Team.objects.values_list("name", flat=True)) == ["alpha", "beta"]
+    assert list(AuditEvent.objects.filter(action=TEAM_FROM_LABEL).values_list("target", flat=True)) == ["beta"]
