@@ -18,7 +18,8 @@ os.environ.setdefault("DJANGO_LIVE_TEST_SERVER_ADDRESS", "127.0.0.1")
 
 playwright_sync = pytest.importorskip("playwright.sync_api")
 
-from tests.support.page_seed import PASSWORD, seed  # noqa: E402
+from tests.support.factories import PASSWORD  # noqa: E402
+from tests.support.page_seed import seed  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 SHOTS = Path(__file__).resolve().parents[2] / "screenshots"

@@ -9,7 +9,6 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta, timezone as dt_timezone
 from decimal import Decimal
 
-from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
 from apps.accounting.actions import do_close_period
@@ -18,11 +17,10 @@ from apps.accounting.models import DeviceHealthHour, QuotaHour, Rate, UsageHour
 from apps.clusters.models import Cluster, Device
 from apps.ingest.models import IngestRun
 from apps.recommendations.models import Alert, RecommendationSnapshot
-from apps.teams.access import ROLES
 from apps.teams.models import Namespace, NamespaceAssignment, Team
 from apps.teams.tokens import do_create_api_token
+from tests.support.factories import H100, make_role_users, usage_row
 
-H100 = "NVIDIA H100 80GB HBM3"
 CURRENCY = "SEK"
 ROLE_USERS = ("viewer", "team_lead", "finance", "admin")
 
@@ -62,15 +60,10 @@ def at(day, hour):
 
 
 def make_users(team_a: Team):
-    groups = {name: Group.objects.get_or_create(name=name)[0] for name in ROLES}
-    users, tokens = {}, {}
-    for role in ROLE_USERS:
-        u = User.objects.create_user(role, password="pw-" + role, is_staff=(role == "admin"),
-                                     is_superuser=(role == "admin"))
-        u.groups.add(groups[role])
-        users[role] = u
-        # a personal read-write token: DRF's older keys are off by default (docs/api.md, "Tokens")
-        tokens[role] = do_create_api_token(u, name="tests", days=365, read_only=False)[1]
+    """The role users (tests/support/factories.py; the admin a superuser), each with a token."""
+    users = make_role_users(ROLE_USERS, admin_superuser=True)
+    # a personal read-write token each: DRF's older keys are off by default (docs/api.md, "Tokens")
+    tokens = {role: do_create_api_token(u, name="tests", days=365, read_only=False)[1] for role, u in users.items()}
     team_a.members.add(users["team_lead"])
     return users, tokens
 
@@ -94,9 +87,8 @@ def seed(names: Names | None = None) -> Seeded:
         for dev, ns, pod, used in ((devices[0], n.ns_a, n.pod_a, 2700.0), (devices[1], n.ns_b, n.pod_b, 36.0),
                                    (devices[2], "", "", 0.0)):
             idle = 3600.0 if ns and used < 100 else 0.0
-            rows.append(UsageHour(
-                cluster=cluster, device=dev, namespace=ns, pod=pod, hour_start=at(d, hour), node=dev.host,
-                gpu_model=H100, gpu_fraction=1.0, sample_count=120, gpu_seconds=3600.0, used_gpu_seconds=used,
+            rows.append(usage_row(
+                dev, ns, at(d, hour), pod=pod, gpu_seconds=3600.0, used_gpu_seconds=used,
                 idle_gpu_seconds=idle, idle_prefix_seconds=idle, idle_suffix_seconds=idle,
                 idle_max_run_seconds=idle, idle_whole_hour=idle > 0, energy_joules=3.6e5))
         for dev in devices:

@@ -19,6 +19,7 @@ from apps.reports.api.rates import CURRENCY_CHOICES
 
 from .test_access_matrix import EXPECT, fill
 from tests.support.bodies import body_of
+from tests.support.factories import PASSWORD
 
 MARK_B = "zebra"
 
@@ -236,7 +237,7 @@ def test_session_writes_without_csrf_are_refused(db, world):
     assert admin.post("/admin/accounting/rate/add/", {"gpu_model": "X", "hourly_rate": "1", "currency": "USD",
                                                       "effective_from": "2026-01-01"}).status_code == 403
     anonymous = Client(enforce_csrf_checks=True)
-    assert anonymous.post("/accounts/login/", {"username": "admin", "password": "pw-admin"}).status_code == 403
+    assert anonymous.post("/accounts/login/", {"username": "admin", "password": PASSWORD}).status_code == 403
     assert not BillingPeriod.objects.filter(period="2025-01", closed_at__isnull=False).exists()
     assert BillingPeriod.objects.get(period=world.closed_period).is_closed
     # With the token from the page, the same session write goes through.

@@ -2,7 +2,7 @@ from decimal import Decimal
 
 import pytest
 
-from . import factories as f
+from tests.support import factories as f
 
 
 def injected_rate(gpu_model, mig_profile, price_class, day):
@@ -24,20 +24,20 @@ def fleet(db):
     mig     48 h × 3 × 1g.10gb, hard 3 and at it all the time          -> under-provisioned, 4
     short   the last 12 h × 3 GPUs, no quota                           -> half a day of history
     """
-    c = f.cluster()
+    c = f.make_cluster(ingested_until=f.END)
     hours = f.hours_before(f.END, 48)
-    f.usage(c, f.device(c, "GPU-ml"), "ml", "train-0", hours[:24], 2, efficiency=0.25)
-    f.usage(c, c.devices.get(uuid="GPU-ml"), "ml", "train-1", hours[24:], 6, efficiency=0.25)
-    f.quota(c, "ml", hours, 16, used=6)
-    f.usage(c, f.device(c, "GPU-infer"), "infer", "serve-0", hours, 2, efficiency=0.9)
-    f.quota(c, "infer", hours, 2, used=2)
-    f.queued(c, "infer", hours[30], 1.0)
-    f.usage(c, f.device(c, "GPU-scratch"), "scratch", "nb-0", hours, 1)
-    f.quota(c, "empty", hours, 8, used=0)
-    mig = f.device(c, "GPU-mig", model=f.A100, profile="1g.10gb", fraction=1 / 7, instance="7")
-    f.usage(c, mig, "mig", "tiny-0", hours, 3 / 7)
-    f.quota(c, "mig", hours, 3, used=3, resource="requests.nvidia.com/mig-1g.10gb", seconds_at_hard=3600.0)
-    f.usage(c, f.device(c, "GPU-short"), "short", "new-0", hours[-12:], 3)
+    f.make_usage_hours(f.make_device(c, uuid="GPU-ml"), "ml", "train-0", hours[:24], 2, efficiency=0.25)
+    f.make_usage_hours(c.devices.get(uuid="GPU-ml"), "ml", "train-1", hours[24:], 6, efficiency=0.25)
+    f.make_quota(c, "ml", hours, 16, used=6)
+    f.make_usage_hours(f.make_device(c, uuid="GPU-infer"), "infer", "serve-0", hours, 2, efficiency=0.9)
+    f.make_quota(c, "infer", hours, 2, used=2)
+    f.make_queued(c, "infer", hours[30], 1.0)
+    f.make_usage_hours(f.make_device(c, uuid="GPU-scratch"), "scratch", "nb-0", hours, 1)
+    f.make_quota(c, "empty", hours, 8, used=0)
+    mig = f.make_device(c, uuid="GPU-mig", model=f.A100, mig_profile="1g.10gb", fraction=1 / 7, instance="7")
+    f.make_usage_hours(mig, "mig", "tiny-0", hours, 3 / 7)
+    f.make_quota(c, "mig", hours, 3, used=3, resource="requests.nvidia.com/mig-1g.10gb", seconds_at_hard=3600.0)
+    f.make_usage_hours(f.make_device(c, uuid="GPU-short"), "short", "new-0", hours[-12:], 3)
     vision = f.assign(c, "ml", "vision")
     search = f.assign(c, "infer", "search")
     return {"cluster": c, "vision": vision, "search": search}

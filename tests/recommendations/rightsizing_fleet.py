@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from apps.accounting.models import PodOwner, Rate
 
-from . import factories as f
+from tests.support import factories as f
 
 L4 = "NVIDIA L4"
 L40S = "NVIDIA L40S"
@@ -30,43 +30,43 @@ def rates():
 
 
 def build():
-    c = f.cluster()
+    c = f.make_cluster(ingested_until=f.END)
     hours = f.hours_before(f.END, 48)
     # ml/infer-small: a Deployment whose two pods (one a day) use 8 GiB of an H100 at 10 %
-    dev = f.device(c, "GPU-infer", model=f.H100)
+    dev = f.make_device(c, uuid="GPU-infer", model=f.H100)
     for pod, part in (("infer-small-5d8f-a", hours[:24]), ("infer-small-5d8f-b", hours[24:])):
-        f.usage(c, dev, "ml", pod, part, 1, efficiency=0.10, fb_used_mib_max=8 * GIB, fb_used_mib_avg=6 * GIB)
+        f.make_usage_hours(dev, "ml", pod, part, 1, efficiency=0.10, fb_used_mib_max=8 * GIB, fb_used_mib_avg=6 * GIB)
         owner(c, "ml", pod, "Deployment", "infer-small", "ReplicaSet", "infer-small-5d8f")
     # ml/peaky-0: a StatefulSet at 4 GiB, but 9,000 MiB in one hour: too much for 1g.10gb with room
-    dev = f.device(c, "GPU-peaky", model=f.H100)
-    f.usage(c, dev, "ml", "peaky-0", hours[:30], 1, efficiency=0.10, fb_used_mib_max=4 * GIB)
-    f.usage(c, dev, "ml", "peaky-0", hours[30:31], 1, efficiency=0.10, fb_used_mib_max=9000.0)
-    f.usage(c, dev, "ml", "peaky-0", hours[31:], 1, efficiency=0.10, fb_used_mib_max=4 * GIB)
+    dev = f.make_device(c, uuid="GPU-peaky", model=f.H100)
+    f.make_usage_hours(dev, "ml", "peaky-0", hours[:30], 1, efficiency=0.10, fb_used_mib_max=4 * GIB)
+    f.make_usage_hours(dev, "ml", "peaky-0", hours[30:31], 1, efficiency=0.10, fb_used_mib_max=9000.0)
+    f.make_usage_hours(dev, "ml", "peaky-0", hours[31:], 1, efficiency=0.10, fb_used_mib_max=4 * GIB)
     owner(c, "ml", "peaky-0", "StatefulSet", "peaky")
     # research/nb-erin: a notebook that held an A100 for the first 12 hours with a model loaded
     # (30 GiB) and 1 % activity, every second of it under the idle threshold: forgotten
-    dev = f.device(c, "GPU-nb", model=f.A100)
-    f.usage(c, dev, "research", "nb-erin-0", hours[:12], 1, efficiency=0.01, idle_gpu_seconds=3600.0,
+    dev = f.make_device(c, uuid="GPU-nb", model=f.A100)
+    f.make_usage_hours(dev, "research", "nb-erin-0", hours[:12], 1, efficiency=0.01, idle_gpu_seconds=3600.0,
             fb_used_mib_max=30 * GIB)
     owner(c, "research", "nb-erin-0", "Notebook", "nb-erin", "StatefulSet", "nb-erin")
     # search/l4-serve: an L4 at 10 % and 3,000 MiB: no MIG, a quarter share fits
-    dev = f.device(c, "GPU-l4", model=L4)
-    f.usage(c, dev, "search", "l4-serve-7c-x", hours, 1, efficiency=0.10, fb_used_mib_max=3000.0)
+    dev = f.make_device(c, uuid="GPU-l4", model=L4)
+    f.make_usage_hours(dev, "search", "l4-serve-7c-x", hours, 1, efficiency=0.10, fb_used_mib_max=3000.0)
     owner(c, "search", "l4-serve-7c-x", "Deployment", "l4-serve", "ReplicaSet", "l4-serve-7c")
     # search/l40s-train: an L40S Job at 60 %: no MIG, too busy to share
-    dev = f.device(c, "GPU-l40s", model=L40S)
-    f.usage(c, dev, "search", "l40s-train-q", hours, 1, efficiency=0.60, fb_used_mib_max=20 * GIB)
+    dev = f.make_device(c, uuid="GPU-l40s", model=L40S)
+    f.make_usage_hours(dev, "search", "l40s-train-q", hours, 1, efficiency=0.60, fb_used_mib_max=20 * GIB)
     owner(c, "search", "l40s-train-q", "Job", "l40s-train")
     # search/embedder: already on an A100 3g.40gb slice, 20 % of it and 5,000 MiB: 1g.10gb fits
-    mig3 = f.device(c, "GPU-mig", model=f.A100, profile="3g.40gb", fraction=3 / 7, instance="1")
-    f.usage(c, mig3, "search", "embedder-6b-z", hours, 3 / 7, efficiency=0.20, fb_used_mib_max=5000.0)
+    mig3 = f.make_device(c, uuid="GPU-mig", model=f.A100, mig_profile="3g.40gb", fraction=3 / 7, instance="1")
+    f.make_usage_hours(mig3, "search", "embedder-6b-z", hours, 3 / 7, efficiency=0.20, fb_used_mib_max=5000.0)
     owner(c, "search", "embedder-6b-z", "Deployment", "embedder", "ReplicaSet", "embedder-6b")
     # search/tiny: a bare pod (no owner) on the smallest A100 80 GB slice already
-    mig1 = f.device(c, "GPU-mig", model=f.A100, profile="1g.10gb", fraction=1 / 7, instance="9")
-    f.usage(c, mig1, "search", "tiny", hours, 1 / 7, efficiency=0.30, fb_used_mib_max=2000.0)
+    mig1 = f.make_device(c, uuid="GPU-mig", model=f.A100, mig_profile="1g.10gb", fraction=1 / 7, instance="9")
+    f.make_usage_hours(mig1, "search", "tiny", hours, 1 / 7, efficiency=0.30, fb_used_mib_max=2000.0)
     # ml/trainer: a Job whose pod holds two H100s: stays on whole GPUs
     for uuid in ("GPU-t0", "GPU-t1"):
-        f.usage(c, f.device(c, uuid, model=f.H100), "ml", "trainer-x", hours, 1, efficiency=0.05,
+        f.make_usage_hours(f.make_device(c, uuid=uuid, model=f.H100), "ml", "trainer-x", hours, 1, efficiency=0.05,
                 fb_used_mib_max=2 * GIB)
     owner(c, "ml", "trainer-x", "Job", "trainer")
     teams = {team: f.assign(c, ns, team) for ns, team in (("ml", "vision"), ("research", "research"),

@@ -9,7 +9,7 @@ from rest_framework.test import APIClient
 from apps.recommendations import advice
 from apps.recommendations.advice import CSV_COLUMNS
 
-from . import factories as f
+from tests.support import factories as f
 from .conftest import injected_rate
 
 URL = "/api/v1/quota-recommendations/"
@@ -23,11 +23,11 @@ def priced(monkeypatch):
 @pytest.fixture
 def users(fleet):
     return {
-        "admin": f.user("admin", "admin"),
-        "finance": f.user("finance", "finance"),
-        "team_lead": f.user("team_lead", "team_lead", teams=[fleet["vision"]]),
-        "viewer": f.user("viewer", "viewer"),
-        "nobody": f.user("nobody", None),
+        "admin": f.make_user("admin", "admin"),
+        "finance": f.make_user("finance", "finance"),
+        "team_lead": f.make_user("team_lead", "team_lead", teams=[fleet["vision"]]),
+        "viewer": f.make_user("viewer", "viewer"),
+        "nobody": f.make_user("nobody", None),
     }
 
 

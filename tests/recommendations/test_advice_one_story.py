@@ -12,7 +12,7 @@ from datetime import date, timedelta
 from apps.recommendations.advice import AdviceQuery, advice_rows
 from tests.support.factories import make_rate
 
-from . import factories as f
+from tests.support import factories as f
 from .conftest import injected_rate
 from .test_advice_words_and_money import cells_text
 
@@ -21,13 +21,13 @@ def add_notebooks_and_steady(c):
     hours = f.hours_before(f.END, 48)
     # notebooks: 3 GPUs held all along, quota 4; used counted against it 4 then 6 (a pod admitted
     # before the quota was lowered), at the quota half the time -> too small, raise to max(4, 5, 5)
-    f.usage(c, f.device(c, "GPU-nb"), "notebooks", "nb-0", hours, 3, efficiency=0.9)
-    f.quota(c, "notebooks", hours[:24], 4, used=4, seconds_at_hard=3600.0)
-    f.quota(c, "notebooks", hours[24:], 4, used=6)
+    f.make_usage_hours(f.make_device(c, uuid="GPU-nb"), "notebooks", "nb-0", hours, 3, efficiency=0.9)
+    f.make_quota(c, "notebooks", hours[:24], 4, used=4, seconds_at_hard=3600.0)
+    f.make_quota(c, "notebooks", hours[24:], 4, used=6)
     # steady: 4 GPUs, efficiency 90 %, quota 16: above the upper bound 4 × 1.15 × 1.5 = 6.9 but
     # well used -> about right, keep 16 (needed: ceil(4 × 1.15) = 5)
-    f.usage(c, f.device(c, "GPU-steady"), "steady", "serve-0", hours, 4, efficiency=0.9)
-    f.quota(c, "steady", hours, 16, used=4)
+    f.make_usage_hours(f.make_device(c, uuid="GPU-steady"), "steady", "serve-0", hours, 4, efficiency=0.9)
+    f.make_quota(c, "steady", hours, 16, used=4)
 
 
 def test_one_quota_to_apply_and_one_peak(fleet):
@@ -49,7 +49,7 @@ def test_the_page_says_the_quota_to_apply_the_peak_and_the_money_in_total(fleet,
     add_notebooks_and_steady(fleet["cluster"])
     make_rate(f.H100, "2.00", currency="EUR", effective_from=date(2026, 1, 1))
     make_rate(f.A100, "0.50", currency="EUR", effective_from=date(2026, 1, 1), mig_profile="1g.10gb")
-    client.force_login(f.user("finance", "finance"))
+    client.force_login(f.make_user("finance", "finance"))
     body = client.get("/advice/?window_days=2").content.decode()
     assert "(apply" not in body
     cells = cells_text(body)
@@ -70,8 +70,8 @@ def test_the_page_says_the_quota_to_apply_the_peak_and_the_money_in_total(fleet,
 def test_the_team_page_peak_is_the_advice_peak(fleet, client):
     c = fleet["cluster"]
     add_notebooks_and_steady(c)
-    f.assign(c, "notebooks", "research", day=date(2026, 1, 1))
-    client.force_login(f.user("admin", "admin"))
+    f.assign(c, "notebooks", "research", since=date(2026, 1, 1))
+    client.force_login(f.make_user("admin", "admin"))
     body = client.get("/teams/research/?start=2026-11-18&end=2026-11-20").content.decode()
     table = re.search(r'<table class="data" id="quota">.*?</table>', body, re.S).group(0)
     row = re.search(r"<tr><td>notebooks</td>(.*?)</tr>", table, re.S).group(1)

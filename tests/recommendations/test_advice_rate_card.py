@@ -8,7 +8,7 @@ from apps.recommendations.advice import AdviceQuery, advice_rows
 from apps.recommendations.alerts import check_budgets
 from apps.recommendations.models import TeamBudget
 
-from . import factories as f
+from tests.support import factories as f
 
 Rate = pytest.importorskip("apps.accounting.models.rates").Rate
 

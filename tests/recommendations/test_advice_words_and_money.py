@@ -18,7 +18,7 @@ from apps.recommendations import estimator as est
 from apps.recommendations.advice import AdviceQuery, advice_rows
 from tests.support.factories import make_rate
 
-from . import factories as f
+from tests.support import factories as f
 from .conftest import injected_rate
 
 RATE = (Decimal("2.50"), "EUR")
@@ -68,9 +68,9 @@ def test_rows_carry_money_freed_and_verdicts_in_words(fleet):
 
 def test_a_rarely_used_mig_profile_is_not_set_to_zero(fleet):
     c = fleet["cluster"]
-    rare = f.device(c, "GPU-rare", model=f.A100, profile="1g.10gb", fraction=1 / 7, instance="3")
-    f.usage(c, rare, "rare", "nb-0", f.hours_before(f.END, 2), 1 / 7)      # 1 instance, the last 2 of 48 h
-    f.usage(c, f.device(c, "GPU-rare-whole"), "rare", "train-0", f.hours_before(f.END, 48), 1)
+    rare = f.make_device(c, uuid="GPU-rare", model=f.A100, mig_profile="1g.10gb", fraction=1 / 7, instance="3")
+    f.make_usage_hours(rare, "rare", "nb-0", f.hours_before(f.END, 2), 1 / 7)      # 1 instance, the last 2 of 48 h
+    f.make_usage_hours(f.make_device(c, uuid="GPU-rare-whole"), "rare", "train-0", f.hours_before(f.END, 48), 1)
     row = rows_by_name()["rare"]
     hard = yaml.safe_load(row["yaml"])["spec"]["hard"]
     assert hard == {"requests.nvidia.com/gpu": "2", "requests.nvidia.com/mig-1g.10gb": "1"}
@@ -86,7 +86,7 @@ def cells_text(body):
 def test_the_page_says_verdicts_and_money_in_words(fleet, client, role):
     make_rate(f.H100, "2.00", currency="EUR", effective_from=date(2026, 1, 1))
     make_rate(f.A100, "0.50", currency="EUR", effective_from=date(2026, 1, 1), mig_profile="1g.10gb")
-    client.force_login(f.user(role, role))
+    client.force_login(f.make_user(role, role))
     body = client.get("/advice/?window_days=2").content.decode()
     text = " | ".join(cells_text(body))
     for code in ("over_provisioned", "under_provisioned", "no_quota"):

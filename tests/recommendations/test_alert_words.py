@@ -56,12 +56,12 @@ def test_a_long_idle_stretch_is_said_in_days(fleet):
 
     from django.utils import timezone as dj_timezone
 
-    from . import factories as f
+    from tests.support import factories as f
     c = fleet["cluster"]
     top = dj_timezone.now().replace(minute=0, second=0, microsecond=0)
-    dev = f.device(c, "GPU-nb")
+    dev = f.make_device(c, uuid="GPU-nb")
     hours = [top - timedelta(hours=72 - i) for i in range(72)]
-    f.usage(c, dev, "ml", "nb-0", hours, 1, efficiency=0.0, idle_prefix_seconds=3600, idle_suffix_seconds=3600,
+    f.make_usage_hours(dev, "ml", "nb-0", hours, 1, efficiency=0.0, idle_prefix_seconds=3600, idle_suffix_seconds=3600,
             idle_max_run_seconds=3600, idle_whole_hour=True)
     [raised] = alerts.check_idle(lookback_hours=96)
     assert "idle for 3 days since" in raised.alert.text

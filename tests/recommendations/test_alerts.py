@@ -8,9 +8,9 @@ from django.utils import timezone as dj_timezone
 from apps.recommendations import alerts, tasks
 from apps.recommendations.alerts import check_budgets, crossed_thresholds, month_start
 from apps.recommendations.models import Alert, AlertDelivery, DeliveryAttempt, TeamBudget
-from apps.teams.models import AuditEvent
+from apps.teams.models import AuditEvent, Team
 
-from . import factories as f
+from tests.support import factories as f
 from tests.support.webhook_receiver import Receiver, closed_port_url
 
 
@@ -91,10 +91,10 @@ def idle_pod(fleet):
     c = fleet["cluster"]
     top = dj_timezone.now().replace(minute=0, second=0, microsecond=0)
     for uuid in ("GPU-nb-a", "GPU-nb-b"):
-        dev = f.device(c, uuid)
-        f.usage(c, dev, "ml", "nb-0", [top - timedelta(hours=3)], 1, efficiency=0.3,
+        dev = f.make_device(c, uuid=uuid)
+        f.make_usage_hours(dev, "ml", "nb-0", [top - timedelta(hours=3)], 1, efficiency=0.3,
                 idle_suffix_seconds=1800, idle_max_run_seconds=1800)
-        f.usage(c, dev, "ml", "nb-0", [top - timedelta(hours=2)], 1, efficiency=0.0,
+        f.make_usage_hours(dev, "ml", "nb-0", [top - timedelta(hours=2)], 1, efficiency=0.0,
                 idle_prefix_seconds=3600, idle_suffix_seconds=3600, idle_max_run_seconds=3600, idle_whole_hour=True)
     start = top - timedelta(hours=3) + timedelta(minutes=30)
     return {"cluster": c, "start": start}
@@ -195,12 +195,12 @@ def test_alerts_page_scoped_to_the_team_lead(idle_pod, client, settings):
     alerts.check_idle()
     Alert.objects.create(key="budget:search:2026-11:80", kind="budget", team="search", text="search over budget",
                          fields={"unit": "gpu_hours"})
-    lead = f.user("team_lead", "team_lead", teams=[f.Team.objects.get(name="vision")])
+    lead = f.make_user("team_lead", "team_lead", teams=[Team.objects.get(name="vision")])
     client.force_login(lead)
     page = client.get("/advice/alerts/")
     assert page.status_code == 200
     assert [a.team for a in page.context["alerts"]] == ["vision"]
-    admin = f.user("admin", "admin")
+    admin = f.make_user("admin", "admin")
     client.force_login(admin)
     assert {a.team for a in client.get("/advice/alerts/").context["alerts"]} == {"vision", "search"}
 
@@ -210,7 +210,7 @@ def test_setting_a_budget_is_audited(fleet):
 
     from apps.recommendations.budgets import do_set_team_budget
 
-    admin = f.user("admin", "admin")
+    admin = f.make_user("admin", "admin")
     do_set_team_budget(admin, fleet["vision"], unit="gpu_hours", monthly_amount=Decimal("100"))
     do_set_team_budget(admin, fleet["vision"], monthly_amount=Decimal("250"))
     events = list(AuditEvent.objects.filter(action="budget.set").order_by("at", "id"))
@@ -223,7 +223,7 @@ def test_setting_a_budget_is_audited(fleet):
 
 def test_admin_pages_for_budgets_and_alerts(idle_pod, client):
     alerts.check_idle()
-    admin = f.user("admin", "admin")
+    admin = f.make_user("admin", "admin")
     admin.is_staff = admin.is_superuser = True
     admin.save()
     client.force_login(admin)
@@ -231,7 +231,7 @@ def test_admin_pages_for_budgets_and_alerts(idle_pod, client):
                 "/admin/recommendations/deliveryattempt/", "/admin/recommendations/recommendationsnapshot/",
                 f"/admin/recommendations/alert/{Alert.objects.get().pk}/change/"):
         assert client.get(url).status_code == 200, url
-    team = f.Team.objects.get(name="vision")
+    team = Team.objects.get(name="vision")
     r = client.post("/admin/recommendations/teambudget/add/", {
         "team": team.pk, "unit": "gpu_hours", "monthly_amount": "120", "currency": "", "email_to": "",
         "webhook_url": "", "active": "on"})
@@ -270,12 +270,12 @@ def test_a_failed_webhook_reply_goes_to_the_log_and_pages_show_its_status(idle_p
     assert AlertDelivery.objects.get().last_error == "HTTP 500"
     assert "sk-SECRET-0042" in caplog.text          # for the operator, in the worker's log
 
-    client.force_login(f.user("fin", "finance"))
+    client.force_login(f.make_user("fin", "finance"))
     page = client.get("/advice/alerts/").content.decode()
     assert "delivery failed (HTTP 500)" in page
     assert "SECRET" not in page and "upstream error" not in page
 
-    client.force_login(f.user("root", "admin"))
+    client.force_login(f.make_user("root", "admin"))
     page = client.get("/advice/alerts/").content.decode()
     assert "HTTP 500" in page and "SECRET" not in page and "alert(1)" not in page
 

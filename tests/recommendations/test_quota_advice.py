@@ -1,5 +1,6 @@
 """Advice rows from rollups: verdicts, bounds, money, YAML to apply, ClusterQueues, snapshots."""
 from datetime import timedelta
+from decimal import Decimal
 from types import SimpleNamespace
 
 import pytest
@@ -10,7 +11,7 @@ from apps.recommendations.advice import AdviceQuery, advice_rows
 from apps.recommendations.models import RecommendationSnapshot
 from apps.recommendations.snapshots import do_snapshot_recommendations
 
-from . import factories as f
+from tests.support import factories as f
 from .conftest import injected_rate
 
 
@@ -71,7 +72,7 @@ def test_queued_demand_turns_ok_into_under_provisioned(fleet):
 
     QueuedDemandHour.objects.all().delete()
     assert rows_by_name()["infer"]["verdict"] == "ok"
-    f.queued(fleet["cluster"], "infer", f.END - timedelta(hours=5), 0.5)
+    f.make_queued(fleet["cluster"], "infer", f.END - timedelta(hours=5), 0.5)
     assert rows_by_name()["infer"]["verdict"] == "under_provisioned"
 
 
@@ -151,7 +152,7 @@ def test_daily_snapshot_upserts_and_feeds_previous_target(fleet, settings):
     assert do_snapshot_recommendations(now=day1, rate_fn=injected_rate) == 6
     assert RecommendationSnapshot.objects.count() == 6
     snap = RecommendationSnapshot.objects.get(name="ml")
-    assert (snap.target, snap.verdict, snap.monthly_money_at_stake) == (7, "over_provisioned", f.Decimal("13140.00"))
+    assert (snap.target, snap.verdict, snap.monthly_money_at_stake) == (7, "over_provisioned", Decimal("13140.00"))
     # the next day the page shows yesterday's target beside today's advice
     RecommendationSnapshot.objects.filter(name="ml").update(target=9)
     q = AdviceQuery(window_days=2, now=day1 + timedelta(days=1))
@@ -206,7 +207,7 @@ def test_cluster_queue_without_namespaces_gets_no_advice(fleet):
 def test_mig_quota_priced_from_the_parent_model_rate(fleet):
     """No profile rate on the card: 2.00 per A100 GPU-hour × 1/7 per 1g.10gb instance-hour."""
     def rate(model, profile, price_class, day):
-        return (f.Decimal("2.00"), "EUR")
+        return (Decimal("2.00"), "EUR")
 
     def basis(model, profile, price_class, day):
         return "gpu_model"
@@ -225,7 +226,7 @@ def test_queued_pods_with_quota_to_spare_wait_for_capacity_not_quota(fleet):
     hard = QuotaHour.objects.filter(namespace="infer", hour_start=hour).values_list("hard", flat=True).first()
     assert hard is not None
     QuotaHour.objects.filter(namespace="infer", hour_start=hour).update(used_max=hard - 2)  # room for 2
-    f.queued(fleet["cluster"], "infer", hour, 0.5)                                          # asks for 1
+    f.make_queued(fleet["cluster"], "infer", hour, 0.5)                                          # asks for 1
     row = rows_by_name()["infer"]
     assert row["verdict"] == "ok"
     assert "0.50 GPU-hours queued with quota to spare: pending pods wait for capacity, not quota" in row["reason"]

@@ -12,7 +12,7 @@ from apps.accounting.workloads import workload_usage
 from apps.recommendations.mig_profiles import mig_model, profile_named
 from apps.recommendations.rightsizing_rows import CSV_COLUMNS, RightsizeQuery, rightsizing_rows
 
-from . import factories as f
+from tests.support import factories as f
 from . import rightsizing_fleet as fleet
 
 URL = "/api/v1/rightsizing/"
@@ -105,7 +105,7 @@ def test_unpriced_without_a_rate(db):
 
 
 def test_a_lead_sees_own_teams_workloads_and_the_saving(world):
-    lead = f.user("lead", "team_lead", teams=[world["search"]])
+    lead = f.make_user("lead", "team_lead", teams=[world["search"]])
     client = Client()
     client.force_login(lead)
     page = client.get(PAGE, {"window_days": 2})
@@ -124,7 +124,7 @@ def test_a_lead_sees_own_teams_workloads_and_the_saving(world):
 
 
 def test_viewers_see_no_money(world):
-    viewer = f.user("viewer", "viewer")
+    viewer = f.make_user("viewer", "viewer")
     api = APIClient()
     api.force_authenticate(viewer)
     answer = api.get(URL, {"window_days": 2}).json()
@@ -136,7 +136,7 @@ def test_viewers_see_no_money(world):
 
 
 def test_csv_has_one_row_per_workload(world):
-    admin = f.user("admin", "admin")
+    admin = f.make_user("admin", "admin")
     api = APIClient()
     api.force_authenticate(admin)
     r = api.get(URL, {"window_days": 2, "format": "csv", "team": "vision"})
@@ -152,7 +152,7 @@ def test_csv_has_one_row_per_workload(world):
     ({"team": "a\x00b"}, 400),
 ])
 def test_bad_parameters_are_4xx(world, params, status):
-    admin = f.user("admin", "admin")
+    admin = f.make_user("admin", "admin")
     api = APIClient()
     api.force_authenticate(admin)
     assert api.get(URL, params).status_code == status
@@ -162,7 +162,7 @@ def test_bad_parameters_are_4xx(world, params, status):
 
 
 def test_team_page_and_advice_page_say_what_could_be_saved(world):
-    lead = f.user("lead", "team_lead", teams=[world["vision"]])
+    lead = f.make_user("lead", "team_lead", teams=[world["vision"]])
     client = Client()
     client.force_login(lead)
     team = client.get("/teams/vision/", {"start": "2026-11-18", "end": "2026-11-20"})

@@ -5,21 +5,19 @@ command line."""
 from decimal import Decimal
 
 import pytest
-from django.contrib.auth.models import Group, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.accounting.models import Rate
 from apps.teams.models import AuditEvent
 
-from tests.support.factories import H100, make_rate
+from tests.support.factories import H100, make_rate, make_user
 
 pytestmark = pytest.mark.django_db
 HEADER = "gpu_model,mig_profile,hourly_rate,currency,effective_from\n"
 
 
 def signed_in(client, role):
-    user = User.objects.create_user(role, password="pw")
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
+    user = make_user(role, role)
     client.force_login(user)
     return user
 

@@ -4,7 +4,6 @@ import io
 from datetime import date
 
 import pytest
-from django.contrib.auth.models import Group, User
 from rest_framework.test import APIClient
 
 from apps.clusters.models import Cluster
@@ -12,6 +11,7 @@ from apps.ingest.pipeline import ingest
 from apps.teams.models import Namespace, NamespaceAssignment, NamespaceLabel, Team
 from apps.teams.tokens import do_create_api_token
 
+from tests.support.factories import PASSWORD, make_user
 from tests.support.series import A100, H, H100, T0, dt, small_cluster_fetcher
 
 pytestmark = pytest.mark.django_db
@@ -25,17 +25,11 @@ def ingested():
     return cluster
 
 
-def user_with(role, name=None):
-    user = User.objects.create_user(name or role, password="pw")
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
-
-
 @pytest.fixture
 def admin_client():
     client = APIClient()
     # a personal token: DRF's older keys are off by default (docs/api.md, "Tokens")
-    key = do_create_api_token(user_with("admin"), name="tests", days=365, read_only=True)[1]
+    key = do_create_api_token(make_user("admin", "admin"), name="tests", days=365, read_only=True)[1]
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     return client
 
@@ -142,14 +136,14 @@ def test_anonymous_is_refused(ingested):
 
 
 def test_session_auth_works(ingested, client):
-    user_with("finance")
+    make_user("finance", "finance")
     # through the sign-in form, as a browser does (the form is what sign-in throttling guards)
-    assert client.post("/accounts/login/", {"username": "finance", "password": "pw"}).status_code == 302
+    assert client.post("/accounts/login/", {"username": "finance", "password": PASSWORD}).status_code == 302
     assert client.get("/api/v1/usage/", {**WINDOW, "group_by": "team"}).status_code == 200
 
 
 def test_team_lead_sees_only_own_teams_namespaces(ingested):
-    lead = user_with("team_lead")
+    lead = make_user("team_lead", "team_lead")
     Team.objects.get_or_create(name="search")[0].members.add(lead)
     client = APIClient()
     client.force_authenticate(lead)
@@ -165,7 +159,7 @@ def test_team_lead_sees_only_own_teams_namespaces(ingested):
 
 def test_viewer_gets_no_money(ingested):
     client = APIClient()
-    client.force_authenticate(user_with("viewer"))
+    client.force_authenticate(make_user("viewer", "viewer"))
     _, by_key = rows(client, group_by="namespace")
     assert by_key["ml"]["cost"] is None and by_key["ml"]["currency"] is None
 

@@ -10,18 +10,13 @@ gpu2 A100 MIG 1g.10gb (1/7)  cv-train/mig-0 10:00: 3600/7 s, used half of it, 36
 """
 from datetime import datetime, time, timedelta, timezone as dt_timezone
 
-from django.contrib.auth.models import Group, User
 from django.utils import timezone
 
 from apps.accounting.models import DeviceHealthHour, QuotaHour, UsageHour
 from apps.clusters.models import Cluster, Device
 from apps.ingest.models import IngestRun
-from apps.teams.access import ROLES
 from apps.teams.models import SINCE_EVER, Namespace, NamespaceAssignment, NamespaceLabel, Team
-
-H100 = "NVIDIA H100 80GB HBM3"
-A100 = "NVIDIA A100-SXM4-80GB"
-PASSWORD = "correct-horse-battery"
+from tests.support.factories import A100, H100, make_role_users, usage_row
 
 
 def day_d():
@@ -33,26 +28,17 @@ def at(hour):
     return datetime.combine(day_d(), time(hour), tzinfo=dt_timezone.utc)
 
 
-def make_users():
-    groups = {name: Group.objects.get_or_create(name=name)[0] for name in ROLES}
-    users = {}
-    for name in ("admin", "finance", "team_lead", "viewer"):
-        u = User.objects.create_user(name, password=PASSWORD)
-        u.groups.add(groups[name])
-        users[name] = u
-    return users
-
-
 def usage(device, ns, pod, hour, gpu_s, used_s=0.0, idle_s=0.0, **kw):
-    return UsageHour.objects.create(
-        cluster=device.cluster, device=device, namespace=ns, pod=pod, hour_start=at(hour), node=device.host,
-        gpu_model=device.model_name, mig_profile=device.mig_profile, gpu_fraction=device.gpu_fraction,
-        sample_count=120, gpu_seconds=gpu_s, used_gpu_seconds=used_s, idle_gpu_seconds=idle_s, **kw)
+    """A saved row for `hour` o'clock of day D."""
+    row = usage_row(device, ns, at(hour), pod=pod, gpu_seconds=gpu_s, used_gpu_seconds=used_s, idle_gpu_seconds=idle_s,
+                    **kw)
+    row.save(force_insert=True)
+    return row
 
 
 def seed():
     now = timezone.now()
-    users = make_users()
+    users = make_role_users(("admin", "finance", "team_lead", "viewer"))
     alpha = Cluster.objects.create(name="alpha", prometheus_url="http://127.0.0.1:9/", ingested_until=now - timedelta(hours=1))
     beta = Cluster.objects.create(name="beta", prometheus_url="http://127.0.0.1:9/", ingested_until=now - timedelta(hours=10))
     vision = Team.objects.create(name="vision")

@@ -16,27 +16,11 @@ from rest_framework.test import APIClient
 
 from apps.accounting.models import BillingPeriod, Rate
 from apps.teams.models import ApiToken, AuditEvent
-from tests.support.factories import (make_cluster, make_device, make_namespace, make_rate, make_team, make_usage,
-                                       make_user, utc)
+from tests.support.factories import make_cluster, make_device, make_namespace, make_rate, make_team, make_usage, utc
 
 pytestmark = pytest.mark.django_db
 KEY = re.compile(r"gpp_[0-9a-f]{64}")
 PAGE = "/account/tokens/"
-
-
-@pytest.fixture
-def finance():
-    return make_user("finance", "finance")
-
-
-@pytest.fixture
-def team_lead():
-    return make_user("lead", "team_lead")
-
-
-@pytest.fixture
-def viewer():
-    return make_user("viewer", "viewer")
 
 
 @pytest.fixture

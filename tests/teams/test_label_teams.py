@@ -12,13 +12,13 @@ import re
 
 import pytest
 from django.apps import apps as django_apps
-from django.contrib.auth.models import Group, User
 
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.teams.claims import do_decide_claim
 from apps.teams.labels import TEAM_FROM_LABEL, ensure_label_teams
 from apps.teams.models import SINCE_EVER, AuditEvent, Namespace, NamespaceLabel, Team
+from tests.support.factories import make_user
 from tests.support.series import H, T0, dt, small_cluster_fetcher
 
 pytestmark = pytest.mark.django_db
@@ -31,12 +31,6 @@ def picker_teams(body):
     return re.findall(r'<option value="([^"]*)"', select)[1:]     # the first is "all teams"
 
 
-def user(name, role):
-    u = User.objects.create_user(name, password="pw-" + name)
-    u.groups.add(Group.objects.get_or_create(name=role)[0])
-    return u
-
-
 def test_ingest_makes_every_label_value_a_team_with_page_and_picker_entry(client):
     cluster = Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
     assert not Team.objects.exists()
@@ -47,7 +41,7 @@ def test_ingest_makes_every_label_value_a_team_with_page_and_picker_entry(client
     assert sorted(audit.values_list("target", flat=True)) == ["research", "search"]
     assert all(e.new_value["cluster"] == "lab" for e in audit)
 
-    client.force_login(user("finance", "finance"))
+    client.force_login(make_user("finance", "finance"))
     body = client.get(f"/?{WINDOW}").content.decode()
     assert picker_teams(body) == ["research", "search", "unassigned"]
     page = client.get(f"/teams/research/?{WINDOW}")
@@ -56,7 +50,7 @@ def test_ingest_makes_every_label_value_a_team_with_page_and_picker_entry(client
     assert re.search(r"<td>ml</td><td class=\"num\">2\.00</td>", page.content.decode())
 
     # Once an admin links a lead, the lead is scoped to it: its page, and only it in the picker.
-    lead = user("lead", "team_lead")
+    lead = make_user("lead", "team_lead")
     Team.objects.get(name="search").members.add(lead)
     client.force_login(lead)
     assert client.get(f"/teams/search/?{WINDOW}").status_code == 200
