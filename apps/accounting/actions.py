@@ -11,6 +11,7 @@ from django.utils import timezone
 from apps.teams.access import can_close_periods, is_admin
 from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
 
+from .bulk import insert_rows
 from .calc import cost_by_currency, last_day, parse_period, period_bounds, period_of, present
 from .checks import closed_in_other_zones, zone_change
 from .models import BillingPeriod, FrozenCell, MonthCell, Rate, StatementLine, UsageHour
@@ -222,7 +223,7 @@ def _close(period: str, actor) -> BillingPeriod:
     if bp.is_closed:
         raise ActionError(f"{period} is already closed")
     computed = closing_computation(period)
-    copy_rows(StatementLine, ("period_id", "kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model",
+    insert_rows(StatementLine, ("period_id", "kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model",
                               "mig_profile", "price_class", "rate_basis", "hourly_rate", "currency",
                               "allocated_gpu_seconds", "used_gpu_seconds", "billed_seconds", "cost"),
               ((bp.pk, line.kind, line.adjusts_period, line.team, line.cluster, line.namespace, line.gpu_model,
@@ -236,7 +237,7 @@ def _close(period: str, actor) -> BillingPeriod:
         freeze_stored_cells(computed.days_answer, bp.pk)
     frozen = [(period, c) for c in computed.cells]
     frozen += [(earlier, c) for earlier, cells in computed.deltas.items() for c in cells]
-    copy_rows(FrozenCell, ("period_id", "booked_in_id", "cluster_id_value", "cluster", "namespace", "team",
+    insert_rows(FrozenCell, ("period_id", "booked_in_id", "cluster_id_value", "cluster", "namespace", "team",
                            "gpu_model", "mig_profile", "price_class", "day", "gpu_seconds", "used_gpu_seconds",
                            "mig_seconds"),
               ((targets[p], bp.pk, c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile,
@@ -256,21 +257,6 @@ def _close(period: str, actor) -> BillingPeriod:
     announce_close(bp)   # after commit: statements by e-mail (apps/accounting/signals.py)
     refresh_after_commit([period])   # the month after it now carries its late data
     return bp
-
-
-def copy_rows(model, columns: tuple, rows) -> None:
-    """Insert many rows at once: COPY on Postgres (a month's close writes hundreds of thousands
-    of frozen cells), bulk_create elsewhere. `columns` are the table's column names."""
-    fields = [model._meta.get_field(c[:-3] if c.endswith("_id") else c) for c in columns]
-    if connection.vendor != "postgresql":
-        model.objects.bulk_create([model(**{f.attname: v for f, v in zip(fields, row)}) for row in rows],
-                                  batch_size=2000)
-        return
-    # Decimals go as they are, as Django's INSERT sends them: Postgres rounds to the column.
-    with connection.cursor() as cur:
-        with cur.cursor.copy(f"COPY {model._meta.db_table} ({', '.join(columns)}) FROM STDIN") as copy:
-            for row in rows:
-                copy.write_row(row)
 
 
 def freeze_stored_cells(answer_ids: list[int], period_id: int) -> None:

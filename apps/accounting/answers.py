@@ -38,6 +38,7 @@ from datetime import date, timedelta, timezone
 from django.conf import settings
 from django.db import connection, transaction
 
+from .bulk import insert_rows
 from .calc import Cell, Line, period_bounds, to_decimal
 from .models import InputChange, MonthAnswer, MonthBody, MonthCell, MonthLine
 
@@ -306,10 +307,9 @@ def _store_cells(period: str, parts: list[tuple]) -> dict[str, int]:
                     "computed_at = EXCLUDED.computed_at, compute_ms = EXCLUDED.compute_ms RETURNING part, id", params)
         ids = dict(cur.fetchall())
         cur.execute(f"DELETE FROM {table} WHERE answer_id = ANY(%s)", [list(ids.values())])
-        with cur.cursor.copy(f"COPY {table} (answer_id, position, {', '.join(_CELL_COLUMNS)}) FROM STDIN") as copy:
-            for part, _version, rows, _ms in parts:
-                for i, row in enumerate(rows):
-                    copy.write_row((ids[part], i, *_cell_values(row)))
+    insert_rows(MonthCell, ("answer_id", "position", *_CELL_COLUMNS),
+                ((ids[part], i, *_cell_values(row)) for part, _version, rows, _ms in parts
+                 for i, row in enumerate(rows)))
     return ids
 
 
@@ -405,7 +405,8 @@ _LINE_COLUMNS = ("kind", "adjusts_period", "team", "cluster", "namespace", "gpu_
 
 def store(period: str, part: str, version: str, rows: list, compute_ms: float = 0.0) -> None:
     """Replace the stored part with `rows` (cells or lines, in their order) by COPY."""
-    table = (MonthLine if part == MonthAnswer.LINES else MonthCell)._meta.db_table
+    model = MonthLine if part == MonthAnswer.LINES else MonthCell
+    table = model._meta.db_table
     columns, values = (_LINE_COLUMNS, _line_values) if part == MonthAnswer.LINES else (_CELL_COLUMNS, _cell_values)
     with connection.cursor() as cur:
         cur.execute(f"INSERT INTO {MonthAnswer._meta.db_table} (period, part, version, computed_at, compute_ms) "
@@ -414,9 +415,7 @@ def store(period: str, part: str, version: str, rows: list, compute_ms: float = 
                     "compute_ms = EXCLUDED.compute_ms RETURNING id", [period, part, version, round(compute_ms, 1)])
         answer_id = cur.fetchone()[0]
         cur.execute(f"DELETE FROM {table} WHERE answer_id = %s", [answer_id])
-        with cur.cursor.copy(f"COPY {table} (answer_id, position, {', '.join(columns)}) FROM STDIN") as copy:
-            for i, row in enumerate(rows):
-                copy.write_row((answer_id, i, *values(row)))
+    insert_rows(model, ("answer_id", "position", *columns), ((answer_id, i, *values(row)) for i, row in enumerate(rows)))
 
 
 def _cell_values(c) -> tuple:

@@ -1,0 +1,65 @@
+"""The one bulk writer (apps/accounting/bulk.py) and the connection's work_mem
+(docs/performance.md, "Bulk writes")."""
+import os
+import subprocess
+import sys
+from datetime import date
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from apps.accounting.bulk import insert_rows
+from apps.accounting.models import BillingPeriod, FrozenCell, StatementLine
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.mark.django_db
+def test_rows_go_in_with_their_types_from_a_generator_and_are_counted():
+    bp = BillingPeriod.objects.create(period="2026-10")
+    rows = ((bp.pk, bp.pk, 7, "c1", f"ns-{i}", "team-a", "NVIDIA A100-SXM4-80GB", "", "on_demand",
+             date(2026, 10, 1 + i), 3600.0 * (i + 1), 0.1 + 0.2, 0.0) for i in range(3))
+    written = insert_rows(FrozenCell, ("period_id", "booked_in_id", "cluster_id_value", "cluster", "namespace",
+                                       "team", "gpu_model", "mig_profile", "price_class", "day", "gpu_seconds",
+                                       "used_gpu_seconds", "mig_seconds"), rows)
+    assert written == 3
+    got = list(FrozenCell.objects.order_by("day").values_list("namespace", "day", "gpu_seconds", "used_gpu_seconds"))
+    # Floats arrive to the bit (0.1 + 0.2 is 0.30000000000000004, not 0.3), dates as dates.
+    assert got == [("ns-0", date(2026, 10, 1), 3600.0, 0.30000000000000004),
+                   ("ns-1", date(2026, 10, 2), 7200.0, 0.30000000000000004),
+                   ("ns-2", date(2026, 10, 3), 10800.0, 0.30000000000000004)]
+    assert insert_rows(FrozenCell, ("period_id",), iter(())) == 0
+
+
+@pytest.mark.django_db
+def test_money_keeps_its_decimals():
+    bp = BillingPeriod.objects.create(period="2026-10")
+    insert_rows(StatementLine, ("period_id", "kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model",
+                                "mig_profile", "price_class", "rate_basis", "hourly_rate", "currency",
+                                "allocated_gpu_seconds", "used_gpu_seconds", "billed_seconds", "cost"),
+                [(bp.pk, "usage", "", "team-a", "c1", "ns", "NVIDIA A100-SXM4-80GB", "", "on_demand", "gpu",
+                  Decimal("2.125"), "USD", 7200.0, 3600.0, 7200.0, Decimal("4.25"))])
+    line = StatementLine.objects.get()
+    assert (line.hourly_rate, line.cost, line.billed_seconds) == (Decimal("2.125"), Decimal("4.25"), 7200.0)
+
+
+@pytest.mark.django_db
+def test_portal_connections_sort_a_month_in_memory():
+    if connection.vendor != "postgresql":
+        pytest.skip("a Postgres setting")
+    with connection.cursor() as cur:
+        cur.execute("SHOW work_mem")
+        assert cur.fetchone()[0] == "64MB"
+
+
+def test_a_work_mem_that_is_not_a_size_stops_start_up():
+    env = dict(os.environ, DATABASE_WORK_MEM="lots", DATABASE_URL="postgres://postgres@127.0.0.1:5432/unused",
+               DJANGO_SETTINGS_MODULE="gpuportal.settings", DEBUG="true")
+    result = subprocess.run([sys.executable, "manage.py", "check"], cwd=ROOT, env=env, capture_output=True,
+                            text=True, timeout=120)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines()[-1] == (
+        "django.core.exceptions.ImproperlyConfigured: DATABASE_WORK_MEM='lots' is not a size such as 64MB "
+        "(kB, MB or GB)")
