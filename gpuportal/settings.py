@@ -183,6 +183,8 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
             ],
+            # The project's own tags: the nav links every app's pages (tests/repo/test_template_layers.py).
+            "libraries": {"portal_nav": "gpuportal.navigation"},
         },
     },
 ]

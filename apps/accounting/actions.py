@@ -11,7 +11,7 @@ from django.utils import timezone
 from apps.teams.access import can_close_periods, is_admin
 from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
 
-from .bulk import insert_rows
+from .bulk import collector_paused, insert_rows
 from .calc import cost_by_currency, last_day, parse_period, period_bounds, period_of, present
 from .checks import closed_in_other_zones, zone_change
 from .models import BillingPeriod, FrozenCell, MonthCell, Rate, StatementLine, UsageHour
@@ -155,7 +155,7 @@ def do_close_period(period: str, actor=None) -> BillingPeriod:
         # close created it a moment ago.
         BillingPeriod.objects.get_or_create(period=period)
     try:
-        with transaction.atomic():
+        with transaction.atomic(), collector_paused():
             if outermost:
                 _read_one_snapshot()
             return _close(period, actor)

@@ -38,7 +38,7 @@ from datetime import date, timedelta, timezone
 from django.conf import settings
 from django.db import connection, transaction
 
-from .bulk import insert_rows
+from .bulk import collector_paused, insert_rows
 from .calc import Cell, Line, period_bounds, to_decimal
 from .models import InputChange, MonthAnswer, MonthBody, MonthCell, MonthLine
 
@@ -186,8 +186,9 @@ def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = 
                 if rows is not None:
                     return rows
         started = time.perf_counter()
-        result = compute(inputs)
-        store(period, part, version_of(inputs), result, (time.perf_counter() - started) * 1000.0)
+        with collector_paused():
+            result = compute(inputs)
+            store(period, part, version_of(inputs), result, (time.perf_counter() - started) * 1000.0)
         _computed(period, part)
     return result
 
@@ -265,7 +266,7 @@ def day_answers(period: str, days: list[date], compute_days, inputs: Inputs | No
     if stale or hold:
         # No savepoint of its own inside a caller's transaction (`answer`, a close): a failure
         # rolls that back whole anyway.
-        with transaction.atomic(savepoint=False):
+        with transaction.atomic(savepoint=False), collector_paused():
             _lock_all(period, [day_part(d) for d in (days if hold else stale)])
             if stale:       # someone may have stored them meanwhile: take theirs if current
                 inputs = read_inputs([period], days=True)

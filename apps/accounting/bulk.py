@@ -9,6 +9,8 @@ Elsewhere (the SQLite demo) it is `bulk_create`.
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 from collections.abc import Iterable, Sequence
 from itertools import islice
 
@@ -73,3 +75,25 @@ def _wrap_json(rows: Iterable[tuple], at: list[int]):
 
     for r in rows:
         yield tuple(Jsonb(v) if i in at else v for i, v in enumerate(r))
+
+
+@contextlib.contextmanager
+def collector_paused():
+    """Python's cyclic garbage collector off while hundreds of thousands of rows are read, summed
+    and written (an ingest chunk, a month's cells in a close or a recompute).
+
+    Such work makes millions of small objects that live until it ends; with the collector on,
+    each burst of allocations triggers passes that re-scan everything still alive, which cost
+    more than the work itself: a tenth to a fifth of a cold close at 10,000 GPUs, more than the
+    roll-up in an ingest (docs/performance.md, "Ingest: what was measured, what was chosen" and
+    "Bulk writes"). Reference counting frees the rows; such work makes almost no reference
+    cycles (12 objects in a day of ingest at 200 GPUs), which the collector frees once it runs
+    again afterwards. Nested uses leave it as the outermost found it.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()

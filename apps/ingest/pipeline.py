@@ -8,7 +8,6 @@ rows. The whole run is one transaction: a failure anywhere leaves every stored f
 from __future__ import annotations
 
 import contextlib
-import gc
 import logging
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -19,6 +18,7 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone as djtz
 
+from apps.accounting.bulk import collector_paused
 from apps.accounting.refresh import months_of, refresh_after_commit
 from apps.accounting.days import days_touched, rebuild_days
 from apps.clusters.models import Cluster
@@ -177,26 +177,6 @@ def prefetched(fetcher: Fetcher, chunks: list[rollup.Window]):
             pending = pool.submit(fetcher, chunks[i + 1]) if i + 1 < len(chunks) else None
             yield window, data
             del data
-
-
-@contextlib.contextmanager
-def collector_paused():
-    """Python's cyclic garbage collector off while chunks are parsed and rolled up.
-
-    A chunk is millions of small objects (parsed answers, samples, records) that live until
-    the chunk is written; with the collector on, each burst of allocations triggers passes
-    that re-scan everything still alive, which cost more than the roll-up itself
-    (docs/performance.md, "Ingest: what was measured, what was chosen"). Reference counting
-    frees each chunk; a run makes almost no reference cycles (12 objects in a day at 200
-    GPUs), which the collector frees once it runs again after the run.
-    """
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _finish(run: IngestRun, started: float, status: str, error: str = "") -> None:

@@ -1,5 +1,6 @@
 """The user's own page: their API tokens, made here (the key shown once), listed and revoked
 (docs/security.md, "API tokens")."""
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import get_object_or_404, redirect, render
@@ -33,6 +34,7 @@ def token_list(request):
     return render(request, "account/tokens.html", {
         "tokens": tokens_of(request.user), "new_key": new_key, "new_token": new_token, "errors": errors,
         "expiry_days": EXPIRY_DAYS, "form": request.POST if errors else {},
+        "zone": settings.BILLING_TIMEZONE,    # times as every page writes them, in the billing zone
     }, status=status)
 
 

@@ -188,7 +188,12 @@ def test_merging_copies_equals_the_per_sample_loop(copies):
     for n, (gaps, offset, drop) in enumerate(copies):
         ts = [t for i, t in enumerate(instants(T0 + offset, gaps)) if i not in drop]
         streams.append([(t, float(n * 100 + i)) for i, t in enumerate(ts)])
-    assert same(rollup.merge_copies(streams), oracle_timeline.merge_copies(streams))
+    merged = rollup.merge_copies(streams)
+    assert same(merged, oracle_timeline.merge_copies(streams))
+    # the columns version (health's) keeps the same samples: both apply timeline._additions
+    ts, vs = rollup.timeline.merge_copy_columns([(np.array([t for t, _ in s], dtype=float),
+                                                  np.array([v for _, v in s], dtype=float)) for s in streams])
+    assert same(list(zip(ts.tolist(), vs.tolist())), merged)
 
 
 @settings(max_examples=500, deadline=None)

@@ -7,17 +7,15 @@ claims on `approve`, none on `known_teams` (docs/teams-and-relabels.md).
 The small cluster of tests/support/series.py: namespace `ml` is labelled team=research and
 `serve` team=search; no Team row exists before the ingest.
 """
-import importlib
 import re
 
 import pytest
-from django.apps import apps as django_apps
 
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.teams.claims import do_decide_claim
 from apps.teams.labels import TEAM_FROM_LABEL, ensure_label_teams
-from apps.teams.models import SINCE_EVER, AuditEvent, Namespace, NamespaceLabel, Team
+from apps.teams.models import AuditEvent, Namespace, Team
 from tests.support.factories import make_user
 from tests.support.series import H, T0, dt, small_cluster_fetcher
 
@@ -87,24 +85,3 @@ def test_no_team_from_labels_where_an_admin_decides_the_teams():
     ml = Namespace.objects.get(cluster__name="lab-approve", name="ml")
     do_decide_claim(ml, "research", "ignored", dt(T0))
     assert list(Team.objects.values_list("name", flat=True)) == ["search"]
-
-
-def test_the_migration_makes_teams_of_the_label_values_already_stored():
-    migration = importlib.import_module("apps.teams.migrations.0006_teams_for_label_values")
-    prod = Cluster.objects.create(name="prod", prometheus_url="http://127.0.0.1:9")
-    strict = Cluster.objects.create(name="strict", prometheus_url="http://127.0.0.1:9",
-                                    label_trust=Cluster.LabelTrust.KNOWN_TEAMS)
-    held = Namespace.objects.create(cluster=strict, name="ml", label_team="gamma")
-    NamespaceLabel.objects.create(namespace=held, valid_from=SINCE_EVER, team_label="gamma")
-    ml = Namespace.objects.create(cluster=prod, name="ml", label_team="beta")
-    NamespaceLabel.objects.create(namespace=ml, valid_from=SINCE_EVER, team_label="alpha")
-    NamespaceLabel.objects.create(namespace=ml, valid_from=dt(T0), team_label="beta")
-    bare = Namespace.objects.create(cluster=prod, name="bare", label_team="")
-    NamespaceLabel.objects.create(namespace=bare, valid_from=SINCE_EVER, team_label="")
-    Team.objects.create(name="alpha")
-
-    migration.teams_for_label_values(django_apps, None)
-    migration.teams_for_label_values(django_apps, None)       # twice: nothing more
-
-    assert sorted(Team.objects.values_list("name", flat=True)) == ["alpha", "beta"]
-    assert list(AuditEvent.objects.filter(action=TEAM_FROM_LABEL).values_list("target", flat=True)) == ["beta"]

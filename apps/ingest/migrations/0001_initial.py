@@ -9,7 +9,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('clusters', '0001_initial'),
+        ('clusters', '0001_squashed_0007'),
     ]
 
     operations = [

@@ -161,51 +161,52 @@ def window_medians(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -
     return out
 
 
+def _additions(kept_ts: np.ndarray, ts: np.ndarray) -> np.ndarray | None:
+    """The copy rule, for both shapes of merge below: which samples of a later copy (sorted times
+    `ts`) join the kept ones (sorted times `kept_ts`): those with no kept sample within one of
+    the copy's own spacings (so only where the earlier copies have a gap). None when none may:
+    an empty copy, or one whose every instant is a kept sample's."""
+    if not len(ts):
+        return None
+    m = len(kept_ts)
+    j = np.searchsorted(kept_ts, ts, side="left")
+    if m and (kept_ts[np.minimum(j, m - 1)] == ts).all():
+        # every instant is a kept sample's (a board's power on each MIG instance or on a pod's
+        # copy): each is that sample again, never kept twice (see below)
+        return None
+    gaps = np.diff(ts)
+    if len(gaps) and gaps.max() == gaps.min():
+        spacing = gaps[0]   # the median of equal gaps is that gap
+    elif len(gaps):
+        # the median of the gaps around each sample (up to NEIGHBOURS on each side)
+        i = np.arange(len(ts))
+        lo = np.maximum(0, i - NEIGHBOURS)
+        hi = np.minimum(len(gaps), i + NEIGHBOURS)
+        spacing = window_medians(gaps, lo, hi - lo)
+    else:
+        spacing = _nearest_gap(kept_ts.tolist()) or 0.0
+    after = np.where(j < m, kept_ts[np.minimum(j, m - 1)] - ts, np.inf) if m else np.full(len(ts), np.inf)
+    before = np.where(j > 0, ts - kept_ts[np.maximum(j - 1, 0)], np.inf) if m else np.full(len(ts), np.inf)
+    # a sample at the very instant of a kept one is that sample again, whatever the spacing
+    # (0 when every copy holds a single sample): never kept twice
+    return ~((after < spacing) | (before < spacing) | (after == 0))
+
+
 def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple[float, float]]:
     """One stream from several copies of it, listed in priority order (docs/accounting.md).
 
     The first copy is kept whole; a sample of a later copy is kept only where no kept sample
-    lies within one of its own spacings (so only where the earlier copies have a gap).
+    lies within one of its own spacings (`_additions`). Samples as (time, value) tuples.
     """
     if len(streams) == 1:
         return list(streams[0])
     kept = sorted(streams[0])
-    kept_list = [t for t, _ in kept]
-    kept_ts = np.array(kept_list, dtype=float)
+    kept_ts = np.array([t for t, _ in kept], dtype=float)
     for stream in streams[1:]:
-        if not len(stream):
-            continue
-        times = [t for t, _ in stream]
-        ts = np.array(times, dtype=float)
-        m = len(kept_ts)
-        if m:
-            j = np.minimum(np.searchsorted(kept_ts, ts, side="left"), m - 1)
-            if (kept_ts[j] == ts).all():
-                # every instant is a kept sample's (a board's power on each MIG instance or on
-                # a pod's copy): each is that sample again, never kept twice (see below)
-                continue
-        gaps = np.diff(ts)
-        if len(gaps) and gaps.max() == gaps.min():
-            spacing = gaps[0]   # the median of equal gaps is that gap
-        elif len(gaps):
-            # the median of the gaps around each sample (up to NEIGHBOURS on each side)
-            i = np.arange(len(ts))
-            lo = np.maximum(0, i - NEIGHBOURS)
-            hi = np.minimum(len(gaps), i + NEIGHBOURS)
-            spacing = window_medians(gaps, lo, hi - lo)
-        else:
-            spacing = _nearest_gap(kept_list) or 0.0
-        j = np.searchsorted(kept_ts, ts, side="left")
-        after = np.where(j < m, kept_ts[np.minimum(j, m - 1)] - ts, np.inf) if m else np.full(len(ts), np.inf)
-        before = np.where(j > 0, ts - kept_ts[np.maximum(j - 1, 0)], np.inf) if m else np.full(len(ts), np.inf)
-        # a sample at the very instant of a kept one is that sample again, whatever the spacing
-        # (0 when every copy holds a single sample): never kept twice
-        close = (after < spacing) | (before < spacing) | (after == 0)
-        additions = [stream[k] for k in np.flatnonzero(~close).tolist()]
-        if additions:
-            kept = sorted(kept + additions)
-            kept_list = [t for t, _ in kept]
-            kept_ts = np.array(kept_list, dtype=float)
+        add = _additions(kept_ts, np.array([t for t, _ in stream], dtype=float))
+        if add is not None and add.any():
+            kept = sorted(kept + [stream[k] for k in np.flatnonzero(add).tolist()])
+            kept_ts = np.array([t for t, _ in kept], dtype=float)
     return kept
 
 
@@ -217,26 +218,8 @@ def merge_copy_columns(copies: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple
     order = np.lexsort((copies[0][1], copies[0][0]))
     kept_ts, kept_vs = copies[0][0][order], copies[0][1][order]
     for ts, vs in copies[1:]:
-        if not len(ts):
-            continue
-        m = len(kept_ts)
-        j = np.searchsorted(kept_ts, ts, side="left")
-        if m and (kept_ts[np.minimum(j, m - 1)] == ts).all():
-            continue   # every instant a kept sample's: each is that sample again
-        gaps = np.diff(ts)
-        if len(gaps) and gaps.max() == gaps.min():
-            spacing = gaps[0]
-        elif len(gaps):
-            i = np.arange(len(ts))
-            lo = np.maximum(0, i - NEIGHBOURS)
-            hi = np.minimum(len(gaps), i + NEIGHBOURS)
-            spacing = window_medians(gaps, lo, hi - lo)
-        else:
-            spacing = _nearest_gap(kept_ts.tolist()) or 0.0
-        after = np.where(j < m, kept_ts[np.minimum(j, m - 1)] - ts, np.inf) if m else np.full(len(ts), np.inf)
-        before = np.where(j > 0, ts - kept_ts[np.maximum(j - 1, 0)], np.inf) if m else np.full(len(ts), np.inf)
-        add = ~((after < spacing) | (before < spacing) | (after == 0))
-        if add.any():
+        add = _additions(kept_ts, ts)
+        if add is not None and add.any():
             all_ts = np.concatenate([kept_ts, ts[add]])
             all_vs = np.concatenate([kept_vs, vs[add]])
             order = np.lexsort((all_vs, all_ts))

@@ -15,8 +15,8 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('clusters', '0002_cluster_queue_quota'),
-        ('teams', '0001_initial'),
+        ('clusters', '0001_squashed_0007'),
+        ('teams', '0001_squashed_0008'),
     ]
 
     operations = [

@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('teams', '0006_teams_for_label_values'),
+        ('teams', '0001_squashed_0008'),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 

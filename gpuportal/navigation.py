@@ -1,4 +1,7 @@
-"""The navigation bar, the same on every page that extends base.html (reports, chargeback, advice).
+"""The navigation bar, the same on every page that extends base.html: the project's, since it
+links the pages of every app (reports, chargeback, advice, the token page). Registered as the
+template library `portal_nav` in settings (TEMPLATES OPTIONS "libraries"), so templates/base.html,
+which lower apps' pages extend too, loads no app's tag library (tests/repo/test_template_layers.py).
 
 Links keep the picker's cluster / team / dates so a selection follows the user from page to
 page. Pages that parsed the picker pass it as `sel`; other pages get the same links from the
@@ -25,7 +28,7 @@ def _active(path: str, href: str) -> bool:
     return path == "/" if href == "/" else path.startswith(href)
 
 
-@register.inclusion_tag("reports/_nav.html", takes_context=True)
+@register.inclusion_tag("_nav.html", takes_context=True)
 def portal_nav(context):
     request = context.get("request")
     user = context.get("user")

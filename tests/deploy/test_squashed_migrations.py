@@ -1,0 +1,115 @@
+"""The folded migrations (docs/architecture.md, "Migrations"): a database that applied the old
+chains has nothing to apply, and what the folded migrations run besides creating tables (the
+role groups, the accounting SQL) is tested by importing it and running it against a state."""
+import importlib
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.migrations.loader import MigrationLoader
+from django.db.migrations.recorder import MigrationRecorder
+
+from apps.accounting.answer_inputs import ALWAYS, DATED, UNDATED
+from apps.teams.access import ROLES
+
+pytestmark = pytest.mark.django_db
+
+teams_migration = importlib.import_module("apps.teams.migrations.0001_squashed_0008")
+accounting_migration = importlib.import_module("apps.accounting.migrations.0001_squashed_0012")
+
+# What django_migrations held for these apps before the fold (frozen here: the names are gone).
+OLD_CHAINS = {
+    "clusters": ["0001_initial", "0002_cluster_queue_quota", "0003_ingest_real_clusters", "0004_sealed_credentials",
+                 "0005_prometheus_url_service_names", "0006_label_trust", "0007_change_history"],
+    "teams": ["0001_initial", "0002_role_groups", "0003_namespace_label_history", "0004_label_trust",
+              "0005_change_history", "0006_teams_for_label_values", "0007_api_tokens", "0008_sign_in_identity"],
+    "accounting": ["0001_initial", "0002_rates_periods", "0003_usage_day", "0004_change_history",
+                   "0005_rate_card_version", "0006_month_answers", "0007_input_change_triggers", "0008_month_bodies",
+                   "0009_frozen_cells_unchecked", "0010_frozen_cells_brin", "0011_month_bodies_gzipped",
+                   "0012_pod_owner"],
+}
+SQUASHED = {("clusters", "0001_squashed_0007"), ("teams", "0001_squashed_0008"),
+            ("accounting", "0001_squashed_0012")}
+
+
+def state_apps(app, name):
+    """The models as they stand right after the migration `app.name`."""
+    return MigrationExecutor(connection).loader.project_state((app, name), at_end=True).apps
+
+
+def test_each_squashed_migration_replaces_its_whole_old_chain():
+    loader = MigrationLoader(None, ignore_no_migrations=True)
+    for app, name in SQUASHED:
+        assert loader.disk_migrations[app, name].replaces == [(app, old) for old in OLD_CHAINS[app]]
+    assert {key for key in loader.disk_migrations if key[0] in OLD_CHAINS} == SQUASHED
+
+
+def test_a_database_migrated_with_the_old_chains_has_nothing_to_apply():
+    recorder = MigrationRecorder(connection)
+    recorder.migration_qs.filter(app__in=OLD_CHAINS).delete()
+    for app, names in OLD_CHAINS.items():
+        for name in names:
+            recorder.record_applied(app, name)
+
+    loader = MigrationLoader(connection)
+    loader.check_consistent_history(connection)       # raises InconsistentMigrationHistory
+    assert SQUASHED <= set(loader.applied_migrations)
+    executor = MigrationExecutor(connection)
+    assert executor.migration_plan(executor.loader.graph.leaf_nodes()) == []
+
+
+def test_the_role_groups_are_created_once_and_removed_only_when_empty():
+    Group.objects.filter(name__in=ROLES).delete()
+    apps = state_apps("teams", "0001_squashed_0008")
+    teams_migration.create_groups(apps, None)
+    teams_migration.create_groups(apps, None)         # twice: four groups still
+    assert sorted(Group.objects.values_list("name", flat=True)) == sorted(ROLES)
+
+    User.objects.create(username="fin").groups.add(Group.objects.get(name="finance"))
+    teams_migration.remove_groups(apps, None)
+    assert list(Group.objects.values_list("name", flat=True)) == ["finance"]
+
+
+def triggered_tables():
+    with connection.cursor() as cur:
+        cur.execute("SELECT DISTINCT c.relname FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+                    "JOIN pg_proc p ON p.oid = t.tgfoid WHERE NOT t.tgisinternal "
+                    "AND p.proname IN ('accounting_log_dated', 'accounting_log_undated')")
+        return {row[0] for row in cur.fetchall()}
+
+
+def range_indexes():
+    with connection.cursor() as cur:
+        cur.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'accounting_frozencell' "
+                    "AND indexdef LIKE '%USING brin%'")
+        return {row[0] for row in cur.fetchall()}
+
+
+def body_storage():
+    with connection.cursor() as cur:
+        cur.execute("SELECT attstorage FROM pg_attribute WHERE attrelid = 'accounting_monthbody'::regclass "
+                    "AND attname = 'body'")
+        return cur.fetchone()[0]
+
+
+@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="triggers, BRIN and column storage are Postgres's")
+def test_the_accounting_sql_goes_and_comes_back():
+    apps = state_apps("accounting", "0001_squashed_0012")
+    assert triggered_tables() == set(DATED) | set(UNDATED) | set(ALWAYS)
+    assert range_indexes() == {"accounting_frozencell_period_id_range", "accounting_frozencell_booked_in_id_range"}
+    assert body_storage() == "e"
+
+    with connection.schema_editor() as editor:
+        accounting_migration.drop_input_change_triggers(apps, editor)
+        accounting_migration.drop_block_range_indexes(apps, editor)
+        editor.execute("ALTER TABLE accounting_monthbody ALTER COLUMN body SET STORAGE EXTENDED")
+    assert (triggered_tables(), range_indexes(), body_storage()) == (set(), set(), "x")
+
+    with connection.schema_editor() as editor:
+        accounting_migration.input_change_triggers(apps, editor)
+        accounting_migration.block_range_indexes(apps, editor)
+        accounting_migration.bodies_uncompressed(apps, editor)
+    assert triggered_tables() == set(DATED) | set(UNDATED) | set(ALWAYS)
+    assert range_indexes() == {"accounting_frozencell_period_id_range", "accounting_frozencell_booked_in_id_range"}
+    assert body_storage() == "e"
