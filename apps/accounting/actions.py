@@ -11,15 +11,16 @@ from django.utils import timezone
 from apps.teams.access import can_close_periods, is_admin
 from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
 
-from .bulk import collector_paused, insert_rows
-from .calc import cost_by_currency, last_day, parse_period, period_bounds, period_of, present
+from .bulk import collector_paused, insert_rows, planner_settings
+from .calc import Line, build_lines, cost_by_currency, last_day, parse_period, period_bounds, period_of, present
 from .checks import closed_in_other_zones, zone_change
 from .models import BillingPeriod, FrozenCell, MonthCell, Rate, StatementLine, UsageHour
 from .months import closed_before, closed_periods, record_closed
 from .refresh import refresh_after_commit
 from .signals import announce_close, history_starts
 from .statements import closing_computation, period_has_ended
-from .usage import billing_zone
+from .pricing import load_rate_card
+from .usage import CELL_SQL_COLUMNS, UsageFilter, billing_zone, fixed_day_cells, merged_in_db, span_starts
 
 
 class ActionError(ValueError):
@@ -223,6 +224,8 @@ def _close(period: str, actor) -> BillingPeriod:
     if bp.is_closed:
         raise ActionError(f"{period} is already closed")
     computed = closing_computation(period)
+    if computed.own_in_db:      # nothing stored: the database freezes the month's cells
+        computed.lines = sorted(freeze_month(period, bp.pk) + computed.lines, key=Line.sort_key)
     insert_rows(StatementLine, ("period_id", "kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model",
                               "mig_profile", "price_class", "rate_basis", "hourly_rate", "currency",
                               "allocated_gpu_seconds", "used_gpu_seconds", "billed_seconds", "cost"),
@@ -269,6 +272,43 @@ def freeze_stored_cells(answer_ids: list[int], period_id: int) -> None:
         cur.execute(f"INSERT INTO {FrozenCell._meta.db_table} (period_id, booked_in_id, {', '.join(columns)}) "
                     f"SELECT %s, %s, {', '.join(columns)} FROM {MonthCell._meta.db_table} "
                     "WHERE answer_id = ANY(%s)", [period_id, period_id, list(answer_ids)])
+
+
+_FROZEN_COLUMNS = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class", "day",
+                   "gpu_seconds", "used_gpu_seconds", "mig_seconds")
+
+
+def freeze_month(period: str, period_id: int) -> list[Line]:
+    """A month with nothing stored, frozen in the close's snapshot with little of it coming
+    through Python: the database writes the per-day cells of every namespace whose team cannot
+    change in the month straight into its frozen cells (`usage.fixed_day_cells`; the others are
+    computed here and copied), then sums them into span cells (`usage.merged_in_db`, as a stored
+    month's day parts are summed) that its own lines are priced from — the same lines the month
+    shows while open, and the same lines a close from stored parts writes. Returns those lines
+    (usage and unallocated). docs/performance.md, "Bulk writes"."""
+    start, end = period_bounds(period, billing_zone())
+    window = UsageFilter(start=start, end=end)
+    select, rest = fixed_day_cells(window)
+    table = FrozenCell._meta.db_table
+    if select is not None:
+        _freeze_selected(table, select, period_id)
+    insert_rows(FrozenCell, ("period_id", "booked_in_id", *_FROZEN_COLUMNS),
+                ((period_id, period_id, c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile,
+                  c.price_class, c.day, c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds) for c in rest))
+    spans = merged_in_db(table, "period_id = %s AND booked_in_id = %s", [period_id, period_id], span_starts(window),
+                         idle=False)
+    return build_lines(spans, load_rate_card())
+
+
+def _freeze_selected(table: str, select: tuple[str, list], period_id: int) -> None:
+    sql, params = select
+    # The planner cannot know the month's grouped rows are 230,000, not a thousand, and would
+    # sort them by namespace to merge-join the teams (1.3 s); hashing them takes 0.45 s.
+    with planner_settings(enable_mergejoin="off"), connection.cursor() as cur:
+        cur.execute(f"INSERT INTO {table} (period_id, booked_in_id, {', '.join(_FROZEN_COLUMNS)}) "
+                    "SELECT %s, %s, c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile, "
+                    "c.price_class, c.day, c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds "
+                    f"FROM ({sql}) AS c({', '.join(CELL_SQL_COLUMNS)})", [period_id, period_id, *params])
 
 
 def do_reopen_period(period: str, actor) -> BillingPeriod:

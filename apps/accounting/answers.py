@@ -335,35 +335,12 @@ def day_cells(answer_ids: list[int]) -> list[Cell]:
 
 
 def merged_day_cells(answer_ids: list[int], starts: list[date]) -> list[Cell]:
-    """The span cells of stored day parts, summed by the database in one query: per key and span
-    (the span starting on the last of `starts` at or before the cell's day), each second column
-    summed as exact decimals of the floats' shortest text (`usage.exact_sum`, which the live read
-    merges with), so the month's 230,000 per-day cells at 10,000 GPUs come back as its 22,800
-    span cells, the same floats as `usage.merge_spans` (docs/performance.md, "Per-day parts")."""
-    from .usage import span_key
+    """The span cells of stored day parts, summed by the database in one query
+    (`usage.merged_in_db`): the month's 230,000 per-day cells at 10,000 GPUs come back as its
+    22,800 span cells, the same floats as `usage.merge_spans` (docs/performance.md, "Per-day parts")."""
+    from .usage import merged_in_db
 
-    whens = " ".join("WHEN day >= %s THEN %s::date" for _ in starts[1:][::-1])
-    span = f"CASE {whens} ELSE %s::date END" if whens else "%s::date"
-    params: list = [x for s in starts[1:][::-1] for x in (s, s)] + [starts[0]]
-    # A whole number of seconds (most of them) is exact as int8, which is cheaper than parsing text.
-    sums = ", ".join(f"sum(CASE WHEN {c} = trunc({c}) AND abs({c}) < 1e15 THEN {c}::int8::numeric "
-                     f"ELSE {c}::text::numeric END)"
-                     for c in ("gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "mig_seconds"))
-    with connection.cursor() as cur:
-        if connection.in_atomic_block:
-            # The text of a float8 is its shortest round-trip decimal while extra_float_digits > 0
-            # (Postgres' default is 1), set so a session's setting never changes a sum; and room
-            # to hash the month's 22,800 groups in memory rather than sort 230,000 rows on disk.
-            cur.execute("SELECT set_config('extra_float_digits', '1', true), set_config('work_mem', '128MB', true)")
-        # Grouped by the cluster's id (its name follows it): hashing ids, not collating names.
-        cur.execute(f"SELECT cluster_id_value, min(cluster), namespace, team, gpu_model, mig_profile, price_class, "
-                    f"{span} AS span, {sums} FROM {MonthCell._meta.db_table} WHERE answer_id = ANY(%s) "
-                    "GROUP BY 1, 3, 4, 5, 6, 7, 8", params + [list(answer_ids)])
-        rows = cur.fetchall()
-    cells = [Cell(cid, cl, ns, team, model, profile, day, float(g) + 0.0, float(u) + 0.0, float(i) + 0.0,
-                  float(m) + 0.0, pc)
-             for cid, cl, ns, team, model, profile, pc, day, g, u, i, m in rows]
-    return sorted(cells, key=span_key)
+    return merged_in_db(MonthCell._meta.db_table, "answer_id = ANY(%s)", [list(answer_ids)], starts)
 
 
 def proven(period: str, part: str, version: str) -> int | None:

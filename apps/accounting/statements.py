@@ -56,6 +56,8 @@ class OpenComputation:
     cells: list
     deltas: dict[str, list]
     days_answer: list[int] | None = None   # the month's cells are these stored day parts' (MonthAnswer ids)
+    own_in_db: bool = False    # nothing stored: the close freezes the month's cells in the database and
+                               # prices its own lines from them (`actions.freeze_month`); `lines` are the adjustments
 
 
 def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool = False) -> OpenComputation:
@@ -74,15 +76,22 @@ def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool
     card = card or load_rate_card()
     cells = month_cells(period) if for_closing else []
     lines = build_lines(cells if for_closing else month_cells(period, per_day=False), card)
+    adjustments, deltas = _adjustments(period, card, lambda earlier, bp: late_cells(earlier, bp))
+    return OpenComputation(lines=sorted(lines + adjustments, key=Line.sort_key), cells=cells, deltas=deltas)
+
+
+def _adjustments(period: str, card: RateCard, late_of) -> tuple[list[Line], dict[str, list]]:
+    """The adjustment lines the month carries for the closed months right before it, and their
+    late cells by month: `late_of(month, its BillingPeriod)` gives a closed month's late cells."""
     closed = closed_periods()
-    deltas = {}
+    lines, deltas = [], {}
     for earlier in closed_before(period, closed):
-        delta = late_cells(earlier, closed[earlier])
+        delta = late_of(earlier, closed[earlier])
         if delta:
             deltas[earlier] = delta
             lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
                                  adjusts_period=earlier)
-    return OpenComputation(lines=sorted(lines, key=Line.sort_key), cells=cells, deltas=deltas)
+    return lines, deltas
 
 
 def closing_computation(period: str) -> OpenComputation:
@@ -94,22 +103,21 @@ def closing_computation(period: str) -> OpenComputation:
     is computed directly (`compute_open(period, for_closing=True)`). The closed months' late
     data comes from their stored answers, proven the same way (docs/performance.md, "Closing
     from the stored parts")."""
-    if not stored_answers() or not MonthAnswer.objects.filter(period=period, part__startswith="day").exists():
+    if not stored_answers():
         return compute_open(period, for_closing=True)
-    closed = closed_periods()
-    chain = closed_before(period, closed)
+    if not MonthAnswer.objects.filter(period=period, part__startswith="day").exists():
+        # Nothing stored: the close has the database freeze the month's cells and prices its
+        # lines from them (`actions.freeze_month`); here, only the months before it.
+        adjustments, deltas = _adjustments(period, load_rate_card(), lambda earlier, bp: late_cells(earlier, bp))
+        return OpenComputation(lines=adjustments, cells=[], deltas=deltas, own_in_db=True)
+    chain = closed_before(period, closed_periods())
     inputs = read_inputs([period, *chain], days=True)
     lines = list(own_lines(period, inputs))
     days = day_parts(period, inputs, hold=True)
-    card = load_rate_card()
-    deltas = {}
-    for earlier in chain:
-        delta = month_late_cells(earlier, closed[earlier], inputs)
-        if delta:
-            deltas[earlier] = delta
-            lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
-                                 adjusts_period=earlier)
-    return OpenComputation(lines=sorted(lines, key=Line.sort_key), cells=[], deltas=deltas, days_answer=days)
+    adjustments, deltas = _adjustments(period, load_rate_card(),
+                                       lambda earlier, bp: month_late_cells(earlier, bp, inputs))
+    return OpenComputation(lines=sorted(lines + adjustments, key=Line.sort_key), cells=[], deltas=deltas,
+                           days_answer=days)
 
 
 def line_from_row(r: StatementLine) -> Line:

@@ -21,7 +21,7 @@ from datetime import date, datetime, time, timedelta
 from decimal import Context, Decimal
 
 from django.core.exceptions import EmptyResultSet
-from django.db import connections
+from django.db import connection, connections
 from django.db.models import Case, CharField, DateTimeField, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
 
@@ -29,6 +29,7 @@ from apps.clusters.models import Cluster
 from apps.teams.models import UNASSIGNED
 from apps.teams.resolve import TeamResolver
 
+from .bulk import planner_settings
 from .days import day_start
 from .figures import efficiency
 from .calc import Cell
@@ -71,12 +72,96 @@ def usage_cells(f: UsageFilter, *, per_day: bool = True, resolver: TeamResolver 
     rows = []
     for ids, day_ranges, hour_ranges in _read_plan(f, cluster_ids, relabels):
         if day_ranges:
-            rows.append(_day_rows(f, ids, day_ranges))
+            rows.append(_as_sent(_day_rows(f, ids, day_ranges)))
         if hour_ranges:
             cuts = sorted({t for cid in ids for t in relabels.get(cid, ())})
-            rows.append(_hour_rows(f, ids, hour_ranges, cuts))
+            rows.append(_as_sent(_hour_rows(f, ids, hour_ranges, cuts)))
     cells = _cells(f, cluster_names, (r for qs in rows for r in qs), resolver)
     return cells if per_day else merge_spans(cells, _span_starts(f, relabels))
+
+
+# The columns of a cell as `fixed_day_cells`' SELECT gives them.
+CELL_SQL_COLUMNS = ("cluster_id", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class", "day",
+                    "gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "mig_seconds")
+
+
+def fixed_day_cells(f: UsageFilter) -> tuple[tuple[str, list] | None, list[Cell]]:
+    """`usage_cells(f)` per day, in two parts, for writing a whole window's cells at once (a
+    close, docs/performance.md "Bulk writes"): a SELECT — (sql, params), its columns
+    `CELL_SQL_COLUMNS` — giving in the database the cells of every whole billing day read from
+    `UsageDay` of each namespace whose team cannot change in the window
+    (`TeamResolver.fixed_team`: nearly every namespace of a month) and of unallocated capacity;
+    and the other cells (namespaces that change team, hours read from `UsageHour`), computed as
+    `usage_cells` computes them. No cell is in both, and together they are `usage_cells(f)` to
+    the bit: the same grouped query gives the same sums, and the team is the one `_cells` would
+    give (`tests/accounting/test_close_cold.py`). Postgres only; a window with no filter but
+    `cluster`."""
+    assert f.teams is None and f.namespaces is None and f.gpu_models is None, "a whole window, unfiltered"
+    clusters = Cluster.objects.filter(name=f.cluster) if f.cluster else Cluster.objects.all()
+    cluster_names = dict(clusters.values_list("id", "name"))
+    cluster_ids = set(cluster_names)
+    resolver = TeamResolver(cluster_ids)
+    relabels = {c: ts for c, ts in resolver.label_changes(f.start, f.end).items() if c in cluster_ids}
+    fixed, moving = resolver.fixed_teams(f.start.astimezone(billing_zone()).date())
+    selects, rows = [], []
+    for ids, day_ranges, hour_ranges in _read_plan(f, cluster_ids, relabels):
+        if day_ranges:
+            qs = _day_rows(f, ids, day_ranges)
+            selects.append(qs.query.get_compiler(using=qs.db).as_sql())
+            mine = {k for k in moving if k[0] in ids}
+            if mine:
+                qs = _day_rows(replace(f, namespaces=frozenset(ns for _, ns in mine)), ids, day_ranges)
+                rows.append([r for r in _as_sent(qs) if (r[0], r[1]) in mine])
+        if hour_ranges:
+            cuts = sorted({t for cid in ids for t in relabels.get(cid, ())})
+            rows.append(_as_sent(_hour_rows(f, ids, hour_ranges, cuts)))
+    cells = _cells(f, cluster_names, (r for qs in rows for r in qs), resolver)
+    if not selects:     # no whole day rolled up: every cell came through Python
+        return None, cells
+    union = " UNION ALL ".join(f"({sql})" for sql, _ in selects)
+    fixed_keys = list(fixed.items())
+    sql = (f"SELECT r.cluster_id, cl.name, r.namespace, "
+           f"CASE WHEN r.namespace = '' THEN '' ELSE COALESCE(fx.team, %s) END, r.gpu_model, r.mig_profile, "
+           f"r.price_class, r.day, COALESCE(r.gpu_s, 0), COALESCE(r.used_s, 0), COALESCE(r.idle_s, 0), "
+           f"COALESCE(r.mig_s, 0) FROM ({union}) AS r JOIN {Cluster._meta.db_table} AS cl ON cl.id = r.cluster_id "
+           "LEFT JOIN unnest(%s::bigint[], %s::text[], %s::text[]) AS fx(cluster_id, namespace, team) "
+           "ON fx.cluster_id = r.cluster_id AND fx.namespace = r.namespace "
+           "WHERE r.namespace = '' OR NOT EXISTS (SELECT 1 FROM unnest(%s::bigint[], %s::text[]) "
+           "AS mv(cluster_id, namespace) WHERE mv.cluster_id = r.cluster_id AND mv.namespace = r.namespace)")
+    params = [UNASSIGNED, *(p for _, ps in selects for p in ps),
+              [c for (c, _), _t in fixed_keys], [n for (_, n), _t in fixed_keys], [t for _k, t in fixed_keys],
+              [c for c, _ in moving], [n for _, n in moving]]
+    return (sql, params), cells
+
+
+def merged_in_db(table: str, where: str, where_params: list, starts: list[date], *, idle: bool = True) -> list[Cell]:
+    """Per-day cells stored in `table` (rows matching `where`) merged over the spans starting on
+    `starts`, summed by the database: per key and span (the span starting on the last of
+    `starts` at or before the cell's day), each second column summed as exact decimals of the
+    floats' shortest text (`exact_sum`, which `merge_spans` uses), so they are the same floats as
+    `merge_spans` of those cells. `table` has the stored-cell columns (`cluster_id_value`…);
+    `idle=False`: it keeps no idle seconds (frozen cells), read as 0."""
+    whens = " ".join("WHEN day >= %s THEN %s::date" for _ in starts[1:][::-1])
+    span = f"CASE {whens} ELSE %s::date END" if whens else "%s::date"
+    params: list = [x for s in starts[1:][::-1] for x in (s, s)] + [starts[0]]
+    # A whole number of seconds (most of them) is exact as int8, which is cheaper than parsing text.
+    sums = ", ".join(f"sum(CASE WHEN {c} = trunc({c}) AND abs({c}) < 1e15 THEN {c}::int8::numeric "
+                     f"ELSE {c}::text::numeric END)" if c else "0"
+                     for c in ("gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds" if idle else "", "mig_seconds"))
+    # The text of a float8 is its shortest round-trip decimal while extra_float_digits > 0
+    # (Postgres' default is 1), set so a session's setting never changes a sum; and the month's
+    # 22,800 groups hashed in memory, never 230,000 rows sorted by their text (the rows may have
+    # been written moments ago, before any statistics of them).
+    with planner_settings(extra_float_digits="1", work_mem="128MB", enable_sort="off"), connection.cursor() as cur:
+        # Grouped by the cluster's id (its name follows it): hashing ids, not collating names.
+        cur.execute(f"SELECT cluster_id_value, min(cluster), namespace, team, gpu_model, mig_profile, price_class, "
+                    f"{span} AS span, {sums} FROM {table} WHERE {where} "
+                    "GROUP BY 1, 3, 4, 5, 6, 7, 8", params + list(where_params))
+        rows = cur.fetchall()
+    cells = [Cell(cid, cl, ns, team, model, profile, day, float(g) + 0.0, float(u) + 0.0, float(i) + 0.0,
+                  float(m) + 0.0, pc)
+             for cid, cl, ns, team, model, profile, pc, day, g, u, i, m in rows]
+    return sorted(cells, key=span_key)
 
 
 def span_starts(f: UsageFilter, resolver: TeamResolver | None = None) -> list[date]:
@@ -302,7 +387,7 @@ def _grouped(qs, since=None):
     for daily rows). Spans of days are merged from these in Python (`merge_spans`)."""
     qs = qs.annotate(since=since if since is not None else Value(None, output_field=DateTimeField()))
     keys = ("cluster_id", "namespace", "gpu_model", "mig_profile", "price_class", "day", "since")
-    return _as_sent(qs.values(*keys).annotate(**_SUMS).order_by().values_list(*keys, *_SUMS))
+    return qs.values(*keys).annotate(**_SUMS).order_by().values_list(*keys, *_SUMS)
 
 
 def _as_sent(qs):

@@ -108,6 +108,18 @@ class TeamResolver:
             return None
         return rows[0][1] or UNASSIGNED
 
+    def fixed_teams(self, since: date) -> tuple[dict[Key, str], set[Key]]:
+        """Of the namespaces it knows: those whose team cannot change from `since` on, with it
+        (`fixed_team`), and the others. A namespace it does not know is `unassigned` throughout."""
+        fixed, moving = {}, set()
+        for key in set(self._dates) | set(self._history):
+            team = self.fixed_team(key[0], key[1], since)
+            if team is None:
+                moving.add(key)
+            else:
+                fixed[key] = team
+        return fixed, moving
+
     def team(self, cluster_id: int, namespace: str, day: date, at: datetime | None = None) -> str:
         return self.resolve(cluster_id, namespace, day, at)[0]
 

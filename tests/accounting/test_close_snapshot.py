@@ -9,7 +9,7 @@ from math import fsum
 
 import pytest
 
-from apps.accounting import months, statements
+from apps.accounting import actions, months
 from apps.accounting.actions import do_close_period
 from apps.accounting.models import BillingPeriod, FrozenCell
 from apps.accounting.statements import statement
@@ -32,20 +32,22 @@ def committed_elsewhere(work):
 
 def ingest_during_close(monkeypatch, work):
     """Commit `work` from another connection right after the close's first read of usage: a
-    month with nothing stored is read whole (`statements.month_cells`), one with stored day
-    parts has its stale days read (`months.month_cells`)."""
-    original = statements.month_cells
+    month with nothing stored is frozen by the database (`actions.fixed_day_cells` reads the
+    cells it cannot freeze itself), one with stored day parts has its stale days read
+    (`months.month_cells`)."""
     calls = []
 
-    def month_cells(*args, **kwargs):
-        cells = original(*args, **kwargs)
-        if not calls:
-            committed_elsewhere(work)
-        calls.append(args)
-        return cells
+    def after(original):
+        def read(*args, **kwargs):
+            out = original(*args, **kwargs)
+            if not calls:
+                committed_elsewhere(work)
+            calls.append(args)
+            return out
+        return read
 
-    monkeypatch.setattr(statements, "month_cells", month_cells)
-    monkeypatch.setattr(months, "month_cells", month_cells)
+    monkeypatch.setattr(actions, "fixed_day_cells", after(actions.fixed_day_cells))
+    monkeypatch.setattr(months, "month_cells", after(months.month_cells))
     return calls
 
 

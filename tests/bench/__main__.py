@@ -377,6 +377,10 @@ def bench_api(results: dict) -> None:
     # with the month's answer prepared as the beat task keeps it (apps/accounting/tasks.py).
     admin = User.objects.create_superuser("bench-admin", password="bench")
     record_history(fleet, first)
+    # Cold: the reads above stored the month's parts; dropped, the close finds nothing stored.
+    from apps.accounting.models import MonthAnswer
+
+    MonthAnswer.objects.filter(period=period).delete()
     with worker_after():
         cold_s = round(api.once_ms(lambda: do_close_period(period, actor=user)) / 1000.0, 2)
     with worker_after():
@@ -386,7 +390,8 @@ def bench_api(results: dict) -> None:
         close_s = round(api.once_ms(lambda: do_close_period(period, actor=user)) / 1000.0, 2)
     out["close_seconds"] = figure(close_s, None, "s", TARGETS["close_seconds"],
                                   "the month's answer prepared (stored and current) before the close")
-    out["close_cold_seconds"] = figure(cold_s, None, "s", note="nothing stored: the close computes the month")
+    out["close_cold_seconds"] = figure(cold_s, None, "s", TARGETS["close_seconds"],
+                                       "nothing stored: the database freezes the month (actions.freeze_month)")
     out["prepare_seconds"] = figure(prepare_s, None, "s", note="prepare_month: lines, span and per-day cells")
     out["reopen_seconds"] = figure(reopen_s, None, "s")
     print(f"  closing {period}: {close_s} s prepared ({prepare_s} s to prepare), {cold_s} s cold; "
@@ -491,6 +496,8 @@ def check_targets(results: dict) -> list[str]:
                            "×"))
     if "close_seconds" in api:
         checks.append(("closing a month", api["close_seconds"]["value"], TARGETS["close_seconds"], " s"))
+        checks.append(("closing a month cold (nothing stored)", api["close_cold_seconds"]["value"],
+                       TARGETS["close_seconds"], " s"))
     by_day = api.get("by_day") or {}
     if by_day:
         checks.append(("closing a month after an ingested hour (parts kept by the worker)",

@@ -122,3 +122,21 @@ def test_accounting_imports_no_http_or_template_code():
             found += [f"{path.relative_to(ROOT)}: {n}" for n in names
                       if n.split(".")[:2] in (["django", "http"], ["django", "template"])]
     assert found == []
+
+
+def test_only_the_bulk_writer_speaks_copy():
+    """Rows are written in bulk in one place (apps/accounting/bulk.py, docs/architecture.md):
+    no other product module opens a COPY. The bench's seeder (a test tool) writes its own."""
+    import ast
+
+    allowed = {"apps/accounting/bulk.py", "apps/simulator/benchseed.py"}
+    found = []
+    for path in sorted([*(ROOT / "apps").rglob("*.py"), *(ROOT / "gpuportal").rglob("*.py")]):
+        rel = str(path.relative_to(ROOT))
+        if rel in allowed:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "copy" \
+                    and any(isinstance(a, (ast.Constant, ast.JoinedStr)) and "COPY" in ast.unparse(a) for a in node.args):
+                found.append(f"{rel}:{node.lineno}")
+    assert found == []

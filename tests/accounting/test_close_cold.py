@@ -1,0 +1,102 @@
+"""Closing a month with nothing stored: the database freezes the cells of the namespaces whose team
+cannot change (`usage.fixed_day_cells`), the rest come through Python, and the lines are priced
+from the frozen cells' spans (`actions.freeze_month`). The frozen cells must be the month's
+per-day cells exactly, and the lines those of a close from stored parts (docs/performance.md,
+"Bulk writes")."""
+from datetime import date, timedelta
+from decimal import Decimal
+
+import pytest
+
+from apps.accounting import usage
+from apps.accounting.actions import do_close_period, do_reopen_period
+from apps.accounting.calc import period_bounds
+from apps.accounting.days import rebuild_days
+from apps.accounting.models import FrozenCell, MonthAnswer, StatementLine
+from apps.accounting.months import prepare_month
+from apps.accounting.timeparse import billing_zone
+from apps.teams.models import UNASSIGNED, NamespaceAssignment
+
+from tests.support.factories import (label_namespace, make_cluster, make_device, make_namespace, make_rate, make_team,
+                                     make_usage, make_user, utc)
+
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
+
+LINE = ("kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model", "mig_profile", "price_class",
+        "rate_basis", "hourly_rate", "currency", "allocated_gpu_seconds", "used_gpu_seconds", "billed_seconds", "cost")
+CELL = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class", "day",
+        "gpu_seconds", "used_gpu_seconds", "mig_seconds")
+
+
+@pytest.fixture
+def october():
+    """A month with every case the database path must tell apart: namespaces mapped all month
+    (fixed), one moved to another team on the 10th (moving), one relabelled mid-day on the 20th
+    (moving, its cluster's day read from hours), one nobody mapped or labelled (unassigned),
+    unallocated capacity, days rolled up and days only in hours, a MIG slice, and a rate that
+    changes on the 15th; used ratios that are not whole seconds."""
+    make_rate(hourly_rate="2.00")
+    make_rate(hourly_rate="3.10", effective_from=date(2026, 10, 15))
+    make_rate(hourly_rate="0.70", mig_profile="1g.10gb")
+    prod, lab = make_cluster("prod"), make_cluster("lab")
+    make_namespace(prod, "ml", "A")
+    mover = make_namespace(prod, "cv", "A")
+    NamespaceAssignment.objects.create(namespace=mover, team=make_team("B"), effective_from=date(2026, 10, 10))
+    relabelled = make_namespace(lab, "nlp", label_team="C")
+    label_namespace(relabelled, "D", since=utc(2026, 10, 20, 13))
+    make_namespace(lab, "stray")
+    gpu, other = make_device(prod, host="node-1"), make_device(prod, host="node-2")
+    mig = make_device(lab, host="node-9", mig_profile="1g.10gb", fraction=1 / 7)
+    big = make_device(lab, host="node-8")
+    for day in range(1, 32):
+        start = utc(2026, 10, day)
+        make_usage(gpu, "ml", start, hours=5, used_ratio=0.37)
+        make_usage(other, "cv", start + timedelta(hours=6), hours=3, used_ratio=0.123456789)
+        make_usage(mig, "nlp", start, hours=4, used_ratio=0.5)
+        make_usage(big, "stray" if day % 3 else "", start + timedelta(hours=8), hours=2, used_ratio=0.1)
+        make_usage(big, "nlp", start + timedelta(hours=12), hours=2, used_ratio=0.3)
+    # Days 1–25 rolled up; the rest only in hours (as before the daily roll-up runs).
+    for cluster in (prod, lab):
+        rebuild_days(cluster.pk, [date(2026, 10, d) for d in range(1, 26)])
+    return {"prod": prod, "lab": lab}
+
+
+def frozen():
+    return sorted(FrozenCell.objects.values_list(*CELL))
+
+
+def lines():
+    return sorted(StatementLine.objects.values_list(*LINE))
+
+
+def test_nothing_stored_freezes_the_months_cells_exactly_and_the_stored_close_agrees(october):
+    finance, admin = make_user("fin", "finance"), make_user("root", superuser=True)
+    start, end = period_bounds("2026-10", billing_zone())
+    live = sorted((c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile, c.price_class, c.day,
+                   c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds)
+                  for c in usage.usage_cells(usage.UsageFilter(start=start, end=end)))
+    _select, rest = usage.fixed_day_cells(usage.UsageFilter(start=start, end=end))
+    # Python computed only what the database cannot: the namespaces that change team (cv moves,
+    # nlp is relabelled) and the days read from hours (the 20th in lab, the relabel's day; 26th on).
+    assert {c.namespace for c in rest if c.day < date(2026, 10, 26) and c.day.day != 20} == {"cv", "nlp"}
+    assert {c.day.day for c in rest if c.namespace in ("ml", "stray", "")} == {20, *range(26, 32)}
+
+    MonthAnswer.objects.all().delete()
+    do_close_period("2026-10", actor=finance)
+    cold_cells, cold_lines = frozen(), lines()
+    assert cold_cells == live
+    teams = {(ns, day.day): team for _c, _cl, ns, team, _m, _p, _pc, day, *_ in cold_cells}
+    assert teams[("cv", 9)] == "A" and teams[("cv", 10)] == "B"
+    assert teams[("stray", 1)] == UNASSIGNED and teams[("", 3)] == ""
+    assert {teams[("nlp", 19)], teams[("nlp", 21)]} == {"C", "D"}
+
+    do_reopen_period("2026-10", admin)
+    prepare_month("2026-10")
+    assert MonthAnswer.objects.filter(period="2026-10", part__startswith="day").exists()
+    do_close_period("2026-10", actor=finance)
+    assert frozen() == cold_cells
+    assert lines() == cold_lines
+    # Hand-checked: ml's 5 H100-hours a day, 14 days at 2.00 before the 15th and 17 at 3.10 after.
+    ml = [line for line in cold_lines if line[4] == "ml"]
+    assert [(line[9], line[11], line[14]) for line in ml] == [
+        (Decimal("2.00"), 14 * 5 * 3600.0, Decimal("140.00")), (Decimal("3.10"), 17 * 5 * 3600.0, Decimal("263.50"))]
