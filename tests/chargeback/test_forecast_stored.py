@@ -23,6 +23,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.accounting import answers
 from apps.accounting.actions import do_assign_namespace, do_save_rate
+from apps.accounting.forecast_store import fleet_forecast
 from apps.accounting.models import MonthBody, Rate
 from apps.accounting.runrate import month_forecast
 from apps.clusters.models import Cluster
@@ -120,6 +121,8 @@ def test_an_ingested_hour_is_prepared_by_the_worker_and_read_stored(november, fi
     assert rows_of(response) == {"research": ("222.00", "373.33", "373.33", "373.33"),
                                  "vision": ("144.00", "243.67", "243.67", "243.67")}
     assert response.json()["as_of"] == "2026-11-18T13:00:00Z"
+    # the stored dataclasses are the live ones, to the last digit (373.3333… and each day's path)
+    assert fleet_forecast(NOVEMBER) == month_forecast(NOVEMBER, now=CLOCK)
 
 
 def _hour_into_history(prod, gpu, actor):
