@@ -230,3 +230,22 @@ def test_a_cluster_filter_and_the_clock_past_the_month_stay_live(november, finan
     monkeypatch.setattr("apps.accounting.tasks.timezone.now", lambda: utc(2026, 12, 1, 1))
     ended = api(finance).get(API, {"period": NOVEMBER})
     assert ended.status_code == 400 and "has ended" in ended.json()["period"]
+
+
+def test_pricing_each_history_day_once_per_rate_epoch_changes_no_figure(november):
+    """The live computation prices a history day once per stretch of the card in which no rate
+    takes effect (`RateCard.epoch`), not once per day left: the same Decimals as pricing every
+    day. With 3.00 from the 25th, research: 220 + 4.5 weekdays (half the 18th, 19, 20, 23, 24) × 16
+    + 2 weekend days × 4 + 4 weekdays (25-27, 30) × 24 + 2 weekend days × 6 = 220 + 80 + 108 =
+    408.00; vision: 144 + 6.5 days × 8 + 6 days × 12 = 268.00."""
+    from apps.accounting.pricing import load_rate_card
+    make_rate(H100, "3.00", effective_from=date(2026, 11, 25))
+    card = load_rate_card()
+
+    class DayByDay:                     # the card without its epochs: every day priced on its own
+        def lookup(self, *args):
+            return card.lookup(*args)
+    fast = month_forecast(NOVEMBER, now=CLOCK, card=card)
+    assert fast == month_forecast(NOVEMBER, now=CLOCK, card=DayByDay())
+    assert {t.team: str(t.forecast.projected.quantize(Decimal("0.01"))) for t in fast.teams} == \
+        {"research": "408.00", "vision": "268.00"}
