@@ -211,6 +211,24 @@ def _computed(period: str, part: str) -> None:
         seen.append((period, part))
 
 
+def note_computed(period: str, part: str) -> None:
+    """Record that this process computed a stored answer's part now: a reader's own computation
+    is said on its response (`computed_on_read`), a worker's is not."""
+    _computed(period, part)
+
+
+def take_lock(period: str, part: str) -> bool:
+    """Take a part's lock until the transaction ends: True if it was free, False if another
+    holder had it and this waited for it to finish (then read the part again before computing)."""
+    with connection.cursor() as cur:
+        key = [LOCK_CLASS, _lock_key(period, part)]
+        cur.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", key)
+        if cur.fetchone()[0]:
+            return True
+        cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
+    return False
+
+
 @contextmanager
 def as_worker():
     """Computations inside are the worker's (`tasks.prepare_month_answers`), not a reader's."""
@@ -449,19 +467,31 @@ def body(period: str, key: str, version: str, render, *, gzipped: bool = False) 
     """A month's API answer as sent, stored with `version`: the stored bytes when current,
     else `render()` (which must read the answer after `version` was read), stored and returned.
     With `gzipped`, the same answer gzip-compressed (stored beside it, compressed once)."""
-    table = MonthBody._meta.db_table
+    stored = read_body(period, key, version, gzipped=gzipped)
+    if stored is not None:
+        return stored
+    rendered = render()
+    packed = gzip_of(rendered)
+    write_body(period, key, version, rendered, packed)
+    return packed if gzipped else rendered
+
+
+def read_body(period: str, key: str, version: str, *, gzipped: bool = False) -> bytes | None:
+    """The bytes stored under (period, key) if stored with `version` (or their gzip copy), else None."""
     column = "gzipped" if gzipped else "body"
     connection.ensure_connection()
     # A server-side-binding cursor reading in binary: megabytes of bytea come back as they are,
     # not as hex text to decode (Django's client-side cursors read text only).
     with psycopg.Cursor(connection.connection) as cur:
-        cur.execute(f"SELECT {column} FROM {table} WHERE period = %s AND key = %s AND version = %s",
+        cur.execute(f"SELECT {column} FROM {MonthBody._meta.db_table} WHERE period = %s AND key = %s AND version = %s",
                     [period, key, version], binary=True)
         row = cur.fetchone()
-    if row is not None and row[0] is not None:
-        return bytes(row[0])
-    rendered = render()
-    packed = gzip_of(rendered)
+    return bytes(row[0]) if row is not None and row[0] is not None else None
+
+
+def write_body(period: str, key: str, version: str, rendered: bytes, packed: bytes | None) -> None:
+    """Store `rendered` (and its gzip copy, or none) under (period, key) with `version`."""
+    table = MonthBody._meta.db_table
     with transaction.atomic():
         with connection.cursor() as cur:
             # clock_timestamp(), not now(): bodies written in one transaction keep their order.
@@ -471,7 +501,6 @@ def body(period: str, key: str, version: str, render, *, gzipped: bool = False) 
                         "gzipped = EXCLUDED.gzipped, rendered_at = EXCLUDED.rendered_at",
                         [period, key, version, rendered, packed])
         _bound_bodies(period)
-    return packed if gzipped else rendered
 
 
 BODY_LOCK_CLASS = LOCK_CLASS + 1   # pg_advisory_xact_lock(class, key): pruning a month's bodies

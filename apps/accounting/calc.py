@@ -54,6 +54,12 @@ class RateCard:
             by_key[(e.gpu_model, e.mig_profile, e.price_class)].append(e)
         self._entries = {k: sorted(v, key=lambda e: e.effective_from) for k, v in by_key.items()}
         self._dates = {k: [e.effective_from for e in v] for k, v in self._entries.items()}
+        self._all_dates = sorted({e.effective_from for v in self._entries.values() for e in v})
+
+    def epoch(self, day) -> int:
+        """Which stretch of the card `day` lies in: two days of the same epoch (no rate takes
+        effect after the first and on or before the second) have the same rate for every key."""
+        return bisect_right(self._all_dates, day)
 
     def _in_force(self, key, day):
         dates = self._dates.get(key)

@@ -216,17 +216,19 @@ def window_cells(f: UsageFilter) -> list[Cell]:
 
 # ---------------------------------------------------------------- versions of whole answers
 
-def statement_version(period: str) -> str | None:
+def statement_version(period: str, *, closed: dict | None = None, inputs: Inputs | None = None) -> str | None:
     """The version a month's statement is shown from (None: not kept, SQLite): a closed month's
-    by its close; an open month's by its lines and the late data of the closed months before it."""
+    by its close; an open month's by its lines and the late data of the closed months before it.
+    `closed` (`closed_periods`) and `inputs` (read with the month and the closed months before it):
+    when the caller has read them already."""
     if not stored_answers():
         return None
-    closed = closed_periods()
+    closed = closed_periods() if closed is None else closed
     if period in closed:
         # Its frozen lines change only by a reopen (and a new close); the zone shapes the window echoed.
         return f"{CODE_VERSION}|{settings.BILLING_TIMEZONE}|closed {closed[period].closed_at.isoformat()}"
     chain = closed_before(period, closed)
-    inputs = read_inputs([period, *chain])
+    inputs = inputs or read_inputs([period, *chain])
     return "|".join([inputs.lines(period), *(f"{m} closed {closed[m].closed_at.isoformat()}:{inputs.delta(m)}"
                                             for m in chain)])
 

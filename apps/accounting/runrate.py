@@ -200,21 +200,32 @@ def _money(team, history_days, month_cells, booked, today, left, period, card, g
     _spent, unpriced_seconds = price_cells_by_currency(month_cells, card)
     unpriced = shown_hours(unpriced_seconds)
     prices: dict[tuple, tuple | None] = {}
+    # The rates in force are the same on every day of an epoch of the card (`RateCard.epoch`):
+    # a line's rate is looked up once per epoch, and each history day is priced once per currency
+    # and epoch, not once per day left (the same Decimals either way).
+    epoch = getattr(card, "epoch", None) or (lambda day: day)
 
     def rate_on(key: LineKey, day: date):
-        found = prices.get((key[2:], day), False)
+        found = prices.get((key[2:], epoch(day)), False)
         if found is False:
             hit = card.lookup(key[2], key[3], key[4], day)
-            found = prices[(key[2:], day)] = (hit[0].hourly_rate, hit[0].currency, hit[1]) if hit else None
+            found = prices[(key[2:], epoch(day))] = (hit[0].hourly_rate, hit[0].currency, hit[1]) if hit else None
         return found
+
+    values: dict[tuple, Decimal] = {}
 
     def value_in(currency):
         def value_on(day: date, v: dict) -> Decimal:
+            memo = (currency, epoch(day), id(v))
+            total = values.get(memo)
+            if total is not None:
+                return total
             total = Decimal(0)
             for key, (gpu_s, mig_s) in v.items():
                 rate = rate_on(key, day)
                 if rate is not None and rate[1] == currency:
                     total += billed_cost(rate[0], to_decimal(mig_s if rate[2] == BASIS_PROFILE else gpu_s))
+            values[memo] = total
             return total
         return value_on
 

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from .answers import as_worker
 from .calc import next_period, period_of
+from .forecast_store import prepare_forecast
 from .months import closed_periods, prepare_month
 from .signals import announce_prepared
 from .timeparse import billing_zone
@@ -20,7 +21,8 @@ def prepare_month_answers(periods: list[str] | None = None, recent: bool = False
     that pages, the API and closing find them stored instead of computing them (docs/performance.md). Queued after every write to an
     input (`refresh.py`) and by the beat. A closed month's changes show in the first open month
     after it (its late data), which is prepared instead. A current answer costs one query."""
-    today = timezone.now().astimezone(billing_zone()).date()
+    now = timezone.now()
+    today = now.astimezone(billing_zone()).date()
     this_month = period_of(today)
     periods = list(periods or [])
     if recent or not periods:
@@ -36,6 +38,10 @@ def prepare_month_answers(periods: list[str] | None = None, recent: bool = False
         for period in prepared:
             prepare_month(period)
             announce_prepared(period)
+        # The running month's forecast reads its own month and the history days of the month
+        # before it: stored again when either changed (docs/forecast.md, "Kept current").
+        if any(p == this_month or next_period(p) == this_month for p in prepared):
+            prepare_forecast(this_month, now)
     return prepared
 
 

@@ -131,7 +131,6 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
                 writer.finish()
                 rebuild_days(cluster.pk, days)
                 writer.record_labels()
-                refresh_after_commit(months_of(window_start, window_end))
     except (PrometheusError, IngestError) as exc:
         _finish(run, started, IngestRun.Status.FAILED, error=str(exc))
         if isinstance(exc, IngestBusy):
@@ -150,6 +149,9 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
         raise
     _finish(run, started, IngestRun.Status.SUCCEEDED)
     _advance_watermark(cluster, now)
+    # Queued once the rows *and* the watermark are committed: the worker's task stores the
+    # running month's forecast at the instant the data stands at (docs/forecast.md, "Kept current").
+    refresh_after_commit(months_of(window_start, window_end))
     return run
 
 

@@ -14,7 +14,8 @@ from rest_framework.views import APIView
 
 from apps.accounting.calc import period_of
 from apps.accounting.filters import parse_period_param
-from apps.accounting.runrate import NotRunning, month_forecast
+from apps.accounting.forecast_store import stored_forecast
+from apps.accounting.runrate import NotRunning
 from apps.reports.forecast_rows import forecast_payload
 from apps.accounting.usage import billing_zone
 
@@ -63,7 +64,7 @@ class ForecastView(APIView):
         period = parse_period_param(params, default=running_period())
         scope = statement_scope(request, params.get("team") or None)
         try:
-            month = month_forecast(period, teams=scope)
+            month = stored_forecast(period, teams=scope)   # the worker's stored answer when current
         except NotRunning as exc:
             raise ValidationError({"period": str(exc)})
         return Response(forecast_payload(month))

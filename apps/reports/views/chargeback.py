@@ -15,7 +15,8 @@ from apps.accounting.filters import parse_period_param
 from apps.accounting.ledger import late_hours
 from apps.accounting.models.periods import BillingPeriod
 from apps.accounting.rollup_reader import has_usage
-from apps.accounting.runrate import is_running, month_forecast
+from apps.accounting.forecast_store import stored_forecast
+from apps.accounting.runrate import is_running
 from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
                                         period_has_ended, statement)
 from apps.reports.forecast_rows import forecast_payload, forecasts_by_team
@@ -54,7 +55,7 @@ def statement_view(request):
     payload = statement_payload(stmt, "team", scope, shared_idle, lines_of={team})
     running = not payload["closed"] and is_running(period)
     if running:   # the running month: each team's month-end forecast beside its cost (docs/forecast.md)
-        forecasts = forecasts_by_team(forecast_payload(month_forecast(period, teams=scope)))
+        forecasts = forecasts_by_team(forecast_payload(stored_forecast(period, teams=scope)))
         for row in payload["results"]:
             row["forecast"] = forecasts.get(row["key"], [])
     # A closed month shows its frozen statement; the hours that came after the close are said,
