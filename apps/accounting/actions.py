@@ -20,7 +20,7 @@ from .refresh import refresh_after_commit
 from .signals import announce_close, history_starts
 from .statements import closing_computation, period_has_ended
 from .pricing import load_rate_card
-from .usage import CELL_SQL_COLUMNS, UsageFilter, billing_zone, fixed_day_cells, merged_in_db, span_starts
+from .usage import CELL_SQL_COLUMNS, UsageFilter, billing_zone, fixed_day_cells, merged_in_db
 
 
 class ActionError(ValueError):
@@ -288,15 +288,14 @@ def freeze_month(period: str, period_id: int) -> list[Line]:
     (usage and unallocated). docs/performance.md, "Bulk writes"."""
     start, end = period_bounds(period, billing_zone())
     window = UsageFilter(start=start, end=end)
-    select, rest = fixed_day_cells(window)
+    select, rest, starts = fixed_day_cells(window)
     table = FrozenCell._meta.db_table
     if select is not None:
         _freeze_selected(table, select, period_id)
     insert_rows(FrozenCell, ("period_id", "booked_in_id", *_FROZEN_COLUMNS),
                 ((period_id, period_id, c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile,
                   c.price_class, c.day, c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds) for c in rest))
-    spans = merged_in_db(table, "period_id = %s AND booked_in_id = %s", [period_id, period_id], span_starts(window),
-                         idle=False)
+    spans = merged_in_db(table, "period_id = %s AND booked_in_id = %s", [period_id, period_id], starts, idle=False)
     return build_lines(spans, load_rate_card())
 
 

@@ -85,14 +85,14 @@ CELL_SQL_COLUMNS = ("cluster_id", "cluster", "namespace", "team", "gpu_model", "
                     "gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "mig_seconds")
 
 
-def fixed_day_cells(f: UsageFilter) -> tuple[tuple[str, list] | None, list[Cell]]:
+def fixed_day_cells(f: UsageFilter) -> tuple[tuple[str, list] | None, list[Cell], list[date]]:
     """`usage_cells(f)` per day, in two parts, for writing a whole window's cells at once (a
     close, docs/performance.md "Bulk writes"): a SELECT — (sql, params), its columns
     `CELL_SQL_COLUMNS` — giving in the database the cells of every whole billing day read from
     `UsageDay` of each namespace whose team cannot change in the window
     (`TeamResolver.fixed_team`: nearly every namespace of a month) and of unallocated capacity;
     and the other cells (namespaces that change team, hours read from `UsageHour`), computed as
-    `usage_cells` computes them. No cell is in both, and together they are `usage_cells(f)` to
+    `usage_cells` computes them; and the window's span starts (`span_starts`). No cell is in both, and together they are `usage_cells(f)` to
     the bit: the same grouped query gives the same sums, and the team is the one `_cells` would
     give (`tests/accounting/test_close_cold.py`). Postgres only; a window with no filter but
     `cluster`."""
@@ -116,8 +116,9 @@ def fixed_day_cells(f: UsageFilter) -> tuple[tuple[str, list] | None, list[Cell]
             cuts = sorted({t for cid in ids for t in relabels.get(cid, ())})
             rows.append(_as_sent(_hour_rows(f, ids, hour_ranges, cuts)))
     cells = _cells(f, cluster_names, (r for qs in rows for r in qs), resolver)
+    starts = _span_starts(f, relabels)
     if not selects:     # no whole day rolled up: every cell came through Python
-        return None, cells
+        return None, cells, starts
     union = " UNION ALL ".join(f"({sql})" for sql, _ in selects)
     fixed_keys = list(fixed.items())
     sql = (f"SELECT r.cluster_id, cl.name, r.namespace, "
@@ -131,7 +132,7 @@ def fixed_day_cells(f: UsageFilter) -> tuple[tuple[str, list] | None, list[Cell]
     params = [UNASSIGNED, *(p for _, ps in selects for p in ps),
               [c for (c, _), _t in fixed_keys], [n for (_, n), _t in fixed_keys], [t for _k, t in fixed_keys],
               [c for c, _ in moving], [n for _, n in moving]]
-    return (sql, params), cells
+    return (sql, params), cells, starts
 
 
 def merged_in_db(table: str, where: str, where_params: list, starts: list[date], *, idle: bool = True) -> list[Cell]:
