@@ -16,7 +16,7 @@ from django.db.models import Q
 
 from .answers import (CODE_VERSION, Inputs, answer, day_answers, day_cells, day_part, drop_parts,
                       merged_day_cells, read_inputs, store_current, stored_answers)
-from .calc import Cell, Line, build_lines, last_day, period_bounds, period_of, prev_period
+from .calc import Cell, Line, build_lines, last_day, next_period, period_bounds, period_of, prev_period
 from .days import day_start
 from .latedata import delta_cells
 from .models import BillingPeriod, FrozenCell, MonthAnswer
@@ -127,6 +127,23 @@ def own_days(period: str, inputs: Inputs | None = None) -> list[Cell]:
     if not stored_answers():
         return month_cells(period)
     return day_cells(day_parts(period, inputs))
+
+
+def stored_days(first: date, after: date) -> list[Cell]:
+    """The per-day cells of the billing days [first, after), read from their months' stored day
+    parts (each proven current, a stale one recomputed): what `usage_cells` gives for those whole
+    days, without reading the usage tables when the worker has kept the days current. Postgres
+    (stored answers) only."""
+    cells: list[Cell] = []
+    period = period_of(first)
+    while period <= period_of(after - timedelta(days=1)):
+        days = billing_days(period)
+        ids = day_parts(period)
+        wanted = [pk for d, pk in zip(days, ids) if first <= d < after]
+        if wanted:
+            cells += day_cells(wanted)
+        period = next_period(period)
+    return cells
 
 
 def own_lines(period: str, inputs: Inputs | None = None) -> list[Line]:
