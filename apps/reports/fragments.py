@@ -37,6 +37,16 @@ def fragment(period: str | None, view: str, version: str | None, params, templat
     return month_body(period, fragment_key(view, params, templates), version, lambda: render().encode()).decode()
 
 
+PART = "<!-- fragment part -->"     # between the parts of one stored fragment
+
+
+def fragment_parts(period: str | None, view: str, version: str | None, params, templates: tuple[str, ...],
+                   render) -> list[str]:
+    """`fragment` of several parts of a page rendered together (`render()` returns them as a list),
+    stored as one and split again: one read for all of them."""
+    return fragment(period, view, version, params, templates, lambda: PART.join(render())).split(PART)
+
+
 def fragment_key(view: str, params, templates: tuple[str, ...]) -> str:
     """`view?name=value&…&locale=…&source=…`: `params` (pairs, in order; values without `&`, so
     anything free-form goes in as `digest(...)`), the money locale and the digest of `templates`."""

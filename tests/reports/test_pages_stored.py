@@ -182,3 +182,96 @@ def test_the_running_months_table_follows_the_stored_forecast(november, finance,
     assert teams(repriced)["vision"] == "$216.00" and forecast(repriced).startswith("≈ $365.50")
     stored, read = view(client, page)
     assert forecast(stored) == forecast(repriced) and not read
+
+
+# ---------------------------------------------------------------- the team page
+
+TEAM_PAGE = "/teams/A/?start=2026-03-01&end=2026-04-01"
+APRIL_10 = utc(2026, 4, 10, 12)
+
+
+@pytest.fixture
+def april(march, monkeypatch):
+    """"Now" is noon on 10 April 2026, the watermark at midnight: March is last month, April runs."""
+    monkeypatch.setattr("django.utils.timezone.now", lambda: APRIL_10)
+    Cluster.objects.update(ingested_until=utc(2026, 4, 10))
+    return march
+
+
+RIGHTSIZING = '"accounting_podowner"'   # the right-sizing summary's own workload read: live, not the month's
+
+
+def team_view(client, url=TEAM_PAGE):
+    """`view` of the team page; what it read besides the right-sizing summary's workloads (that
+    block's recent window is not a month answer: docs/performance.md, "Pages' stored fragments")."""
+    body, read = view(client, url)
+    return body, [sql for sql in read if RIGHTSIZING not in sql]
+
+
+def team_page(body: str) -> tuple[dict, str]:
+    """Namespace → (allocated GPU-h, cost) of the team page's table, and last month's cost."""
+    table = re.search(r'<table[^>]*id="namespaces".*?</table>', body, re.S).group(0)
+    rows = {}
+    for tr in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S):
+        cells = [re.sub(r"<[^>]+>", "", td).strip() for td in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+        rows[cells[0]] = (cells[1], cells[2])
+    costs = re.search(r'<table[^>]*id="costs".*?</table>', body, re.S).group(0)
+    last = re.search(r"<tr><td>Last month.*?</tr>", costs, re.S).group(0)
+    return rows, re.sub(r"<[^>]+>", "", re.findall(r'<td class="num">(.*?)</td>', last, re.S)[-1]).strip()
+
+
+def test_the_team_pages_second_view_reads_no_month_table(april, finance, client):
+    client.force_login(finance)
+    first, _ = team_view(client)
+    assert team_page(first) == ({"ml": ("3.00", "$6.00")}, "$6.00")
+    second, read = team_view(client)
+    assert not read, read
+    assert second.count("id=\"namespaces\"") == 1 and team_page(second) == team_page(first)
+    assert "id=\"forecast\"" in second and "No GPU ResourceQuota" in second
+
+
+TEAM_WRITES = {
+    "an ingested hour": (_hour, ({"ml": ("4.00", "$8.00")}, "$8.00")),
+    "a rate edit": (_rate, ({"ml": ("3.00", "$9.00")}, "$9.00")),
+    "a namespace move": (_move, ({"cv": ("1.00", "$2.00"), "ml": ("3.00", "$6.00")}, "$8.00")),
+}
+
+
+@pytest.mark.parametrize("write", list(TEAM_WRITES))
+def test_a_write_shows_on_the_team_pages_next_view(april, write, finance, admin_user, client):
+    client.force_login(finance)
+    team_view(client)
+    team_view(client)
+    change, expected = TEAM_WRITES[write]
+    change(april, admin_user)
+    after, _ = team_view(client)
+    assert team_page(after) == expected
+    again, read = team_view(client)
+    assert team_page(again) == expected and not read
+
+
+def test_the_team_page_is_stored_per_team_and_money_view(april, finance, viewer, team_lead, client):
+    client.force_login(finance)
+    team_view(client)
+    b, _ = view(client, "/teams/B/?start=2026-03-01&end=2026-04-01")
+    assert '<td>cv</td>' in b and '<td>ml</td>' not in b
+    client.force_login(team_lead)
+    assert client.get("/teams/B/?start=2026-03-01&end=2026-04-01").status_code == 403
+    body, read = team_view(client)
+    assert team_page(body) == ({"ml": ("3.00", "$6.00")}, "$6.00") and not read
+    client.force_login(viewer)
+    body, _ = team_view(client)
+    assert "$6.00" not in body and "<td>ml</td>" in body and 'id="costs"' not in body
+
+
+def test_a_team_page_template_change_is_a_miss(april, finance, client, settings, tmp_path):
+    client.force_login(finance)
+    team_view(client)
+    team_view(client)
+    source = Path(django_settings.BASE_DIR, "templates", "reports", "_team_usage.html").read_text()
+    (tmp_path / "reports").mkdir()
+    (tmp_path / "reports" / "_team_usage.html").write_text(source.replace(
+        'id="namespaces"', 'id="namespaces" data-changed="yes"'))
+    settings.TEMPLATES = [{**settings.TEMPLATES[0], "DIRS": [tmp_path, *settings.TEMPLATES[0]["DIRS"]]}]
+    body, _ = team_view(client)
+    assert 'data-changed="yes"' in body and team_page(body) == ({"ml": ("3.00", "$6.00")}, "$6.00")

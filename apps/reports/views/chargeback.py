@@ -22,7 +22,7 @@ from apps.accounting.runrate import is_running
 from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
                                         period_has_ended, statement, statement_head)
 from apps.reports.forecast_rows import forecast_payload, forecasts_by_team
-from apps.reports.fragments import fragment
+from apps.reports.fragments import fragment_parts
 from apps.reports.statement_rows import rate_card_fields, statement_payload
 from apps.accounting.months import month_zone, statement_version
 from apps.clusters.models import Cluster
@@ -58,7 +58,7 @@ def statement_view(request):
     running = not head.closed and is_running(period)
     if team:     # one team's lines drilled down: rendered on every view
         payload = _payload(head, shared_idle, scope, running, team)
-        table_html = _table_html(period, shared_idle, team, running, payload)
+        table_html, notes_html = _table_html(period, shared_idle, team, running, payload)
         selected = next((row for row in payload["results"] if row["key"] == team), None)
     else:        # the month's table and totals: stored per version of the month (docs/performance.md)
         payload = None
@@ -67,11 +67,10 @@ def statement_view(request):
             nonlocal payload
             payload = _payload(head, shared_idle, scope, running, "")
             return _table_html(period, shared_idle, "", running, payload)
-        table_html = fragment(period, "chargeback-page", _version(period, running),
+        table_html, notes_html = fragment_parts(period, "chargeback-page", _version(period, running),
                               [("shared_idle", shared_idle), ("scope", scope_tag(scope)), ("running", int(running))],
                               TABLE_TEMPLATES, render_table)
         selected = None
-    table_html, notes_html = table_html.split(NOTES, 1)
     # A closed month shows its frozen statement; the hours that came after the close are said,
     # with the month that bills them (docs/chargeback.md, "One month, one answer").
     late = late_hours(period, team_scope(request.user)) if head.closed else []
@@ -97,8 +96,8 @@ def statement_view(request):
     })
 
 
+# the table and its notes, stored together (the late hours, live, go between them)
 TABLE_TEMPLATES = ("chargeback/_statement_table.html", "chargeback/_statement_notes.html")
-NOTES = "<!-- notes -->"    # between the stored table and its notes (the late hours, live, go between)
 
 
 def _payload(head, shared_idle, scope, running, team) -> dict:
@@ -114,10 +113,10 @@ def _payload(head, shared_idle, scope, running, team) -> dict:
     return payload
 
 
-def _table_html(period, shared_idle, team, running, payload) -> str:
+def _table_html(period, shared_idle, team, running, payload) -> list[str]:
     ctx = {"payload": payload, "period": period, "shared_idle": shared_idle, "team": team, "running": running,
            "unallocated_key": UNALLOCATED_KEY}
-    return render_to_string(TABLE_TEMPLATES[0], ctx) + NOTES + render_to_string(TABLE_TEMPLATES[1], ctx)
+    return [render_to_string(TABLE_TEMPLATES[0], ctx), render_to_string(TABLE_TEMPLATES[1], ctx)]
 
 
 def _version(period, running) -> str | None:
