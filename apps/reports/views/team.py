@@ -38,7 +38,7 @@ def team_dashboard(request, sel, name):
     sel = replace(sel, money=sees_money_of(request.user, {name}))
     resolver = TeamResolver()     # one read of mappings and label history for the cells, quota and moves
     picker_start, picker_end = picker_dates(sel)
-    usage_html, mig_html = _usage_parts(sel, name, resolver, picker_start, picker_end)
+    usage_html, mig_html, moves_html = _usage_parts(sel, name, resolver, picker_start, picker_end)
     quotas = quota_use(sel, name, resolver)
     costs, forecast_html = None, ""
     if sel.money:
@@ -48,21 +48,22 @@ def team_dashboard(request, sel, name):
     return page(request, sel, "reports/team.html", "team", {
         "team": name, "quotas": quotas, "costs": costs,
         "usage_html": mark_safe(usage_html), "mig_html": mark_safe(mig_html),       # our templates'
-        "forecast_html": mark_safe(forecast_html),
-        "moves": namespace_moves(sel, name, resolver),
+        "forecast_html": mark_safe(forecast_html), "moves_html": mark_safe(moves_html),
         "fig_quota": figures.quota_bar(quotas),
     }, picker_team=name)
 
 
-USAGE_TEMPLATES = ("reports/_team_usage.html", "reports/_team_mig.html", "reports/_chart.html")
+USAGE_TEMPLATES = ("reports/_team_usage.html", "reports/_team_mig.html", "reports/_team_moves.html",
+                   "reports/_chart.html")
 FORECAST_TEMPLATES = ("reports/_team_forecast.html",)
 
 
 def _usage_parts(sel, name, resolver, picker_start, picker_end) -> list[str]:
-    """The window's namespaces (chart and table) and MIG hours; for a whole month of every
-    cluster, a stored fragment at the version of the team's stored cells (and, with money, of
-    the statement), with the partial day the chart marks (it follows the watermark, not a
-    logged input) in its version."""
+    """The window's namespaces (chart and table), MIG hours and the namespaces' moves up to its
+    end; for a whole month of every cluster, a stored fragment at the version of the team's
+    stored cells (the usage dates and the mapping, moves included; with money, the statement's
+    too), with the partial day the chart marks (it follows the watermark, not a logged input)
+    in its version."""
     f = UsageFilter(start=sel.start, end=sel.end, cluster=sel.cluster, teams=frozenset({name}))
     kept = usage_version(f, priced=sel.money, scoped=True)
     partial = partial_day(sel.usage_filter())
@@ -76,8 +77,8 @@ def _usage_parts(sel, name, resolver, picker_start, picker_end) -> list[str]:
         ctx = {"sel": sel, "team": name, "picker_start": picker_start, "picker_end": picker_end,
                "namespaces": namespaces, "namespace_rows": list(zip(namespaces, priced)), "mig": mig,
                "fig_namespaces": figures.namespace_lines(namespace_series(cells), partial),
-               "fig_mig": figures.mig_bar(mig)}
-        return [render_to_string(USAGE_TEMPLATES[0], ctx), render_to_string(USAGE_TEMPLATES[1], ctx)]
+               "fig_mig": figures.mig_bar(mig), "moves": namespace_moves(sel, name, resolver)}
+        return [render_to_string(template, ctx) for template in USAGE_TEMPLATES[:3]]
     period, version = kept if kept is not None else (None, None)
     return fragment_parts(period, "team-page", version and f"{version}|partial {partial!r}",
                           [("team", digest(name)), ("money", int(sel.money)), ("start", picker_start),
