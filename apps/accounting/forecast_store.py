@@ -106,6 +106,19 @@ def prepare_forecast(period: str, now: datetime | None = None) -> None:
         fleet_forecast(period, now=now)
 
 
+def forecast_version(period: str, *, now: datetime | None = None) -> str | None:
+    """The version the stored forecast of `period` is read at now (what a page's stored table
+    holding it is versioned by, apps/reports/fragments.py); None when nothing is stored: SQLite,
+    a month not running, or no watermark holding the instant below the clock."""
+    clock = now or timezone.now()
+    if not stored_answers() or not is_running(period, clock):
+        return None
+    as_of = data_instant(period, clock)
+    if as_of >= clock:
+        return None
+    return _version(_inputs_version(period), as_of)
+
+
 def _inputs_version(period: str) -> str:
     """The logged inputs the forecast reads (one query for them, one for the closed months)."""
     closed = closed_periods()

@@ -10,6 +10,7 @@ figure per team and per namespace wherever it is looked at.
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
@@ -18,7 +19,8 @@ from .calc import Line, apportion, billed_cost, next_period, present
 from .figures import shown_hours
 from .focus import focus_month, line_key
 from .models import FrozenCell
-from .months import closed_periods, month_late_cells
+from .answers import body
+from .months import closed_periods, month_late_cells, statement_version
 from .statements import Statement, statement
 from .usage import UNASSIGNED
 
@@ -138,23 +140,68 @@ def late_hours(period: str, teams: set[str] | None = None, cluster: str | None =
 def team_month(period: str, team: str, cluster: str | None = None) -> dict:
     """A team's month as its ledger shows it: allocated GPU-hours of its own usage lines, cost
     (usage and adjustments, one currency, else None with `costs_by_currency`), the adjustments'
-    part, unpriced GPU-hours, whether the month is closed, and its late hours (`late_hours`)."""
-    stmt = month_ledger(period)
-    lines = [line for line in stmt.lines if line.team == team and (not cluster or line.cluster == cluster)]
+    part, unpriced GPU-hours, whether the month is closed, and its late hours (`late_hours`).
+    Every cluster's: from the month's team figures stored at the statement's version
+    (`team_months`), so a team's month reads one small body, not the month's lines."""
+    kept = team_months(period) if not cluster else None
+    if kept is not None:
+        closed, teams = kept
+        out = _figures_back(teams[team]) if team in teams else _team_figures(team, [])
+    else:
+        stmt = month_ledger(period)
+        closed = stmt.closed
+        out = _team_figures(team, [line for line in stmt.lines
+                                   if line.team == team and (not cluster or line.cluster == cluster)])
+    # late hours follow ingest into a closed month, which its statement's version does not: live
+    return {"period": period, "closed": closed, **out, "late": late_hours(period, {team}, cluster) if closed else []}
+
+
+TEAM_MONTHS = "ledger-teams?scope=all"      # its MonthBody key: every team's figures of the month
+
+
+def team_months(period: str) -> tuple[bool, dict[str, dict]] | None:
+    """(closed, team → its figures as JSON values) of the month's statement, stored at the
+    statement's version (`months.statement_version`: rendered from the lines read after it, so
+    never served stale); None where nothing is stored (SQLite)."""
+    version = statement_version(period)
+    if version is None:
+        return None
+
+    def render() -> bytes:
+        stmt = month_ledger(period)
+        by_team: dict[str, list[Line]] = defaultdict(list)
+        for line in stmt.lines:
+            if line.team:
+                by_team[line.team].append(line)
+        return json.dumps({"closed": stmt.closed, "teams": {
+            team: _figures_json(_team_figures(team, lines)) for team, lines in by_team.items()}}).encode()
+    data = json.loads(body(period, TEAM_MONTHS, version, render))
+    return data["closed"], data["teams"]
+
+
+def _team_figures(team: str, lines: list[Line]) -> dict:
     money = money_by(lines, lambda line: team).get(team, Money({}, Decimal(0)))
     adjustments = money_by(lines, lambda line: team, ("adjustment",)).get(team, Money({}, Decimal(0)))
     cost, currency = money.single
     allocated = sum((line.allocated_gpu_seconds for line in lines if line.kind == "usage"), Decimal(0))
     return {
-        "period": period, "closed": stmt.closed, "allocated_gpu_hours": shown_hours(allocated),
+        "allocated_gpu_hours": shown_hours(allocated),
         "cost": cost, "currency": currency,
         "costs_by_currency": {c: present(a, c) for c, a in sorted(money.costs.items())},
         "adjustments": present(adjustments.costs.get(currency, Decimal(0)), currency) if currency else None,
         "adjusted_periods": sorted({line.adjusts_period for line in lines if line.kind == "adjustment"}),
         "unpriced_gpu_hours": shown_hours(money.unpriced_seconds),
         "money": dict(money.costs),         # currency -> shown Decimal, for the forecast's month to date
-        "late": late_hours(period, {team}, cluster) if stmt.closed else [],
     }
 
 
-__all__ = ["month_ledger", "money_by", "closed_money_by_day", "usage_money", "late_hours", "team_month", "Money", "LateHours", "OWN_USAGE"]
+def _figures_json(figures: dict) -> dict:
+    """JSON values: Decimals as their exact text, floats as floats (their shortest repr)."""
+    return {**figures, "money": {c: str(a) for c, a in figures["money"].items()}}
+
+
+def _figures_back(data: dict) -> dict:
+    return {**data, "money": {c: Decimal(a) for c, a in data["money"].items()}}
+
+
+__all__ = ["month_ledger", "money_by", "closed_money_by_day", "usage_money", "late_hours", "team_month", "team_months", "Money", "LateHours", "OWN_USAGE"]

@@ -141,17 +141,27 @@ def _rate_card(version, changed_at) -> RateCardUsed | None:
     return None if version is None else RateCardUsed(version, changed_at)
 
 
-def statement(period: str, *, shared_idle: str = "apart") -> Statement:
+def statement_head(period: str) -> Statement:
+    """The statement without its lines (`lines` empty): closed or open, when, which rate card, the
+    zone. What a page shows around a stored table (apps/reports/fragments.py) reads no line."""
     bp = BillingPeriod.objects.filter(period=period).first()
     if bp is not None and bp.is_closed:
-        lines = [line_from_row(r) for r in bp.lines.all()]
-        result = Statement(period=period, closed=True, lines=sorted(lines, key=Line.sort_key),
-                           closed_at=bp.closed_at, rate_card=_rate_card(bp.rate_card_version, bp.rate_card_changed_at),
-                           zone=month_zone(period, {period: bp}).key)
+        return Statement(period=period, closed=True, lines=[], closed_at=bp.closed_at,
+                         rate_card=_rate_card(bp.rate_card_version, bp.rate_card_changed_at),
+                         zone=month_zone(period, {period: bp}).key)
+    last = Rate.history.order_by("-history_id").values_list("history_id", "history_date").first()
+    return Statement(period=period, closed=False, lines=[], rate_card=_rate_card(*last) if last else None,
+                     zone=billing_zone().key)
+
+
+def statement(period: str, *, shared_idle: str = "apart", head: Statement | None = None) -> Statement:
+    """The month's statement. `head`: its `statement_head`, when the caller has read it."""
+    result = replace(head) if head is not None else statement_head(period)
+    if result.closed:
+        rows = StatementLine.objects.filter(period__period=period)
+        result.lines = sorted((line_from_row(r) for r in rows), key=Line.sort_key)
     else:
-        last = Rate.history.order_by("-history_id").values_list("history_id", "history_date").first()
-        result = Statement(period=period, closed=False, lines=month_lines(period),
-                           rate_card=_rate_card(*last) if last else None, zone=billing_zone().key)
+        result.lines = month_lines(period)
     # Rounded once, as a whole, before any view groups it; spreading hands the shown cents on
     # (docs/chargeback.md, "Rounding"). Copies: the lines may be a stored answer's.
     result.lines = assign_shown([replace(line) for line in result.lines])
@@ -199,5 +209,5 @@ def period_has_ended(period: str) -> bool:
     return period_bounds(period, billing_zone())[1] <= timezone.now()
 
 
-__all__ = ["statement", "compute_open", "closing_computation", "frozen_cells", "_FROZEN_AS_CELL", "line_group",
+__all__ = ["statement", "statement_head", "compute_open", "closing_computation", "frozen_cells", "_FROZEN_AS_CELL", "line_group",
            "visible", "shown_costs", "UNALLOCATED_KEY", "SHARED_IDLE", "cost_by_currency", "RateCardUsed"]

@@ -5,20 +5,16 @@ figure is rebuilt as the same object the page computes, so the template cannot t
 """
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
 from dataclasses import asdict, fields
 from datetime import date
 from decimal import Decimal
-from pathlib import Path
-
-from django.conf import settings
 
 from apps.accounting.answers import body as month_body
 from apps.accounting.months import usage_version
 from apps.accounting.usage import UsageFilter, UsageRow
 
+from ..fragments import digest, fragment
 from ..money import Priced
 from .overview import DayTotals
 
@@ -40,38 +36,21 @@ def kept_or_computed(f: UsageFilter, money: bool, fleet: bool, compute) -> dict:
 
 
 def kept_html(f: UsageFilter, money: bool, fleet: bool, qs: str, compute, render) -> str:
-    """The figures rendered as HTML, `render(figures)`; for the whole fleet over a whole month,
-    stored beside the figures with the same version, so a warm view renders no table at all.
-    The key names everything else the HTML depends on: the view (money, fleet), the page's query
-    string in its one canonical spelling (its links carry it; `ReportFilter.canonical_querystring`,
-    so respelling a month never stores another body), the money locale and the templates' and
-    filters' source."""
+    """The figures rendered as HTML, `render(figures)`; for the whole fleet over a whole month, a
+    stored fragment (`fragments.fragment`) at the figures' version, so a warm view renders no
+    table at all. Its key names the view (money, fleet) and the page's query string in its one
+    canonical spelling (its links carry it; `ReportFilter.canonical_querystring`, so respelling a
+    month never stores another body); the fragment layer adds the money locale and the templates'
+    and filters' source."""
     kept = usage_version(f, priced=money)
     if kept is None:
         return render(compute())
     period, version = kept
-    key = (f"{KEY}-html?money={int(money)}&fleet={int(fleet)}&locale={settings.MONEY_LOCALE}"
-           f"&source={_fragment_source()}&qs={hashlib.sha256(qs.encode()).hexdigest()}")
-    return month_body(period, key, version,
-                      lambda: render(kept_or_computed(f, money, fleet, compute)).encode()).decode()
+    return fragment(period, f"{KEY}-html", version, [("money", int(money)), ("fleet", int(fleet)), ("qs", digest(qs))],
+                    FRAGMENT_TEMPLATES, lambda: render(kept_or_computed(f, money, fleet, compute)))
 
 
 FRAGMENT_TEMPLATES = ("reports/_overview_figures.html", "reports/_chart.html")
-
-
-@functools.cache
-def _fragment_source() -> str:
-    """A digest of what renders the stored HTML besides the figures: the templates and the
-    formatting filters. A deploy that changes either makes every stored fragment a miss."""
-    from django.template.loader import get_template
-
-    from ..templatetags import report_format
-
-    digest = hashlib.sha256()
-    for name in FRAGMENT_TEMPLATES:
-        digest.update(get_template(name).template.source.encode())
-    digest.update(Path(report_format.__file__).read_bytes())
-    return digest.hexdigest()[:32]
 
 
 def _row(r: UsageRow) -> dict:

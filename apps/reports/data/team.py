@@ -159,9 +159,11 @@ def namespace_moves(sel: ReportFilter, team: str, resolver: TeamResolver | None 
     first: the resolved team (docs/teams-and-relabels.md) at every label change and mapping."""
     resolver, zone = resolver or TeamResolver(), billing_zone()
     names = resolver.cluster_names
+    # only a namespace that resolves to the team at some time can move into or out of it
+    ours = resolver.namespaces_of({team})
     moves = []
     for cluster_id, ns in resolver.namespaces():
-        if sel.cluster and names.get(cluster_id) != sel.cluster:
+        if (sel.cluster and names.get(cluster_id) != sel.cluster) or (ours is not None and ns not in ours):
             continue
         instants = {t for t, _ in resolver.label_history(cluster_id, ns)}
         instants |= {day_start(d, zone) for d in resolver.mapping_dates(cluster_id, ns)}

@@ -5,23 +5,26 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
+from django.utils.safestring import mark_safe
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from apps.accounting.actions import ActionError, NotAllowed, before_history, check_may_close, do_close_period, may_close
-from apps.accounting.answers import computed_here
+from apps.accounting.answers import computed_here, scope_tag
 from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
 from apps.accounting.filters import parse_period_param
 from apps.accounting.ledger import late_hours
 from apps.accounting.models.periods import BillingPeriod
 from apps.accounting.rollup_reader import has_usage
-from apps.accounting.forecast_store import stored_forecast
+from apps.accounting.forecast_store import forecast_version, stored_forecast
 from apps.accounting.runrate import is_running
 from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
-                                        period_has_ended, statement)
+                                        period_has_ended, statement, statement_head)
 from apps.reports.forecast_rows import forecast_payload, forecasts_by_team
-from apps.reports.statement_rows import statement_payload
-from apps.accounting.months import month_zone
+from apps.reports.fragments import fragment_parts
+from apps.reports.statement_rows import rate_card_fields, statement_payload
+from apps.accounting.months import month_zone, statement_version
 from apps.clusters.models import Cluster
 from apps.teams.access import can_see_money, money_scope, require_team, team_scope
 from apps.web.pages import bad_request
@@ -51,33 +54,77 @@ def statement_view(request):
     if team:
         require_team(request.user, team, money=True)
     scope = money_scope(request.user)     # never widened by `viewer` (docs/security.md, "Money scope")
-    stmt = statement(period, shared_idle=shared_idle)
-    payload = statement_payload(stmt, "team", scope, shared_idle, lines_of={team})
-    running = not payload["closed"] and is_running(period)
-    if running:   # the running month: each team's month-end forecast beside its cost (docs/forecast.md)
-        forecasts = forecasts_by_team(forecast_payload(stored_forecast(period, teams=scope)))
-        for row in payload["results"]:
-            row["forecast"] = forecasts.get(row["key"], [])
+    head = statement_head(period)         # closed or open, the rate card, the zone: no line read
+    running = not head.closed and is_running(period)
+    if team:     # one team's lines drilled down: rendered on every view
+        payload = _payload(head, shared_idle, scope, running, team)
+        table_html, notes_html = _table_html(period, shared_idle, team, running, payload)
+        selected = next((row for row in payload["results"] if row["key"] == team), None)
+    else:        # the month's table and totals: stored per version of the month (docs/performance.md)
+        payload = None
+
+        def render_table():
+            nonlocal payload
+            payload = _payload(head, shared_idle, scope, running, "")
+            return _table_html(period, shared_idle, "", running, payload)
+        table_html, notes_html = fragment_parts(period, "chargeback-page", _version(period, running),
+                              [("shared_idle", shared_idle), ("scope", scope_tag(scope)), ("running", int(running))],
+                              TABLE_TEMPLATES, render_table)
+        selected = None
     # A closed month shows its frozen statement; the hours that came after the close are said,
     # with the month that bills them (docs/chargeback.md, "One month, one answer").
-    late = late_hours(period, team_scope(request.user)) if payload["closed"] else []
-    selected = next((row for row in payload["results"] if row["key"] == team), None) if team else None
+    late = late_hours(period, team_scope(request.user)) if head.closed else []
     api = reverse("api-chargeback")
     query = f"period={period}&shared_idle={shared_idle}"
     closer = may_close(request.user)
+    # the rows are in the context only when this view rendered them (a stored table has none)
+    payload = payload or {"closed": head.closed}
+    payload["rate_card"] = rate_card_fields(head)
     return render(request, "chargeback/statement.html", {
-        "payload": payload, "period": period, "shared_idle": shared_idle, "running": running, "late": late,
+        "payload": payload, "table_html": mark_safe(table_html), "notes_html": mark_safe(notes_html),  # our templates
+        "period": period, "shared_idle": shared_idle, "running": running, "late": late,
         "selected": selected, "team": team, "unallocated_key": UNALLOCATED_KEY,
         "prev_period": prev_period(period), "next_period": next_period(period),
-        "closed": _closed(period) if payload["closed"] else None,
-        "ended": period_has_ended(period), "closes_from": period_bounds(period, ZoneInfo(stmt.zone))[1],
+        "closed": _closed(period) if head.closed else None,
+        "ended": period_has_ended(period), "closes_from": period_bounds(period, ZoneInfo(head.zone))[1],
         "closer": closer,
-        "can_close": closer and not payload["closed"] and period_has_ended(period),
+        "can_close": closer and not head.closed and period_has_ended(period),
         "csv_url": f"{api}?{query}&group_by=team&format=csv",
         "csv_namespace_url": f"{api}?{query}&group_by=namespace&format=csv",
         "xlsx_url": f"{reverse('api-chargeback-xlsx')}?{query}",   # the statement workbook, every view
         "computed_on_read": bool(computed_here()),    # no worker had stored it: said beside the state
     })
+
+
+# the table and its notes, stored together (the late hours, live, go between them)
+TABLE_TEMPLATES = ("chargeback/_statement_table.html", "chargeback/_statement_notes.html")
+
+
+def _payload(head, shared_idle, scope, running, team) -> dict:
+    """The statement (`head`: its `statement_head`) by team as `scope` sees it, `team`'s lines
+    drilled down; the running month's rows carry each team's month-end forecast (docs/forecast.md)."""
+    period = head.period
+    payload = statement_payload(statement(period, shared_idle=shared_idle, head=head), "team", scope, shared_idle,
+                                lines_of={team})
+    if running:
+        forecasts = forecasts_by_team(forecast_payload(stored_forecast(period, teams=scope)))
+        for row in payload["results"]:
+            row["forecast"] = forecasts.get(row["key"], [])
+    return payload
+
+
+def _table_html(period, shared_idle, team, running, payload) -> list[str]:
+    ctx = {"payload": payload, "period": period, "shared_idle": shared_idle, "team": team, "running": running,
+           "unallocated_key": UNALLOCATED_KEY}
+    return [render_to_string(TABLE_TEMPLATES[0], ctx), render_to_string(TABLE_TEMPLATES[1], ctx)]
+
+
+def _version(period, running) -> str | None:
+    """What the stored table is current at: the statement's version; the running month's, the
+    stored forecast's (which holds the statement's, the history's and the watermark's)."""
+    if running:
+        return forecast_version(period)
+    return statement_version(period)
 
 
 def _closed(period):

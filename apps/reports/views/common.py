@@ -38,6 +38,16 @@ def report_view(view=None, *, admin_only=False):
 PICKER_FIELDS = ("cluster", "team", "dates")
 
 
+def _input_dates(sel, zone):
+    return presets.input_dates(sel.query["start"], sel.query["end"], sel.start, sel.end, zone)
+
+
+def picker_dates(sel) -> tuple[str, str]:
+    """The picker's start and end dates as the page shows them (what its links carry)."""
+    start_date, end_date = _input_dates(sel, billing_zone())
+    return start_date.isoformat(), end_date.isoformat()
+
+
 def page(request, sel, template, active, context, *, picker=PICKER_FIELDS, picker_team=None):
     """Render a report page with the navigation and picker filled in. `picker`: the fields the
     page's figures follow — only those are offered (a picker that filters nothing is not
@@ -48,7 +58,7 @@ def page(request, sel, template, active, context, *, picker=PICKER_FIELDS, picke
         teams = sorted(sel.scope)
     # The pickers and the window shown are billing-zone dates and times (docs/dates-and-money.md).
     zone = billing_zone()
-    start_date, end_date = presets.input_dates(sel.query["start"], sel.query["end"], sel.start, sel.end, zone)
+    start_date, end_date = _input_dates(sel, zone)
     ctx = {
         "sel": sel, "qs": sel.querystring, "active": active,
         "picker_clusters": list(Cluster.objects.values_list("name", flat=True)),
