@@ -2,8 +2,8 @@
 file or an environment variable, or stored encrypted (docs/security.md)."""
 import json
 import re
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import contextmanager
+from types import SimpleNamespace
 
 import pytest
 from django.contrib.auth.models import User
@@ -13,45 +13,30 @@ from django.db import connection
 from apps.clusters.models import Cluster
 from apps.clusters.secrets import PREFIX, seal, unseal
 from apps.ingest.prometheus import PrometheusClient, PrometheusError
+from tests.support.fake_http import answering
 
 pytestmark = pytest.mark.django_db
 VECTOR_1 = {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [0, "1"]}]}}
 
 
-class GuardedPrometheus:
-    """Answers `vector(1)` only to `Authorization: <expected>`; 401 otherwise."""
+@contextmanager
+def guarded_prometheus(expected):
+    """Answers `vector(1)` only to `Authorization: <expected>`; 401 otherwise. `seen`: the
+    Authorization header of each request."""
+    seen = []
 
-    def __init__(self, expected):
-        seen = self.seen = []
-
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self):
-                seen.append(self.headers.get("Authorization"))
-                ok = self.headers.get("Authorization") == expected
-                self.send_response(200 if ok else 401)
-                self.send_header("Content-Type", "application/json")
-                self.end_headers()
-                self.wfile.write(json.dumps(VECTOR_1 if ok else {"status": "error"}).encode())
-
-            do_GET = do_POST = _answer
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(request):
+        seen.append(request.headers.get("Authorization"))
+        ok = request.headers.get("Authorization") == expected
+        return (200 if ok else 401), json.dumps(VECTOR_1 if ok else {"status": "error"}), "application/json"
+    with answering(answer) as url:
+        yield SimpleNamespace(url=url, seen=seen)
 
 
 @pytest.fixture
 def guarded():
-    server = GuardedPrometheus("Bearer tok-123")
-    yield server
-    server.close()
+    with guarded_prometheus("Bearer tok-123") as server:
+        yield server
 
 
 def raw_column(cluster, name):
@@ -101,9 +86,8 @@ def test_an_unreadable_source_is_one_line(source, message):
 
 @pytest.fixture
 def listener():
-    server = GuardedPrometheus("never")
-    yield server
-    server.close()
+    with guarded_prometheus("never") as server:
+        yield server
 
 
 @pytest.mark.parametrize("source, problem", [

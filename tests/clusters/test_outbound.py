@@ -2,8 +2,8 @@
 reply of whatever answers there is never stored or shown beyond its HTTP status, and
 OUTBOUND_ALLOWED_HOSTS limits where they may point (docs/security.md, "Outbound requests").
 On main, 200 to 500 characters of the reply were stored and shown on the pages."""
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from contextlib import contextmanager
+from types import SimpleNamespace
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -11,38 +11,22 @@ from django.core.exceptions import ValidationError
 from apps.clusters.models import Cluster
 from apps.ingest.prometheus import PrometheusClient, PrometheusError
 from apps.notifications.channels import post_webhook
+from tests.support.fake_http import answering
 
 pytestmark = pytest.mark.django_db
 INTERNAL = "root:x:0:0:internal-admin-page-secret"
 
 
-class Answering:
-    def __init__(self, status, body, content_type="application/json"):
-        seen = self.seen = []
+@contextmanager
+def recorded(status, body, content_type="application/json"):
+    """A server answering `status` and `body`, keeping the paths it was asked (`seen`)."""
+    seen = []
 
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self):
-                seen.append(self.path)
-                self.send_response(status)
-                self.send_header("Content-Type", content_type)
-                self.end_headers()
-                self.wfile.write(body.encode())
-
-            do_GET = do_POST = _answer
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+    def answer(request):
+        seen.append(request.path)
+        return status, body, content_type
+    with answering(answer) as url:
+        yield SimpleNamespace(url=url, seen=seen)
 
 
 @pytest.mark.parametrize("status, body, content_type, said", [
@@ -52,7 +36,7 @@ class Answering:
     (404, '{"status":"error","error":"%s"}' % INTERNAL, "application/json", "answered HTTP 404"),
 ])
 def test_a_clusters_url_reads_back_only_a_status(status, body, content_type, said):
-    with Answering(status, body, content_type) as server:
+    with recorded(status, body, content_type) as server:
         cluster = Cluster(name="lab", prometheus_url=server.url)
         with pytest.raises(PrometheusError) as failed:
             PrometheusClient.for_cluster(cluster, 5).check()
@@ -61,7 +45,7 @@ def test_a_clusters_url_reads_back_only_a_status(status, body, content_type, sai
 
 
 def test_a_webhooks_reply_is_stored_as_its_status_only():
-    with Answering(502, f"<html>{INTERNAL}</html>", "text/html") as server:
+    with recorded(502, f"<html>{INTERNAL}</html>", "text/html") as server:
         ok, code, error = post_webhook(server.url + "/hook", {"text": "x"})
     assert (ok, code, error) == (False, 502, "HTTP 502")
 
@@ -73,7 +57,7 @@ def test_the_allow_list_refuses_other_hosts_on_save_and_before_sending(settings)
     for url in ("http://169.254.169.254/latest/meta-data", "http://127.0.0.1:9090", "https://example.com.evil.io"):
         with pytest.raises(ValidationError, match="is not in OUTBOUND_ALLOWED_HOSTS"):
             Cluster(name="bad", prometheus_url=url).full_clean()
-    with Answering(200, "{}") as server:
+    with recorded(200, "{}") as server:
         cluster = Cluster(name="lab", prometheus_url=server.url)       # saved before the allow-list
         with pytest.raises(PrometheusError, match="the host 127.0.0.1 is not in OUTBOUND_ALLOWED_HOSTS"):
             PrometheusClient.for_cluster(cluster, 5)

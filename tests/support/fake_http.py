@@ -12,49 +12,17 @@ def free_port():
 
 
 @contextmanager
-def serving(status, body, content_type="application/json"):
+def answering(answer, methods=("GET", "POST")):
+    """A real HTTP server on 127.0.0.1 answering each request of `methods` with `answer(request)`
+    → (status, body, content type), `request` being the handler (its `path`, `headers`); yields
+    its URL. Every fake server of the tests is one of these."""
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
+        def _answer(self):
+            status, body, content_type = answer(self)
             payload = body.encode() if isinstance(body, str) else body
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        do_POST = do_GET
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-
-
-@contextmanager
-def slow_proxy(target, delay_seconds):
-    """Forwards GETs to a real Prometheus, each after a delay: a slow server, for timing faults."""
-    import time
-    import urllib.request
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            time.sleep(delay_seconds)
-            try:
-                with urllib.request.urlopen(target + self.path, timeout=60) as upstream:
-                    payload, status = upstream.read(), upstream.status
-                    ctype = upstream.headers.get("Content-Type", "application/json")
-            except urllib.error.HTTPError as exc:
-                payload, status, ctype = exc.read(), exc.code, "application/json"
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", ctype)
+                self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
@@ -64,6 +32,8 @@ def slow_proxy(target, delay_seconds):
         def log_message(self, *args):
             pass
 
+    for method in methods:
+        setattr(Handler, f"do_{method}", Handler._answer)
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -75,38 +45,37 @@ def slow_proxy(target, delay_seconds):
         server.server_close()
 
 
-@contextmanager
+def serving(status, body, content_type="application/json"):
+    """Answers every GET and POST with `status` and `body`: a broken or lying Prometheus."""
+    return answering(lambda _request: (status, body, content_type))
+
+
+def _forward(target: str, path: str):
+    import urllib.error
+    import urllib.request
+
+    try:
+        with urllib.request.urlopen(target + path, timeout=60) as upstream:
+            return upstream.status, upstream.read(), upstream.headers.get("Content-Type", "application/json")
+    except urllib.error.HTTPError as exc:
+        return exc.code, exc.read(), "application/json"
+
+
+def slow_proxy(target, delay_seconds):
+    """Forwards GETs to a real Prometheus, each after a delay: a slow server, for timing faults."""
+    import time
+
+    def answer(request):
+        time.sleep(delay_seconds)
+        return _forward(target, request.path)
+    return answering(answer, methods=("GET",))
+
+
 def api_only_proxy(target):
     """Forwards /api/v1/… to a real Prometheus and answers 404 to anything else (its own /metrics
     among them): a query layer in front of the store, as Thanos Query or Mimir are."""
-    import urllib.request
-
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            if not self.path.startswith("/api/v1/"):
-                payload, status, ctype = b"404 page not found\n", 404, "text/plain"
-            else:
-                try:
-                    with urllib.request.urlopen(target + self.path, timeout=60) as upstream:
-                        payload, status = upstream.read(), upstream.status
-                        ctype = upstream.headers.get("Content-Type", "application/json")
-                except urllib.error.HTTPError as exc:
-                    payload, status, ctype = exc.read(), exc.code, "application/json"
-            self.send_response(status)
-            self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
-
-        def log_message(self, *args):
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    def answer(request):
+        if not request.path.startswith("/api/v1/"):
+            return 404, b"404 page not found\n", "text/plain"
+        return _forward(target, request.path)
+    return answering(answer, methods=("GET",))
