@@ -10,6 +10,8 @@ user's roles.
 from urllib.parse import quote, urlencode
 
 from django import template
+from django.utils.html import escape
+from django.utils.safestring import mark_safe
 
 from apps.teams.access import can_see_money, is_admin, team_scope
 
@@ -62,3 +64,14 @@ def portal_nav(context):
     if getattr(user, "is_staff", False):
         links.append(("Admin", "/admin/", False))
     return {"links": links}
+
+
+@register.simple_tag
+def picker_options(values, selected):
+    """The picker's `<option>`s of a select, `selected` marked (escaped; one join instead of a
+    template loop: the team picker of a 250-team fleet was a third of a warm overview's render)."""
+    out = []
+    for value in values:
+        text = escape(value)
+        out.append(f'<option value="{text}"{" selected" if value == selected else ""}>{text}</option>')
+    return mark_safe("".join(out))   # every value escaped above
