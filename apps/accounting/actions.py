@@ -20,7 +20,8 @@ from .refresh import refresh_after_commit
 from .signals import announce_close, history_starts
 from .statements import closing_computation, period_has_ended
 from .pricing import load_rate_card
-from .usage import CELL_SQL_COLUMNS, UsageFilter, billing_zone, fixed_day_cells, merged_in_db
+from .spans import merged_in_db
+from .usage import CELL_SQL_COLUMNS, UsageFilter, billing_zone, fixed_day_cells
 
 
 class ActionError(ValueError):
@@ -282,7 +283,7 @@ def freeze_month(period: str, period_id: int) -> list[Line]:
     """A month with nothing stored, frozen in the close's snapshot with little of it coming
     through Python: the database writes the per-day cells of every namespace whose team cannot
     change in the month straight into its frozen cells (`usage.fixed_day_cells`; the others are
-    computed here and copied), then sums them into span cells (`usage.merged_in_db`, as a stored
+    computed here and copied), then sums them into span cells (`spans.merged_in_db`, as a stored
     month's day parts are summed) that its own lines are priced from — the same lines the month
     shows while open, and the same lines a close from stored parts writes. Returns those lines
     (usage and unallocated). docs/performance.md, "Bulk writes"."""

@@ -354,9 +354,9 @@ def day_cells(answer_ids: list[int]) -> list[Cell]:
 
 def merged_day_cells(answer_ids: list[int], starts: list[date]) -> list[Cell]:
     """The span cells of stored day parts, summed by the database in one query
-    (`usage.merged_in_db`): the month's 230,000 per-day cells at 10,000 GPUs come back as its
-    22,800 span cells, the same floats as `usage.merge_spans` (docs/performance.md, "Per-day parts")."""
-    from .usage import merged_in_db
+    (`spans.merged_in_db`): the month's 230,000 per-day cells at 10,000 GPUs come back as its
+    22,800 span cells, the same floats as `spans.merge_spans` (docs/performance.md, "Per-day parts")."""
+    from .spans import merged_in_db
 
     return merged_in_db(MonthCell._meta.db_table, "answer_id = ANY(%s)", [list(answer_ids)], starts)
 

@@ -281,7 +281,7 @@ def test_the_database_sums_day_parts_to_the_same_floats_as_the_live_merge(db):
     """Seconds whose float sum depends on the order (0.1 + 0.2 + 0.3 and 1e16 + 1 - 1e16): the
     span cell summed in SQL from stored day parts equals the one merged in Python, to the bit."""
     from apps.accounting.calc import Cell
-    from apps.accounting.usage import exact_sum, merge_spans
+    from apps.accounting.spans import exact_sum, merge_spans
 
     values = [0.1, 0.2, 0.3, 1e16, 1.0, -1e16, 2.5e-7, 3600.0 / 7]
     cells = [Cell(1, "prod", "ml", "A", "H100", "", date(2026, 3, 1 + i), v, v / 3, 0.0, 0.0, "on-demand")
