@@ -21,7 +21,6 @@ served stale. SQLite (the offline demo) has no triggers: every read computes liv
 """
 from __future__ import annotations
 
-import gzip
 import hashlib
 import time
 import zlib
@@ -40,7 +39,7 @@ from django.db import connection, transaction
 
 from .bulk import collector_paused, insert_rows
 from .calc import Cell, Line, period_bounds, to_decimal
-from .models import InputChange, MonthAnswer, MonthBody, MonthCell, MonthLine
+from .models import InputChange, MonthAnswer, MonthCell, MonthLine
 
 # What shapes a stored answer or body: the product's code and templates, and the libraries that
 # compute or render it. Their digest is part of every version, so a deploy that changes any of
@@ -452,94 +451,6 @@ def _read_current(period: str, part: str, version: str) -> list | None:
                 for cid, cl, ns, team, model, profile, pc, day, g, u, _i, m in rows]
     return [Cell(cid, cl, ns, team, model, profile, day, g, u, i, m, pc)
             for cid, cl, ns, team, model, profile, pc, day, g, u, i, m in rows]
-
-
-def scope_tag(teams) -> str:
-    """The part of a stored body's key that names whose answer it is: `all` for every team,
-    else a digest of the sorted team names (a set of teams, whichever user holds it, sees the
-    same answer; the whole digest, so no two sets share a body)."""
-    if teams is None:
-        return "all"
-    return "teams:" + hashlib.sha256("\n".join(sorted(teams)).encode()).hexdigest()
-
-
-def body(period: str, key: str, version: str, render, *, gzipped: bool = False) -> bytes:
-    """A month's API answer as sent, stored with `version`: the stored bytes when current,
-    else `render()` (which must read the answer after `version` was read), stored and returned.
-    With `gzipped`, the same answer gzip-compressed (stored beside it, compressed once)."""
-    stored = read_body(period, key, version, gzipped=gzipped)
-    if stored is not None:
-        return stored
-    rendered = render()
-    packed = gzip_of(rendered)
-    write_body(period, key, version, rendered, packed)
-    return packed if gzipped else rendered
-
-
-def read_body(period: str, key: str, version: str, *, gzipped: bool = False) -> bytes | None:
-    """The bytes stored under (period, key) if stored with `version` (or their gzip copy), else None."""
-    column = "gzipped" if gzipped else "body"
-    connection.ensure_connection()
-    # A server-side-binding cursor reading in binary: megabytes of bytea come back as they are,
-    # not as hex text to decode (Django's client-side cursors read text only).
-    with psycopg.Cursor(connection.connection) as cur:
-        cur.execute(f"SELECT {column} FROM {MonthBody._meta.db_table} WHERE period = %s AND key = %s AND version = %s",
-                    [period, key, version], binary=True)
-        row = cur.fetchone()
-    return bytes(row[0]) if row is not None and row[0] is not None else None
-
-
-def write_body(period: str, key: str, version: str, rendered: bytes, packed: bytes | None) -> None:
-    """Store `rendered` (and its gzip copy, or none) under (period, key) with `version`."""
-    table = MonthBody._meta.db_table
-    with transaction.atomic():
-        with connection.cursor() as cur:
-            # clock_timestamp(), not now(): bodies written in one transaction keep their order.
-            cur.execute(f"INSERT INTO {table} (period, key, version, body, gzipped, rendered_at) "
-                        "VALUES (%s, %s, %s, %s, %s, clock_timestamp()) "
-                        "ON CONFLICT (period, key) DO UPDATE SET version = EXCLUDED.version, body = EXCLUDED.body, "
-                        "gzipped = EXCLUDED.gzipped, rendered_at = EXCLUDED.rendered_at",
-                        [period, key, version, rendered, packed])
-        _bound_bodies(period)
-
-
-BODY_LOCK_CLASS = LOCK_CLASS + 1   # pg_advisory_xact_lock(class, key): pruning a month's bodies
-
-
-def bodies_per_period() -> int:
-    """At most this many stored bodies per month (docs/security.md, "Stored answers")."""
-    return int(getattr(settings, "MONTH_BODIES_PER_PERIOD", 200))
-
-
-def _bound_bodies(period: str) -> None:
-    """Keep the month's newest `bodies_per_period()` bodies, dropping the longest unrendered
-    (the one just stored is the newest). Whoever holds the month's pruning lock prunes; a
-    concurrent writer skips it rather than wait, and the next write prunes again."""
-    with connection.cursor() as cur:
-        cur.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [BODY_LOCK_CLASS, zlib.crc32(period.encode()) - 2**31])
-        if not cur.fetchone()[0]:
-            return
-        table = MonthBody._meta.db_table
-        cur.execute(f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE period = %s "
-                    "ORDER BY rendered_at DESC, id DESC OFFSET %s)", [period, bodies_per_period()])
-
-
-def prune_bodies(keep_days: int | None = None) -> int:
-    """Drop stored bodies not rendered in `keep_days` (default `MONTH_BODY_KEEP_DAYS`, 31): a
-    body still asked for is rendered again on its next request. Returns the rows removed."""
-    if not stored_answers():
-        return 0
-    days = keep_days if keep_days is not None else int(getattr(settings, "MONTH_BODY_KEEP_DAYS", 31))
-    with connection.cursor() as cur:
-        cur.execute(f"DELETE FROM {MonthBody._meta.db_table} WHERE rendered_at < clock_timestamp() - %s",
-                    [timedelta(days=days)])
-        return cur.rowcount
-
-
-def gzip_of(data: bytes) -> bytes:
-    """gzip at level 6 (zlib's default: 9 MB of statement JSON → about 0.5 MB in ~0.1 s here,
-    paid once per version) with no timestamp, so the same answer always gives the same bytes."""
-    return gzip.compress(data, compresslevel=6, mtime=0)
 
 
 def drop_parts(period: str, parts) -> None:

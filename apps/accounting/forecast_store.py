@@ -28,7 +28,8 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from .answers import note_computed, read_body, read_inputs, stored_answers, take_lock, write_body
+from .answers import note_computed, read_inputs, stored_answers, take_lock
+from .bodies import read_body, write_body
 from .bulk import collector_paused
 from .calc import period_bounds, prev_period
 from .days import day_of, day_start

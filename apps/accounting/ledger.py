@@ -19,7 +19,7 @@ from .calc import Line, apportion, billed_cost, next_period, present
 from .figures import shown_hours
 from .focus import focus_month, line_key
 from .models import FrozenCell
-from .answers import body
+from .bodies import body
 from .months import closed_periods, month_late_cells, statement_version
 from .statements import Statement, statement
 from .usage import UNASSIGNED

@@ -50,7 +50,8 @@ def compact_input_changes() -> dict:
     """Nightly housekeeping of the stored month answers: trim the log of input changes they are
     versioned by (every answer is re-proved once after it), drop the parts closed months no
     longer read, and the stored bodies nobody asked for lately (docs/security.md, "Stored answers")."""
-    from .answers import compact_input_changes as compact, prune_bodies
+    from .answers import compact_input_changes as compact
+    from .bodies import prune_bodies
     from .months import prune_closed_months
 
     return {"log_rows_removed": compact(), "closed_months_pruned": prune_closed_months(),

@@ -10,7 +10,7 @@ that version holds reads the HTML back in one query.
 The version is the caller's: the month's stored-answer version (`months.statement_version`,
 `months.usage_version`, the stored forecast's), read *before* rendering, so a write committed
 meanwhile leaves the fragment stale, never served stale. The key names everything else the HTML
-depends on: the view's own parameters (money shown, whose teams: `answers.scope_tag`, the query
+depends on: the view's own parameters (money shown, whose teams: `bodies.scope_tag`, the query
 string its links carry), the money locale, and a digest of the templates and formatting filters
 that render it (a deploy that changes either is a miss). The page around a fragment (navigation,
 CSRF token, a month's closed state, freshness) is rendered per request.
@@ -25,7 +25,7 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from apps.accounting.answers import body as month_body
+from apps.accounting.bodies import body as month_body
 
 
 def fragment(period: str | None, view: str, version: str | None, params, templates: tuple[str, ...], render) -> str:

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.accounting.answers import prune_bodies
+from apps.accounting.bodies import prune_bodies
 from apps.accounting.models import MonthBody
 from apps.accounting.tasks import compact_input_changes
 

@@ -97,7 +97,7 @@ class MonthLine(models.Model):
 
 class MonthBody(models.Model):
     """A month's API answer as sent (JSON bytes, and a gzip copy of them), for one set of teams:
-    the key ends in `answers.scope_tag` (`all`, or a digest of the team names), with the version
+    the key ends in `bodies.scope_tag` (`all`, or a digest of the team names), with the version
     of the answer it was rendered from (docs/performance.md, "Stored month answers")."""
     period = models.CharField(max_length=7)
     key = models.CharField(max_length=200, help_text="which answer: endpoint and parameters")

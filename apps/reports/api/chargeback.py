@@ -9,7 +9,7 @@ from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
 from apps.accounting.actions import ActionError, NotAllowed, do_close_period, do_reopen_period
-from apps.accounting.answers import scope_tag
+from apps.accounting.bodies import scope_tag
 from apps.accounting.filters import PERIOD_PATTERN, iso_utc as iso, parse_choice, parse_period_param
 from apps.accounting.months import month_bounds, statement_version
 from apps.accounting.statements import SHARED_IDLE, clusters_behind, default_period, statement

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from types import SimpleNamespace
 
-from apps.accounting.answers import body as month_body
+from apps.accounting.bodies import body as month_body
 from apps.accounting.answers import stored_answers
 from apps.accounting.filters import iso_utc as iso
 from apps.accounting.months import month_bounds, statement_version, usage_version

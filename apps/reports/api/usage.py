@@ -7,7 +7,7 @@ from rest_framework.views import APIView
 from apps.accounting.filters import filter_from, iso_utc as iso, parse_choice
 from apps.accounting.pricing import price_usage_rows_detail
 from apps.accounting.figures import shown_hours, shown_ratio
-from apps.accounting.answers import scope_tag
+from apps.accounting.bodies import scope_tag
 from apps.accounting.ledger import usage_money
 from apps.accounting.months import usage_version, whole_month, window_cells
 from apps.accounting.usage import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells

@@ -10,7 +10,7 @@ from dataclasses import asdict, fields
 from datetime import date
 from decimal import Decimal
 
-from apps.accounting.answers import body as month_body
+from apps.accounting.bodies import body as month_body
 from apps.accounting.months import usage_version
 from apps.accounting.usage import UsageFilter, UsageRow
 
