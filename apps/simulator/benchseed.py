@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import random
 from collections import defaultdict
-from datetime import date, datetime, timedelta
+from datetime import date, datetime, timedelta, timezone
 
 from django.db import connection
+from django.db.models import Q
 
 from apps.accounting.models import UsageDay, UsageDayBuilt, UsageHour
 from apps.clusters.models import Cluster, Device
@@ -113,6 +114,10 @@ class Fleet:
         ])
         with connection.cursor() as cur:
             cur.execute(f"ANALYZE {table}")
+        # As ingest leaves it: each cluster's watermark where its rolled-up data ends (never back).
+        end = datetime.combine(first_day + timedelta(days=days), datetime.min.time(), tzinfo=timezone.utc)
+        Cluster.objects.filter(pk__in=[c.pk for c in self.clusters]).filter(
+            Q(ingested_until__isnull=True) | Q(ingested_until__lt=end)).update(ingested_until=end)
         return rows
 
     def seed_hour(self, hour_start: datetime, occupancy: float = 0.7) -> int:
