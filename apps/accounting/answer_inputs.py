@@ -62,10 +62,15 @@ BEGIN
 END $$;
 """
 
+# The undated categories a caller names (`months.usage_version(also=…)`); `InputChange` holds them all.
+RATES = "rates"
+OWNERS = "owners"      # pods' workloads: read by the right-sizing block, not by month answers
+QUOTA = "quota"        # ResourceQuota hours: read by the team page's quota table, not by month answers
+
 DATED = {"accounting_usagehour": "hour", "accounting_usageday": "day", "accounting_usagedaybuilt": "day"}
 # table: [(category, columns whose update counts ('*': any), which events)]
 UNDATED = {
-    "accounting_rate": [("rates", "*", "IUD"), ("mapping", "effective_from", "IUD")],
+    "accounting_rate": [(RATES, "*", "IUD"), ("mapping", "effective_from", "IUD")],
     "accounting_nodepool": [("mapping", "*", "IUD")],
     "teams_namespaceassignment": [("mapping", "*", "IUD")],
     "teams_namespacelabel": [("mapping", "*", "IUD")],
@@ -73,6 +78,10 @@ UNDATED = {
     "teams_team": [("mapping", "name", "IUD")],
     "teams_namespace": [("mapping", "name,cluster_id", "UD")],   # a new namespace has no label yet
     "clusters_cluster": [("mapping", "name,label_trust", "IUD")],
+    # Read by no month answer, but by stored page parts (`months.usage_version(also=…)`): the
+    # right-sizing block (pod owners name the workloads) and the team page's quota table.
+    "accounting_podowner": [(OWNERS, "owner_kind,owner_name,workload_kind,workload_name", "IUD")],
+    "accounting_quotahour": [(QUOTA, "*", "IUD")],
 }
 # Logged on every statement, without transition tables: a close inserts a month's hundreds of
 # thousands of frozen cells at once, and only closes and reopens write them. Only the stored

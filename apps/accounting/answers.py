@@ -125,10 +125,58 @@ class Inputs:
         return f"{self.cells(period)}|f{self.undated.get('frozen')}"
 
 
-def read_inputs(periods, *, days: bool = False) -> Inputs:
+# Inside `versions_read_once` (a page view): each version read, made once and reused.
+_read_once: ContextVar[dict | None] = ContextVar("answers_read_once", default=None)
+
+
+@contextmanager
+def versions_read_once():
+    """Inside, a version read — the log's counts for a set of months, the closed months, the team
+    mapping's — is made once and reused (a page reads a month's version for each of its parts).
+    A version read earlier is never newer than the data read after it: what is computed and
+    stored under it is at worst stale on arrival and recomputed by the next reader, never served
+    stale. A reader that waited for another's lock reads afresh (`fresh=True`) to take its answer.
+    For reads only (the report pages' GETs): a request that writes inputs must not use it."""
+    token = _read_once.set({})
+    try:
+        yield
+    finally:
+        _read_once.reset(token)
+
+
+def read_once(key, read):
+    """`read()`, or within `versions_read_once` the value it gave the first time for `key`."""
+    memo = _read_once.get()
+    if memo is None:
+        return read()
+    if key not in memo:
+        memo[key] = read()
+    return memo[key]
+
+
+def prefetch_versions(periods) -> None:
+    """Within `versions_read_once`, read the log's versions of every month in `periods` now, in
+    one query: the parts of a page that read them after find them (nothing on SQLite)."""
+    if stored_answers() and _read_once.get() is not None:
+        read_inputs(periods)
+
+
+def read_inputs(periods, *, days: bool = False, fresh: bool = False) -> Inputs:
     """One query: the undated categories' counts and each month's dated count; with `days`, also
-    each UTC date's of those months (what the per-day parts are versioned by)."""
+    each UTC date's of those months (what the per-day parts are versioned by). `fresh`: read now
+    even within `versions_read_once`."""
     periods = sorted(set(periods))
+    memo = None if fresh else _read_once.get()
+    if memo is None:
+        return _read_inputs(periods, days)
+    # A read of more months (or with the dates) holds this one's versions: the same query's rows.
+    for key, inputs in memo.items():
+        if key[0] == "inputs" and set(periods) <= set(key[1]) and (key[2] or not days):
+            return inputs
+    return read_once(("inputs", tuple(periods), days), lambda: _read_inputs(periods, days))
+
+
+def _read_inputs(periods: list[str], days: bool) -> Inputs:
     ranges = [month_dates(p) for p in periods]
     parts = ["SELECT category, count(*), coalesce(max(id), 0) FROM accounting_inputchange "
              "WHERE day IS NULL GROUP BY category"]
@@ -180,7 +228,7 @@ def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = 
             if not cur.fetchone()[0]:
                 # Another request is computing it: wait, then take what it stored if still current.
                 cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
-                inputs = read_inputs([period])
+                inputs = read_inputs([period], fresh=True)
                 rows = _read_current(period, part, version_of(inputs))
                 if rows is not None:
                     return rows
@@ -286,7 +334,7 @@ def day_answers(period: str, days: list[date], compute_days, inputs: Inputs | No
         with transaction.atomic(savepoint=False), collector_paused():
             _lock_all(period, [day_part(d) for d in (days if hold else stale)])
             if stale:       # someone may have stored them meanwhile: take theirs if current
-                inputs = read_inputs([period], days=True)
+                inputs = read_inputs([period], days=True, fresh=True)
                 stored = _part_versions(period, "day")
                 stale = [d for d in days if stored.get(day_part(d), (None, None))[1] != inputs.day(d)]
             computed = []

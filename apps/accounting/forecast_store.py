@@ -71,7 +71,7 @@ def fleet_forecast(period: str, *, now: datetime | None = None) -> MonthForecast
         return load(stored)
     with transaction.atomic():
         if not take_lock(period, PART):     # someone computed it meanwhile: theirs, if still current
-            inputs, as_of = _inputs_version(period), data_instant(period, clock)
+            inputs, as_of = _inputs_version(period, fresh=True), data_instant(period, clock)
             stored = read_body(period, KEY, _version(inputs, as_of))
             if stored is not None:
                 return load(stored)
@@ -120,11 +120,11 @@ def forecast_version(period: str, *, now: datetime | None = None) -> str | None:
     return _version(_inputs_version(period), as_of)
 
 
-def _inputs_version(period: str) -> str:
+def _inputs_version(period: str, *, fresh: bool = False) -> str:
     """The logged inputs the forecast reads (one query for them, one for the closed months)."""
-    closed = closed_periods()
+    closed = closed_periods(fresh=fresh)
     history = prev_period(period)
-    inputs = read_inputs({period, history, *closed_before(period, closed)})
+    inputs = read_inputs({period, history, *closed_before(period, closed)}, fresh=fresh)
     return f"{statement_version(period, closed=closed, inputs=inputs)}|history {history}:{inputs.dated[history]}"
 
 

@@ -14,15 +14,15 @@ from datetime import date, timedelta, timezone
 from django.conf import settings
 from django.db.models import Q
 
-from .answers import (CODE_VERSION, Inputs, answer, day_answers, day_cells, day_part, drop_parts,
+from .answers import (CODE_VERSION, Inputs, answer, read_once, day_answers, day_cells, day_part, drop_parts,
                       merged_day_cells, read_inputs, store_current, stored_answers)
 from .calc import Cell, Line, build_lines, last_day, next_period, period_bounds, period_of, prev_period
 from .days import day_start
 from .latedata import delta_cells
 from .models import BillingPeriod, FrozenCell, MonthAnswer
+from .resolvers import team_resolver
 from .pricing import load_rate_card
 from .timeparse import MAX_YEAR, MIN_YEAR, billing_zone, in_zone
-from apps.teams.resolve import TeamResolver
 
 from .usage import UsageFilter, span_starts, usage_cells
 
@@ -57,8 +57,11 @@ def frozen_cells(bp: BillingPeriod) -> list[Cell]:
     return [frozen_cell(*row) for row in FrozenCell.objects.filter(period=bp).values_list(*_FROZEN_AS_CELL)]
 
 
-def closed_periods() -> dict[str, BillingPeriod]:
-    return {bp.period: bp for bp in BillingPeriod.objects.filter(closed_at__isnull=False)}
+def closed_periods(*, fresh: bool = False) -> dict[str, BillingPeriod]:
+    """The closed months (read once within `answers.versions_read_once` unless `fresh`)."""
+    def read():
+        return {bp.period: bp for bp in BillingPeriod.objects.filter(closed_at__isnull=False)}
+    return dict(read() if fresh else read_once("closed", read))
 
 
 def closed_before(period: str, closed: dict[str, BillingPeriod]) -> list[str]:
@@ -106,7 +109,7 @@ def own_cells(period: str, inputs: Inputs | None = None) -> list[Cell]:
 
         def resolver():
             if not read:
-                read.append(TeamResolver())
+                read.append(team_resolver())
             return read[0]
         ids = day_parts(period, i, resolver=resolver)
         return merged_day_cells(ids, span_starts(UsageFilter(start=start, end=end), resolver()))
@@ -250,11 +253,12 @@ def statement_version(period: str, *, closed: dict | None = None, inputs: Inputs
                                             for m in chain)])
 
 
-def usage_version(f: UsageFilter, priced: bool, *, scoped: bool = False) -> tuple[str, str] | None:
+def usage_version(f: UsageFilter, priced: bool, *, scoped: bool = False, also: tuple[str, ...] = ()) -> tuple[str, str] | None:
     """(period, version) of a usage window that is a whole month read from its stored cells
     (`window_cells`) for the whole fleet — or, with `scoped`, for a set of teams too (their rows
     are filtered from the same cells, so the version is the same); None for any other window,
-    filter or database."""
+    filter or database. `also`: undated categories of the log the caller reads besides
+    (`answer_inputs.UNDATED`: a page part reading pod owners or quotas), in the same query."""
     if not stored_answers() or f.cluster or (f.teams is not None and not scoped) or f.namespaces is not None \
             or f.gpu_models is not None:
         return None
@@ -262,6 +266,7 @@ def usage_version(f: UsageFilter, priced: bool, *, scoped: bool = False) -> tupl
     if period is None:
         return None
     inputs = read_inputs([period])
+    extra = "".join(f"|{c} {inputs.undated.get(c)}" for c in also)
     # Priced, a month's money is its ledger's (its statement rounded as a whole): the version of
     # the statement, with the hours' own.
-    return period, f"{inputs.cells(period)}|{statement_version(period)}" if priced else inputs.cells(period)
+    return period, (f"{inputs.cells(period)}|{statement_version(period)}" if priced else inputs.cells(period)) + extra

@@ -26,6 +26,7 @@ from apps.clusters.models import Cluster
 from apps.teams.resolve import TeamResolver
 
 from .models.rollups import DeviceHealthHour, QueuedDemandHour, QuotaHour, UsageHour
+from .resolvers import team_resolver
 from .timeparse import billing_zone
 from .usage import NARROW_MAX_NAMESPACES, UsageFilter, price_class_expr
 
@@ -34,7 +35,7 @@ class HourTeams:
     """The one team-per-hour rule, over one read of the team mappings and label histories."""
 
     def __init__(self, resolver: TeamResolver | None = None):
-        self.resolver = resolver or TeamResolver()
+        self.resolver = resolver or team_resolver()
         self.zone = billing_zone()
 
     def team(self, cluster_id: int, namespace: str, hour: datetime) -> str:

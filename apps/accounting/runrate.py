@@ -22,6 +22,7 @@ from decimal import Decimal
 
 from django.utils import timezone
 
+from .answers import read_once
 from .calc import BASIS_PROFILE, RateCard, billed_cost, last_day, period_bounds, to_decimal
 from .days import day_of, day_start
 from .figures import shown_hours
@@ -78,12 +79,18 @@ def data_instant(period: str, clock: datetime, cluster: str | None = None) -> da
     the clusters that have one, or of `cluster`), never after the clock nor before the month's
     start. While nothing arrives the forecast stays where the data stops, instead of counting
     days as gone that it has no usage for (docs/forecast.md)."""
-    from apps.clusters.models import Cluster
-    marks = Cluster.objects.exclude(ingested_until=None)
-    if cluster:
-        marks = marks.filter(name=cluster)
-    as_of = min([clock, *marks.values_list("ingested_until", flat=True)])
+    marks = watermarks()
+    as_of = min([clock, *(at for name, at in marks.items() if not cluster or name == cluster)])
     return max(as_of, period_bounds(period, billing_zone())[0])
+
+
+def watermarks() -> dict[str, datetime]:
+    """Cluster name → its ingest watermark (`ingested_until`), of the clusters that have one;
+    read once within `answers.versions_read_once` (a page asks for it in several parts)."""
+    from apps.clusters.models import Cluster
+
+    return dict(read_once("watermarks", lambda: dict(
+        Cluster.objects.exclude(ingested_until=None).values_list("name", "ingested_until"))))
 
 
 LineKey = tuple     # (cluster id, namespace, GPU model, MIG profile, price class): a statement line's usage
@@ -145,11 +152,11 @@ def month_forecast(period: str, *, now: datetime | None = None, teams: set[str] 
 
 def _owners(cells, as_of: datetime) -> dict[tuple[int, str], str]:
     """(cluster id, namespace) -> its team at `as_of`, for the namespaces the cells are on."""
-    from apps.teams.resolve import TeamResolver
+    from .resolvers import team_resolver
     keys = {(c.cluster_id, c.namespace) for c in cells if c.namespace}
     if not keys:
         return {}
-    resolver = TeamResolver({k[0] for k in keys})
+    resolver = team_resolver({k[0] for k in keys})
     day = day_of(as_of, billing_zone())
     return {k: resolver.team(k[0], k[1], day, as_of) for k in keys}
 

@@ -32,6 +32,7 @@ from .figures import efficiency
 from .calc import Cell
 from .spans import merge_spans
 from .models import ON_DEMAND, NodePool, UsageDay, UsageDayBuilt, UsageHour
+from .resolvers import team_resolver
 from .timeparse import billing_zone
 
 GROUP_BYS = ("namespace", "team", "cluster", "gpu_model")
@@ -64,7 +65,7 @@ def usage_cells(f: UsageFilter, *, per_day: bool = True, resolver: TeamResolver 
     cluster_names = dict(clusters.values_list("id", "name"))
     cluster_ids = set(cluster_names)
     if resolver is None or (resolver.cluster_ids is not None and not cluster_ids <= resolver.cluster_ids):
-        resolver = TeamResolver(cluster_ids)
+        resolver = team_resolver(cluster_ids)
     f = _narrowed(f, resolver)
     relabels = {c: ts for c, ts in resolver.label_changes(f.start, f.end).items() if c in cluster_ids}
     rows = []
@@ -98,7 +99,7 @@ def fixed_day_cells(f: UsageFilter) -> tuple[tuple[str, list] | None, list[Cell]
     clusters = Cluster.objects.filter(name=f.cluster) if f.cluster else Cluster.objects.all()
     cluster_names = dict(clusters.values_list("id", "name"))
     cluster_ids = set(cluster_names)
-    resolver = TeamResolver(cluster_ids)
+    resolver = team_resolver(cluster_ids)
     relabels = {c: ts for c, ts in resolver.label_changes(f.start, f.end).items() if c in cluster_ids}
     fixed, moving = resolver.fixed_teams(f.start.astimezone(billing_zone()).date())
     selects, rows = [], []
@@ -138,7 +139,7 @@ def span_starts(f: UsageFilter, resolver: TeamResolver | None = None) -> list[da
     cells read elsewhere (a month's stored day parts, docs/performance.md). `resolver`: one of
     every cluster already read in this request."""
     if resolver is None or resolver.cluster_ids is not None:
-        resolver = TeamResolver()
+        resolver = team_resolver()
     relabels = resolver.label_changes(f.start, f.end)
     return _span_starts(f, relabels)
 

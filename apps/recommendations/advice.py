@@ -20,7 +20,7 @@ from apps.accounting.pricing import rate_basis_for, rate_for
 from apps.accounting.usage import billing_zone
 from apps.clusters.models import Cluster
 from apps.teams.access import money_covers
-from apps.teams.resolve import TeamResolver
+from apps.accounting.resolvers import team_resolver
 
 from . import estimator as est
 from .history import NamespaceHistory, cluster_models, namespace_histories, series
@@ -194,7 +194,7 @@ def advice_rows(q: AdviceQuery, rate_fn=None, basis_fn=None, *, with_assessments
         clusters = clusters.filter(name=q.cluster)
     clusters = list(clusters)
     ids = [c.pk for c in clusters]
-    resolver = TeamResolver(cluster_ids=ids)
+    resolver = team_resolver(ids)
     previous = previous_targets(ids, today)
     rows = []
     for cluster in clusters:

@@ -17,7 +17,7 @@ from apps.accounting.filters import ReportFilter
 from apps.accounting.usage import billing_zone
 from apps.accounting.workloads import POD_KIND, WorkloadUsage, workload_usage
 from apps.clusters.models import Cluster
-from apps.teams.resolve import TeamResolver
+from apps.accounting.resolvers import team_resolver
 
 from . import rightsizing as rs
 from .advice import PRICE_CLASS, make_rater, window_for
@@ -138,6 +138,25 @@ def assess(u: WorkloadUsage, window: tuple[datetime, datetime], params: rs.Param
     }
 
 
+def windows(q: RightsizeQuery, now: datetime) -> list[tuple[Cluster, tuple[datetime, datetime]]]:
+    """Each cluster the query reads with the hours it reads of it: the trailing days up to its
+    ingest watermark, or the explicit window never past the hours ingested (a cluster whose
+    window is then empty is left out)."""
+    days = q.window_days or settings.ADVICE_WINDOW_DAYS
+    clusters = Cluster.objects.only("pk", "name", "ingested_until").order_by("name")
+    if q.cluster:
+        clusters = clusters.filter(name=q.cluster)
+    out = []
+    for cluster in clusters:
+        window = window_for(cluster, now, days)
+        if q.start and q.end:   # an explicit window, never past the hours ingested
+            window = (q.start, min(q.end, window[1]))
+            if window[0] >= window[1]:
+                continue
+        out.append((cluster, window))
+    return out
+
+
 def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dict]:
     """Every workload the query may see, the largest saving first. `rate_fn`/`basis_fn`
     default to the rate card's `rate_for`/`rate_basis_for`."""
@@ -146,22 +165,13 @@ def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dic
     now = q.now or timezone.now()
     today = now.astimezone(billing_zone()).date()
     params = params_from_settings()
-    days = q.window_days or settings.ADVICE_WINDOW_DAYS
-    clusters = Cluster.objects.order_by("name")
-    if q.cluster:
-        clusters = clusters.filter(name=q.cluster)
-    clusters = list(clusters)
-    resolver = TeamResolver(cluster_ids=[c.pk for c in clusters])
+    read = windows(q, now)
+    resolver = team_resolver([c.pk for c, _ in read])
     wanted = frozenset({q.team}) if q.team is not None else q.teams
     # the SQL reads only namespaces that ever belonged to the teams asked for; each row is still resolved
     namespaces = resolver.namespaces_of(wanted) if wanted is not None else None
     rows = []
-    for cluster in clusters:
-        window = window_for(cluster, now, days)
-        if q.start and q.end:   # an explicit window, never past the hours ingested
-            window = (q.start, min(q.end, window[1]))
-            if window[0] >= window[1]:
-                continue
+    for cluster, window in read:
         usage = workload_usage([cluster.pk], *window, namespaces=namespaces)
         held = {(u.gpu_model, u.mig_profile): u.gpu_fraction for u in usage if u.mig_profile}
         rate = make_rater(today, rate_fn, basis_fn, _Fractions(held))

@@ -5,7 +5,7 @@ gave the namespace at that hour (its label history); without that, `unassigned`.
 """
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import defaultdict
 from datetime import date, datetime, time, timedelta
 from zoneinfo import ZoneInfo
@@ -50,6 +50,13 @@ class TeamResolver:
             self.cluster_names[a.namespace.cluster_id] = a.namespace.cluster.name
         self._dates = {k: [d for d, _ in v] for k, v in dated.items()}
         self._teams = {k: [t for _, t in v] for k, v in dated.items()}
+        self._history = dict(self._history)     # read only from here on: a lookup adds no key
+        # Built on first use, from the histories above (a resolver is never changed once built,
+        # so one kept for a version of the mapping — apps/accounting/resolvers.py — answers its
+        # window questions from these instead of walking every namespace again).
+        self._changes: dict[int, list[datetime]] | None = None
+        self._midnights: list[datetime] | None = None
+        self._of: dict[frozenset, set[str] | None] = {}
 
     def _apply_label_trust(self, trust: dict[int, str]) -> None:
         """Per cluster's label trust (docs/teams-and-relabels.md, "Who may claim a team"): every
@@ -125,31 +132,40 @@ class TeamResolver:
 
     def label_changes(self, start: datetime, end: datetime) -> dict[int, list[datetime]]:
         """Per cluster, the instants inside (start, end) at which some namespace's label changes."""
-        out: dict[int, set[datetime]] = defaultdict(set)
-        for (cluster_id, _), rows in self._history.items():
-            out[cluster_id].update(t for t in history.changes(rows) if start < t < end)
-        return {c: sorted(ts) for c, ts in out.items() if ts}
+        if self._changes is None:
+            out: dict[int, set[datetime]] = defaultdict(set)
+            for (cluster_id, _), rows in self._history.items():
+                out[cluster_id].update(history.changes(rows))
+            self._changes = {c: sorted(ts) for c, ts in out.items() if ts}
+        inside = {c: ts[bisect_right(ts, start):bisect_left(ts, end)] for c, ts in self._changes.items()}
+        return {c: ts for c, ts in inside.items() if ts}
 
     def team_changes(self, start: datetime, end: datetime) -> list[datetime]:
         """Every instant inside (start, end) at which some namespace may change team: a label
         change, or the midnight an admin mapping takes effect (docs/teams-and-relabels.md).
         Between two of them every namespace keeps one team."""
-        zone = ZoneInfo(settings.BILLING_TIMEZONE)
+        if self._midnights is None:
+            zone = ZoneInfo(settings.BILLING_TIMEZONE)
+            self._midnights = sorted({_midnight(d, zone) for dates in self._dates.values() for d in dates})
         out = {t for ts in self.label_changes(start, end).values() for t in ts}
-        for dates in self._dates.values():
-            out.update(t for t in (_midnight(d, zone) for d in dates) if start < t < end)
+        out.update(self._midnights[bisect_right(self._midnights, start):bisect_left(self._midnights, end)])
         return sorted(out)
 
     def namespaces_of(self, teams) -> set[str] | None:
         """The names of the namespaces that resolve to one of `teams` at some time: mapped to it,
         or labelled with it (as label trust counts labels). None when `unassigned` is among
         them: any namespace nobody mapped or labelled is. Readers narrow their SQL with it and
-        still resolve each row (docs/teams-and-relabels.md)."""
+        still resolve each row (docs/teams-and-relabels.md). The caller must not change it."""
+        teams = frozenset(teams)
         if UNASSIGNED in teams:
             return None
-        out = {key[1] for key, names in self._teams.items() if any(t in teams for t in names)}
-        out |= {key[1] for key, rows in self._history.items() if any(label in teams for _, label in rows)}
-        return out
+        if teams not in self._of:
+            out = {key[1] for key, names in self._teams.items() if any(t in teams for t in names)}
+            out |= {key[1] for key, rows in self._history.items() if any(label in teams for _, label in rows)}
+            if len(self._of) > 256:
+                self._of.clear()
+            self._of[teams] = frozenset(out)
+        return self._of[teams]
 
     def namespaces(self) -> set[Key]:
         """Every namespace with a label history or an admin mapping."""

@@ -140,3 +140,21 @@ def test_only_the_bulk_writer_speaks_copy():
                     and any(isinstance(a, (ast.Constant, ast.JoinedStr)) and "COPY" in ast.unparse(a) for a in node.args):
                 found.append(f"{rel}:{node.lineno}")
     assert found == []
+
+
+def test_only_the_resolver_layer_builds_team_resolvers():
+    """The team mapping is read through one layer (apps/accounting/resolvers.py, kept per version
+    of its logged inputs): no other product module builds a `TeamResolver` itself, which would
+    read every label and mapping of the fleet again on each call."""
+    import ast
+
+    allowed = {"apps/accounting/resolvers.py"}
+    found = []
+    for path in sorted([*(ROOT / "apps").rglob("*.py"), *(ROOT / "gpuportal").rglob("*.py")]):
+        rel = str(path.relative_to(ROOT))
+        if rel in allowed or "migrations" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "TeamResolver":
+                found.append(f"{rel}:{node.lineno}")
+    assert found == []

@@ -222,14 +222,10 @@ def april(march, monkeypatch):
     return march
 
 
-RIGHTSIZING = '"accounting_podowner"'   # the right-sizing summary's own workload read: live, not the month's
-
-
 def team_view(client, url=TEAM_PAGE):
-    """`view` of the team page; what it read besides the right-sizing summary's workloads (that
-    block's recent window is not a month answer: docs/performance.md, "Pages' stored fragments")."""
-    body, read = view(client, url)
-    return body, [sql for sql in read if RIGHTSIZING not in sql]
+    """`view` of the team page (its right-sizing block and quota table are stored parts too:
+    tests/reports/test_team_page_parts.py)."""
+    return view(client, url)
 
 
 def team_page(body: str) -> tuple[dict, str]:

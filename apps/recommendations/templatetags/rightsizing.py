@@ -9,11 +9,10 @@ from django.conf import settings
 
 from apps.teams.access import can_see_money, money_covers, money_scope, team_scope
 
-from ..rightsizing import KEEP
-from ..rightsizing_rows import RightsizeQuery, rightsizing_rows, total_saving
+from ..rightsizing_rows import RightsizeQuery
+from ..rightsizing_summary import summary
 
 register = template.Library()
-SHOWN = 5
 
 
 @register.inclusion_tag("recommendations/_rightsizing_summary.html", takes_context=True)
@@ -29,10 +28,9 @@ def rightsizing_summary(context, team=None, sel=None):
                        teams=frozenset(scope) if scope is not None else None, team=team, money=can_see_money(user),
                        money_teams=money_teams,
                        start=getattr(sel, "start", None), end=getattr(sel, "end", None))
-    rows = [] if scope is not None and not scope else rightsizing_rows(q)
-    advised = [r for r in rows if r["action"] != KEEP]
+    shown = summary(q) if scope is None or scope else {"rows": [], "more": 0, "workloads": 0, "totals": []}
     link = {k: v for k, v in (("cluster", q.cluster), ("team", team)) if v}
-    return {"rows": advised[:SHOWN], "more": max(0, len(advised) - SHOWN), "workloads": len(rows),
-            "totals": total_saving(rows) if money else [], "money": money,
+    return {"rows": shown["rows"], "more": shown["more"], "workloads": shown["workloads"],
+            "totals": shown["totals"] if money else [], "money": money,
             "href": "/advice/rightsizing/" + (f"?{urlencode(link)}" if link else ""),
             "window": "this window" if sel is not None else f"the last {settings.ADVICE_WINDOW_DAYS} days"}

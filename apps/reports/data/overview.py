@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from apps.accounting.days import day_of, day_start
 from apps.accounting.figures import efficiency, gpu_hours, share, shown_hours
+from apps.accounting.runrate import watermarks
 from apps.accounting.usage import Cell, UsageFilter, UsageRow, billing_zone, group_cells
 from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
@@ -73,10 +74,7 @@ def partial_day(f: UsageFilter, now: datetime | None = None) -> PartialDay | Non
     ingest watermark, never after now — when the window goes on past it; None when every day
     of the window is complete."""
     now = now or timezone.now()
-    clusters = Cluster.objects.exclude(ingested_until=None)
-    if f.cluster:
-        clusters = clusters.filter(name=f.cluster)
-    latest = max(clusters.values_list("ingested_until", flat=True), default=None)
+    latest = max((at for name, at in watermarks().items() if not f.cluster or name == f.cluster), default=None)
     horizon = min(latest or now, now)
     if not (f.start < horizon < f.end):
         return None

@@ -17,6 +17,7 @@ from apps.accounting.runrate import month_forecast
 from apps.reports.forecast_rows import forecast_payload
 from apps.accounting.usage import UsageFilter, billing_zone, usage_cells
 from apps.accounting.days import day_of, day_start
+from apps.accounting.resolvers import team_resolver
 from apps.teams.resolve import TeamResolver
 from apps.accounting.filters import ReportFilter
 
@@ -157,7 +158,7 @@ MOVES_SHOWN = 20
 def namespace_moves(sel: ReportFilter, team: str, resolver: TeamResolver | None = None) -> list[NamespaceMove]:
     """The latest moves of namespaces into or out of `team` up to the window's end, newest
     first: the resolved team (docs/teams-and-relabels.md) at every label change and mapping."""
-    resolver, zone = resolver or TeamResolver(), billing_zone()
+    resolver, zone = resolver or team_resolver(), billing_zone()
     names = resolver.cluster_names
     # only a namespace that resolves to the team at some time can move into or out of it
     ours = resolver.namespaces_of({team})

@@ -5,10 +5,11 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
+from apps.accounting.answers import versions_read_once
 from apps.accounting.filters import filter_from
+from apps.accounting.resolvers import cluster_names, team_names
 from apps.accounting.usage import billing_zone
-from apps.clusters.models import Cluster
-from apps.teams.models import UNASSIGNED, Team
+from apps.teams.models import UNASSIGNED
 from apps.web.pages import bad_request
 from apps.web.params import BadParameters
 from apps.web.throttle import throttled_page
@@ -30,7 +31,10 @@ def report_view(view=None, *, admin_only=False):
                 return bad_request(request, exc.detail)
             if admin_only and not sel.admin:
                 raise PermissionDenied("admins only")
-            return fn(request, sel, *args, **kwargs)
+            if request.method not in ("GET", "HEAD"):
+                return fn(request, sel, *args, **kwargs)
+            with versions_read_once():      # a page's parts share each version they read
+                return fn(request, sel, *args, **kwargs)
         return inner
     return wrap(view) if view else wrap
 
@@ -53,7 +57,7 @@ def page(request, sel, template, active, context, *, picker=PICKER_FIELDS, picke
     page's figures follow — only those are offered (a picker that filters nothing is not
     shown; an empty one hides the bar); `picker_team`: the team a page is about (the team
     page), shown as picked."""
-    teams = sorted(Team.objects.values_list("name", flat=True)) + [UNASSIGNED]
+    teams = team_names() + [UNASSIGNED]
     if sel.scope is not None:
         teams = sorted(sel.scope)
     # The pickers and the window shown are billing-zone dates and times (docs/dates-and-money.md).
@@ -61,7 +65,7 @@ def page(request, sel, template, active, context, *, picker=PICKER_FIELDS, picke
     start_date, end_date = _input_dates(sel, zone)
     ctx = {
         "sel": sel, "qs": sel.querystring, "active": active,
-        "picker_clusters": list(Cluster.objects.values_list("name", flat=True)),
+        "picker_clusters": cluster_names(),
         "picker_teams": teams,
         "picker_start": start_date.isoformat(), "picker_end": end_date.isoformat(),
         "picker_presets": preset_links(request, sel),

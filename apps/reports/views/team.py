@@ -7,13 +7,13 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from apps.accounting.calc import period_of
+from apps.accounting.answers import prefetch_versions
+from apps.accounting.calc import period_of, prev_period
 from apps.accounting.forecast_store import forecast_version
-from apps.accounting.months import usage_version
+from apps.accounting.answer_inputs import QUOTA
+from apps.accounting.months import usage_version, whole_month
 from apps.accounting.usage import UsageFilter, billing_zone, group_cells
-from apps.teams.access import require_team, sees_money_of
-from apps.teams.models import UNASSIGNED, Team
-from apps.teams.resolve import TeamResolver
+from apps.teams.access import require_team, sees_money_of, team_exists, team_scope
 
 from .. import figures
 from ..fragments import digest, fragment, fragment_parts
@@ -26,8 +26,8 @@ from .common import page, picker_dates, report_view
 @report_view
 def team_dashboard(request, sel, name):
     # A team lead asking for someone else's team gets a 403 whether or not it exists.
-    require_team(request.user, name)
-    if name != UNASSIGNED and not Team.objects.filter(name=name).exists():
+    require_team(request.user, name)        # 404 for a made-up name when the user sees every team
+    if team_scope(request.user) is not None and not team_exists(name):
         raise Http404("no such team")
     if sel.team and sel.team != name:   # another team picked in the bar: that team's page
         query = request.GET.copy()
@@ -36,29 +36,33 @@ def team_dashboard(request, sel, name):
     # The page's figures are this team's: its money shows only when the team is in the user's
     # money scope (docs/security.md, "Money scope").
     sel = replace(sel, money=sees_money_of(request.user, {name}))
-    resolver = TeamResolver()     # one read of mappings and label history for the cells, quota and moves
+    now = timezone.now()
+    # The months the parts below read the versions of (the window's, this month and the last):
+    # one read of the log for all of them, which each part then finds (`versions_read_once`).
+    this_month = period_of(now.astimezone(billing_zone()).date())
+    window = whole_month(UsageFilter(start=sel.start, end=sel.end))
+    prefetch_versions({this_month, prev_period(this_month), *([window] if window else [])})
     picker_start, picker_end = picker_dates(sel)
-    usage_html, mig_html, moves_html = _usage_parts(sel, name, resolver, picker_start, picker_end)
-    quotas = quota_use(sel, name, resolver)
+    usage_html, mig_html, moves_html = _usage_parts(sel, name, picker_start, picker_end)
+    quota_html = _quota_part(sel, name)
     costs, forecast_html = None, ""
     if sel.money:
-        now = timezone.now()
         costs = month_costs(sel, name, now)
-        forecast_html = _forecast_part(sel, name, now, costs, resolver)
+        forecast_html = _forecast_part(sel, name, now, costs)
     return page(request, sel, "reports/team.html", "team", {
-        "team": name, "quotas": quotas, "costs": costs,
+        "team": name, "costs": costs, "quota_html": mark_safe(quota_html),
         "usage_html": mark_safe(usage_html), "mig_html": mark_safe(mig_html),       # our templates'
         "forecast_html": mark_safe(forecast_html), "moves_html": mark_safe(moves_html),
-        "fig_quota": figures.quota_bar(quotas),
     }, picker_team=name)
 
 
 USAGE_TEMPLATES = ("reports/_team_usage.html", "reports/_team_mig.html", "reports/_team_moves.html",
                    "reports/_chart.html")
 FORECAST_TEMPLATES = ("reports/_team_forecast.html",)
+QUOTA_TEMPLATES = ("reports/_team_quota.html", "reports/_chart.html")
 
 
-def _usage_parts(sel, name, resolver, picker_start, picker_end) -> list[str]:
+def _usage_parts(sel, name, picker_start, picker_end) -> list[str]:
     """The window's namespaces (chart and table), MIG hours and the namespaces' moves up to its
     end; for a whole month of every cluster, a stored fragment at the version of the team's
     stored cells (the usage dates and the mapping, moves included; with money, the statement's
@@ -69,7 +73,7 @@ def _usage_parts(sel, name, resolver, picker_start, picker_end) -> list[str]:
     partial = partial_day(sel.usage_filter())
 
     def render() -> list[str]:
-        cells = team_cells(sel, name, resolver)
+        cells = team_cells(sel, name)
         namespaces = group_cells(cells, "namespace")
         mig = mig_hours(cells)
         card = load_rate_card() if sel.money else None
@@ -77,7 +81,7 @@ def _usage_parts(sel, name, resolver, picker_start, picker_end) -> list[str]:
         ctx = {"sel": sel, "team": name, "picker_start": picker_start, "picker_end": picker_end,
                "namespaces": namespaces, "namespace_rows": list(zip(namespaces, priced)), "mig": mig,
                "fig_namespaces": figures.namespace_lines(namespace_series(cells), partial),
-               "fig_mig": figures.mig_bar(mig), "moves": namespace_moves(sel, name, resolver)}
+               "fig_mig": figures.mig_bar(mig), "moves": namespace_moves(sel, name)}
         return [render_to_string(template, ctx) for template in USAGE_TEMPLATES[:3]]
     period, version = kept if kept is not None else (None, None)
     return fragment_parts(period, "team-page", version and f"{version}|partial {partial!r}",
@@ -85,14 +89,28 @@ def _usage_parts(sel, name, resolver, picker_start, picker_end) -> list[str]:
                            ("end", picker_end)], USAGE_TEMPLATES, render)
 
 
-def _forecast_part(sel, name, now, costs, resolver) -> str:
+def _forecast_part(sel, name, now, costs) -> str:
     """The running month's forecast of the team, on the clusters the page shows (its own usage
     read, docs/forecast.md); for every cluster, a stored fragment at the stored forecast's
     version (the month's statement, the history's usage, the watermark it stands at)."""
     period = period_of(now.astimezone(billing_zone()).date())
 
     def render() -> str:
-        forecast = team_forecast(sel, name, now, cells=money_cells(sel, name, now, resolver), costs=costs)
+        forecast = team_forecast(sel, name, now, cells=money_cells(sel, name, now), costs=costs)
         return render_to_string(FORECAST_TEMPLATES[0], {"forecast": forecast})
     version = None if sel.cluster else forecast_version(period, now=now)
     return fragment(period, "team-page-forecast", version, [("team", digest(name))], FORECAST_TEMPLATES, render)
+
+
+def _quota_part(sel, name) -> str:
+    """The team's GPU quotas against their use over the window; for a whole month of every
+    cluster, a stored fragment at the version of the month's cells (the team mapping) and of the
+    quota hours' log (`quota`)."""
+    f = UsageFilter(start=sel.start, end=sel.end, cluster=sel.cluster, teams=frozenset({name}))
+    kept = usage_version(f, priced=False, scoped=True, also=(QUOTA,))
+
+    def render() -> str:
+        quotas = quota_use(sel, name)
+        return render_to_string(QUOTA_TEMPLATES[0], {"quotas": quotas, "fig_quota": figures.quota_bar(quotas)})
+    period, version = kept if kept is not None else (None, None)
+    return fragment(period, "team-page-quota", version, [("team", digest(name))], QUOTA_TEMPLATES, render)
