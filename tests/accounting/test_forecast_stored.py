@@ -249,3 +249,36 @@ def test_pricing_each_history_day_once_per_rate_epoch_changes_no_figure(november
     assert fast == month_forecast(NOVEMBER, now=CLOCK, card=DayByDay())
     assert {t.team: str(t.forecast.projected.quantize(Decimal("0.01"))) for t in fast.teams} == \
         {"research": "408.00", "vision": "268.00"}
+
+
+def forecast_cells(body: str) -> list[list[str]]:
+    """The team page's forecast table: each row's cells, tags stripped."""
+    import re
+    table = re.search(r'<table[^>]*id="forecast-table".*?</table>', body, re.S).group(0)
+    return [[re.sub(r"<[^>]+>", "", td).strip() for td in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+            for tr in re.findall(r"<tr>(.*?)</tr>", table.split("<tbody>")[1], re.S)]
+
+
+def test_the_team_page_shows_the_teams_rows_of_the_stored_forecast(november, finance, admin_user, client,
+                                                                   monkeypatch, django_capture_on_commit_callbacks):
+    """The team page, the chargeback page and the API show one forecast per team: the stored fleet
+    answer's rows. While the worker keeps it current, the page computes no forecast (until
+    2026-11-26 it computed the team's own from its usage on every miss of its fragment)."""
+    prod, gpu = november
+
+    def computed(*args, **kwargs):
+        raise AssertionError("the team page computed a forecast")
+    for name in ("apps.accounting.forecast_store.month_forecast", "apps.reports.data.team.month_forecast"):
+        monkeypatch.setattr(name, computed, raising=False)
+    client.force_login(finance)
+    assert forecast_cells(client.get("/teams/research/").content.decode())[0][:2] == ["$220.00", "$372.00"]
+    assert forecast_cells(client.get("/teams/vision/").content.decode())[0][:2] == ["$144.00", "$244.00"]
+    with django_capture_on_commit_callbacks(execute=True):          # the worker stores the new answer
+        monkeypatch.undo()
+        _namespace_move(prod, gpu, admin_user)
+    for name in ("apps.accounting.forecast_store.month_forecast", "apps.reports.data.team.month_forecast"):
+        monkeypatch.setattr(name, computed, raising=False)
+    # llm is newco's from the 18th: research keeps 212.00 and spends no more; newco: too new to project
+    assert forecast_cells(client.get("/teams/research/").content.decode())[0][:2] == ["$212.00", "$212.00"]
+    assert forecast_cells(client.get("/teams/newco/").content.decode()) == [
+        ["no usage in the last 14 complete days: too new to project"]]

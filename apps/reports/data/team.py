@@ -13,7 +13,7 @@ from apps.accounting.figures import gpu_hours
 from apps.accounting import rollup_reader
 from apps.accounting.rollup_reader import HourTeams
 from apps.accounting.ledger import team_month
-from apps.accounting.runrate import month_forecast
+from apps.accounting.forecast_store import stored_forecast
 from apps.reports.forecast_rows import forecast_payload
 from apps.accounting.usage import UsageFilter, billing_zone, usage_cells
 from apps.accounting.days import day_of, day_start
@@ -76,19 +76,11 @@ def month_bounds(now: datetime) -> tuple[datetime, datetime, datetime]:
     return last_start, this_start, now
 
 
-def money_cells(sel: ReportFilter, team: str, now: datetime, resolver: TeamResolver | None = None):
-    """The team's usage cells from last month's start to `now`: what the month costs and the
-    month-end forecast read (one usage query for both)."""
-    last_start, _this_start, now = month_bounds(now)
-    return usage_cells(UsageFilter(start=last_start, end=now, cluster=sel.cluster, teams=frozenset({team})),
-                       resolver=resolver)
-
-
-def month_costs(sel: ReportFilter, team: str, now: datetime | None = None, card=None, cells=None) -> list[MonthCost]:
+def month_costs(sel: ReportFilter, team: str, now: datetime | None = None) -> list[MonthCost]:
     """Month to date and last month for the team, as the month's ledger has them
     (`ledger.team_month`): the chargeback statement's figure (adjustments included, shown apart
     too), a closed month's frozen one with the hours that arrived after its close
-    (docs/chargeback.md, "One month, one answer"). `card`, `cells`: unused, kept for callers."""
+    (docs/chargeback.md, "One month, one answer")."""
     last_start, this_start, now = month_bounds(now or timezone.now())
     zone = billing_zone()
     out = []
@@ -101,15 +93,13 @@ def month_costs(sel: ReportFilter, team: str, now: datetime | None = None, card=
     return out
 
 
-def team_forecast(sel: ReportFilter, team: str, now: datetime | None = None, card=None, cells=None,
-                  costs: list[MonthCost] | None = None) -> dict:
-    """The running month's month-end forecast of the team (docs/forecast.md), on the clusters
-    the page shows, as the API answers it. `cells`: `money_cells` up to the same `now`."""
+def team_forecast(sel: ReportFilter, team: str, now: datetime | None = None) -> dict:
+    """The running month's month-end forecast of the team (docs/forecast.md) as the API answers
+    it: the team's rows of the fleet's stored forecast — the chargeback page's and
+    `/api/v1/forecast/`'s; with a cluster picked, computed for that cluster."""
     now = now or timezone.now()
     period = period_of(now.astimezone(billing_zone()).date())
-    booked = {team: costs[0].money} if costs else None      # this month's ledger, read for the costs table
-    return forecast_payload(month_forecast(period, now=now, teams={team}, cluster=sel.cluster, card=card,
-                                           cells=cells, booked=booked))
+    return forecast_payload(stored_forecast(period, teams={team}, now=now, cluster=sel.cluster))
 
 
 @dataclass

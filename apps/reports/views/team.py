@@ -18,7 +18,7 @@ from apps.teams.access import require_team, sees_money_of, team_exists, team_sco
 from .. import figures
 from ..fragments import digest, fragment, fragment_parts
 from ..money import load_rate_card, price_groups
-from ..data.team import mig_hours, money_cells, month_costs, team_forecast, namespace_moves, namespace_series, quota_use, team_cells
+from ..data.team import mig_hours, month_costs, team_forecast, namespace_moves, namespace_series, quota_use, team_cells
 from ..data.overview import partial_day
 from .common import page, picker_dates, report_view
 
@@ -48,7 +48,7 @@ def team_dashboard(request, sel, name):
     costs, forecast_html = None, ""
     if sel.money:
         costs = month_costs(sel, name, now)
-        forecast_html = _forecast_part(sel, name, now, costs)
+        forecast_html = _forecast_part(sel, name, now)
     return page(request, sel, "reports/team.html", "team", {
         "team": name, "costs": costs, "quota_html": mark_safe(quota_html),
         "usage_html": mark_safe(usage_html), "mig_html": mark_safe(mig_html),       # our templates'
@@ -89,14 +89,15 @@ def _usage_parts(sel, name, picker_start, picker_end) -> list[str]:
                            ("end", picker_end)], USAGE_TEMPLATES, render)
 
 
-def _forecast_part(sel, name, now, costs) -> str:
-    """The running month's forecast of the team, on the clusters the page shows (its own usage
-    read, docs/forecast.md); for every cluster, a stored fragment at the stored forecast's
-    version (the month's statement, the history's usage, the watermark it stands at)."""
+def _forecast_part(sel, name, now) -> str:
+    """The running month's forecast of the team: its rows of the fleet's stored forecast (with a
+    cluster picked, computed for that cluster: docs/forecast.md); for every cluster, a stored
+    fragment at the stored forecast's version (the month's statement, the history's usage, the
+    watermark it stands at)."""
     period = period_of(now.astimezone(billing_zone()).date())
 
     def render() -> str:
-        forecast = team_forecast(sel, name, now, cells=money_cells(sel, name, now), costs=costs)
+        forecast = team_forecast(sel, name, now)
         return render_to_string(FORECAST_TEMPLATES[0], {"forecast": forecast})
     version = None if sel.cluster else forecast_version(period, now=now)
     return fragment(period, "team-page-forecast", version, [("team", digest(name))], FORECAST_TEMPLATES, render)
