@@ -144,7 +144,7 @@ def ingest_freshness(now: datetime | None = None, stale_hours: float | None = No
     now = now or timezone.now()
     stale_hours = settings.STALE_INGEST_HOURS if stale_hours is None else stale_hours
     last = IngestRun.objects.filter(cluster=OuterRef("pk")).order_by("-started_at")
-    clusters = Cluster.objects.annotate(
+    clusters = Cluster.objects.only("name", "ingested_until").annotate(     # not the sealed credentials
         last_status=Subquery(last.values("status")[:1]),
         last_started_at=Subquery(last.values("started_at")[:1]),
         last_error=Subquery(last.values("error")[:1]),
