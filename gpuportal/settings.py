@@ -324,9 +324,10 @@ REST_FRAMEWORK = {
 }
 # Pages have their own per-user count (empty: the API's rate), docs/security.md "Throttling".
 PAGE_THROTTLE_RATE = env.str("PAGE_THROTTLE_RATE", default="") or None
-# Stored month bodies: at most this many per month, and dropped when not rendered for this many
-# days (docs/security.md, "Stored answers").
-MONTH_BODIES_PER_PERIOD = env.int("MONTH_BODIES_PER_PERIOD", default=200)
+# Stored month bodies: at most this many per month and this many MB of them, and dropped when not
+# rendered for this many days (docs/security.md, "Stored answers").
+MONTH_BODIES_PER_PERIOD = env.int("MONTH_BODIES_PER_PERIOD", default=2000)
+MONTH_BODY_MB_PER_PERIOD = env.int("MONTH_BODY_MB_PER_PERIOD", default=256)
 MONTH_BODY_KEEP_DAYS = env.int("MONTH_BODY_KEEP_DAYS", default=31)
 
 SPECTACULAR_SETTINGS = {

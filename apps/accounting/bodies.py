@@ -72,20 +72,30 @@ BODY_LOCK_CLASS = LOCK_CLASS + 1   # pg_advisory_xact_lock(class, key): pruning 
 
 def bodies_per_period() -> int:
     """At most this many stored bodies per month (docs/security.md, "Stored answers")."""
-    return int(getattr(settings, "MONTH_BODIES_PER_PERIOD", 200))
+    return int(getattr(settings, "MONTH_BODIES_PER_PERIOD", 2000))
+
+
+def body_bytes_per_period() -> int:
+    """At most this many bytes of stored bodies (plain and gzip copies) per month."""
+    return int(getattr(settings, "MONTH_BODY_MB_PER_PERIOD", 256)) * 2**20
 
 
 def _bound_bodies(period: str) -> None:
-    """Keep the month's newest `bodies_per_period()` bodies, dropping the longest unrendered
-    (the one just stored is the newest). Whoever holds the month's pruning lock prunes; a
-    concurrent writer skips it rather than wait, and the next write prunes again."""
+    """Keep the month's newest bodies within `bodies_per_period()` and `body_bytes_per_period()`,
+    dropping the longest unrendered first (the one just stored is the newest, and is kept even
+    alone over the bytes). Whoever holds the month's pruning lock prunes; a concurrent writer
+    skips it rather than wait, and the next write prunes again. The sizes are read from the
+    values' headers (`octet_length` reads no stored bytes)."""
     with connection.cursor() as cur:
         cur.execute("SELECT pg_try_advisory_xact_lock(%s, %s)", [BODY_LOCK_CLASS, zlib.crc32(period.encode()) - 2**31])
         if not cur.fetchone()[0]:
             return
         table = MonthBody._meta.db_table
-        cur.execute(f"DELETE FROM {table} WHERE id IN (SELECT id FROM {table} WHERE period = %s "
-                    "ORDER BY rendered_at DESC, id DESC OFFSET %s)", [period, bodies_per_period()])
+        cur.execute(f"DELETE FROM {table} WHERE id IN (SELECT id FROM (SELECT id, "
+                    "row_number() OVER newest AS n, "
+                    "sum(octet_length(body) + coalesce(octet_length(gzipped), 0)) OVER newest AS bytes "
+                    f"FROM {table} WHERE period = %s WINDOW newest AS (ORDER BY rendered_at DESC, id DESC)) AS kept "
+                    "WHERE n > %s OR (n > 1 AND bytes > %s))", [period, bodies_per_period(), body_bytes_per_period()])
 
 
 def prune_bodies(keep_days: int | None = None) -> int:

@@ -1,7 +1,8 @@
 """Plain GETs cannot fill the database (docs/security.md, "Stored answers"): a stored month answer
 is keyed by the request's parsed and normalised values, so respelling a month stores nothing new;
 an unknown team is a 404 and stores nothing; a month keeps at most MONTH_BODIES_PER_PERIOD bodies
-and the nightly housekeeping drops those nobody asked for lately.
+and MONTH_BODY_MB_PER_PERIOD megabytes of them, and the nightly housekeeping drops those nobody
+asked for lately.
 
 March 2026, UTC billing: team A's namespace ml 3 H100 hours, team B's cv 1 hour, 2.00 per GPU-hour.
 """
@@ -105,3 +106,18 @@ def test_nightly_housekeeping_drops_bodies_nobody_asked_for(march, api, finance)
     assert compact_input_changes()["bodies_pruned"] == 1
     assert list(MonthBody.objects.values_list("key", flat=True)) == ["chargeback?group_by=team&shared_idle=apart&scope=all"]
     assert prune_bodies(keep_days=0) == 1 and bodies() == 0
+
+
+@pytest.mark.postgres   # the bound is kept by SQL over the stored rows
+def test_a_month_keeps_at_most_its_bytes_of_bodies_the_newest(settings):
+    """1 MB a month: three bodies of 400 KB (plain, no gzip copy) stored one after another keep
+    the last two (800 KB); the third's is kept with the second's, the first goes. One body larger
+    than the whole budget is still kept, alone: the one just stored always stays."""
+    from apps.accounting.bodies import body
+
+    settings.MONTH_BODY_MB_PER_PERIOD = 1
+    for name in ("first", "second", "third"):
+        body("2026-03", name, "v1", lambda: b"x" * 400 * 1024)
+    assert set(MonthBody.objects.filter(period="2026-03").values_list("key", flat=True)) == {"second", "third"}
+    body("2026-03", "huge", "v1", lambda: b"y" * 3 * 2**20)
+    assert list(MonthBody.objects.filter(period="2026-03").values_list("key", flat=True)) == ["huge"]
