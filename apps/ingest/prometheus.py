@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import logging
 import math
-from bisect import bisect_left
+import os
 from concurrent.futures import ThreadPoolExecutor
-from operator import itemgetter
+from itertools import chain
 
+import numpy as np
 import orjson
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
@@ -21,11 +22,22 @@ from urllib3.util.retry import Retry
 
 from .queries import (AGG_LABEL, HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, OWNER_QUERIES, MetricNames,
                       dcgm_queries, pending_pods, promql_regex_literal, selector)
-from .rollup import HOT_TEMPERATURE_C, HourlySeries, Series
+from .rollup import HOT_TEMPERATURE_C, HourlySeries, Samples, Series
 
 log = logging.getLogger(__name__)
+_parser: tuple[int, ThreadPoolExecutor] | None = None
 
-_timestamp = itemgetter(0)
+
+def _parsed(work):
+    """`work()` run on the process' one parsing thread: answers are parsed one at a time, and
+    always by the same thread, so their short-lived objects come from one allocator arena
+    instead of one per fetching thread (docs/performance.md, "Peak memory of ingest")."""
+    global _parser
+    if _parser is None or _parser[0] != os.getpid():   # a forked worker starts its own thread
+        _parser = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="promjson"))
+    return _parser[1].submit(work).result()
+
+
 class PrometheusError(Exception):
     """Prometheus could not be read: unreachable, an HTTP error, garbage, or a rejected query."""
 
@@ -145,23 +157,35 @@ class PrometheusClient:
         range reaches one second further back and the half-open window is cut here.
         """
         query = self.raw_query(metric, matchers, start, end)
-        result = self._call(metric, self._fast_query, query, {"time": f"{end:.3f}"})
-        return self._parse_matrix(metric, result, start, end)
+        return self._call(metric, self._fast_query, query, {"time": f"{end:.3f}"},
+                          lambda result: self._parse_matrix(metric, result, start, end))
 
-    def _fast_query(self, query: str, params: dict):
-        """custom_query's request and errors, with orjson parsing the (large) answer."""
+    def _fast_query(self, query: str, params: dict, convert=None):
+        """custom_query's request and errors, with orjson parsing the (large) answer; `convert`
+        turns the answer's result into what is kept, while the parsed answer is alive.
+
+        The requests run concurrently, but one answer at a time is parsed and converted: a
+        parsed answer takes ~10 times its bytes, the converted arrays a fraction of them, and
+        the interpreter's lock serialises the parsing anyway (docs/performance.md, "Peak memory
+        of ingest")."""
         p = self._prom
         response = p._session.request(method=p._method, url=f"{self.url}/api/v1/query",
                                       params={"query": query, **params}, verify=p._session.verify,
                                       headers=p.headers, auth=p.auth, cert=p._session.cert, timeout=p._timeout)
         if response.status_code != 200:
             raise PrometheusApiClientException(f"HTTP Status Code {response.status_code} ({response.content!r})")
-        try:
-            body = orjson.loads(response.content)
-        except orjson.JSONDecodeError:
-            raise requests.exceptions.JSONDecodeError("not JSON", "", 0) from None
+        content = [response.content]
         del response
-        return body["data"]["result"]
+
+        def parse():
+            try:
+                body = orjson.loads(content.pop())
+            except orjson.JSONDecodeError:
+                raise requests.exceptions.JSONDecodeError("not JSON", "", 0) from None
+            result = body["data"]["result"]
+            del body
+            return convert(result) if convert else result
+        return _parsed(parse)
 
     # ------------------------------------------------------------ per-hour sums, counted by Prometheus
     def range_closed_on_left(self) -> bool | None:
@@ -205,24 +229,33 @@ class PrometheusClient:
                               timeout=self._prom._timeout, headers=self._prom.headers, auth=self._prom.auth)
         if response.status_code != 200:
             raise PrometheusError(self._http_error(metric, f"HTTP Status Code {response.status_code} ({response.content[:300]!r})"))
+        content = [response.content]
+        del response
+        # as _fast_query: on the one parsing thread, each item freed once read
+        return _parsed(lambda: self._hourly_series(metric, self._call(metric, _json, content.pop()), start, end))
+
+    def _hourly_series(self, metric, body, start: int, end: int) -> list[HourlySeries] | None:
+        """The HourlySeries of a parsed `hourly` answer (each answer item freed once read)."""
         try:
-            result = self._call(metric, _json, response.content)["data"]["result"]
-            del response
+            result = body["data"]["result"]
+            del body
+            result.reverse()
             grouped: dict[tuple, dict[int, list]] = {}
             labels_of: dict[tuple, dict] = {}
-            for item in result:
-                labels = dict(item["metric"])
+            while result:
+                item = result.pop()
+                labels = item["metric"]
                 agg = labels.pop(AGG_LABEL)
                 labels.pop("__name__", None)
                 key = tuple(sorted(labels.items()))
-                labels_of[key] = labels
+                labels_of.setdefault(key, labels)
                 hours = grouped.setdefault(key, {})
                 for ts, value in item["values"]:
                     v = float(value)
                     if not math.isfinite(v):
                         return None   # the raw path skips such samples; Prometheus' sum cannot
                     hours.setdefault(int(round(float(ts) + 0.001)) - 3600, {})[agg] = v
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             raise PrometheusError(f"the answer from {self.url} for {metric} is not a range query result") from None
         return [HourlySeries(labels=labels_of[key], hours=sorted(
                     (h, a.get("sum", 0.0), int(a.get("count", 0)), a.get("max", a.get("sum", 0.0)))
@@ -239,13 +272,14 @@ class PrometheusClient:
                 item = result.pop()   # each answer item is freed once converted: peak memory ~ one copy
                 labels = item["metric"]
                 labels.pop("__name__", None)
-                samples = [(float(ts), float(value)) for ts, value in item["values"]]
-                if samples and not (start <= samples[0][0] and samples[-1][0] < end):
+                ts, values = _value_columns(item["values"])
+                del item
+                if len(ts) and not (start <= ts[0] and ts[-1] < end):
                     # Prometheus answers each series in time order: cut [start, end) as a slice
-                    samples = samples[bisect_left(samples, start, key=_timestamp):
-                                      bisect_left(samples, end, key=_timestamp)]
-                if samples:
-                    out.append(Series(labels=labels, samples=samples))
+                    lo, hi = np.searchsorted(ts, (start, end), side="left").tolist()
+                    ts, values = ts[lo:hi], values[lo:hi]
+                if len(ts):
+                    out.append(Series(labels=labels, samples=Samples(ts, values)))
         except (KeyError, TypeError, ValueError):
             raise PrometheusError(
                 f"the answer from {self.url} for {metric} is not a range vector (is the URL Prometheus'?)"
@@ -383,6 +417,17 @@ class PrometheusClient:
             out["requests"] = [s for s in self.raw_samples(metric, (*matchers, f'pod=~"{alternation}"'), start, end)
                                if (s.labels.get("namespace", ""), s.labels.get("pod", "")) in pods]
         return out
+
+
+def _value_columns(pairs) -> tuple[np.ndarray, np.ndarray]:
+    """A series' `values` ([[time, "value"], ...]) as two float arrays, without a tuple per
+    sample: each number through float() as before ("NaN", "+Inf", "-Inf" included), anything
+    but a list of pairs a ValueError or TypeError."""
+    n = len(pairs)
+    if not isinstance(pairs, list) or (n and set(map(len, pairs)) != {2}):
+        raise ValueError("not a list of (time, value) pairs")
+    flat = np.fromiter(map(float, chain.from_iterable(pairs)), dtype=float, count=2 * n)
+    return flat[0::2].copy(), flat[1::2].copy()
 
 
 def _json(body: bytes):

@@ -1,0 +1,77 @@
+"""Raw answers are parsed straight into two float arrays per series (docs/performance.md,
+"Peak memory of ingest"): the exact values Prometheus sent, NaN and ±Inf included, cut to the
+half-open window; a malformed answer is a one-line PrometheusError as before."""
+import json
+import math
+
+import numpy as np
+import pytest
+
+from apps.ingest.prometheus import PrometheusClient, PrometheusError
+from apps.ingest.rollup import Samples, Series
+from tests.support.fake_http import serving
+
+T0 = 1_700_000_000
+
+
+def matrix(*items) -> str:
+    return json.dumps({"status": "success", "data": {"resultType": "matrix", "result": list(items)}})
+
+
+def item(labels, values):
+    return {"metric": labels, "values": values}
+
+
+def fetch(body, start=T0, end=T0 + 600):
+    with serving(200, body) as url:
+        return PrometheusClient(url).raw_samples("DCGM_FI_DEV_GPU_UTIL", (), start, end)
+
+
+def test_values_become_float_arrays_with_nan_and_inf():
+    body = matrix(item({"__name__": "DCGM_FI_DEV_GPU_UTIL", "UUID": "GPU-a"},
+                       [[T0 - 60, "1"], [T0, "50"], [T0 + 60.5, "NaN"], [T0 + 120, "+Inf"], [T0 + 180, "-Inf"],
+                        [T0 + 240, "0.1"], [T0 + 300, "1e-3"], [T0 + 600, "7"]]),
+                  item({"UUID": "GPU-b"}, [[T0 + 900, "3"]]))   # nothing in the window: left out
+    (series,) = fetch(body)
+    assert series.labels == {"UUID": "GPU-a"}   # the metric name is dropped, as before
+    samples = series.samples
+    assert isinstance(samples, Samples)
+    assert samples.ts.dtype == np.float64 and samples.values.dtype == np.float64
+    assert samples.ts.tolist() == [T0, T0 + 60.5, T0 + 120, T0 + 180, T0 + 240, T0 + 300]
+    v = samples.values.tolist()
+    assert v[0] == 50.0 and math.isnan(v[1]) and v[2] == math.inf and v[3] == -math.inf
+    assert v[4] == 0.1 and v[5] == 0.001          # the very floats float() gives
+    # read as the (time, value) pairs the roll-up's other readers expect
+    assert len(samples) == 6 and samples[0] == (T0, 50.0) and samples[-1] == (T0 + 300, 0.001)
+    assert [t for t, _ in samples] == samples.ts.tolist()
+    part = samples[1:3]
+    assert isinstance(part, Samples) and part.ts.tolist() == [T0 + 60.5, T0 + 120] and part[1] == (T0 + 120, math.inf)
+
+
+def test_samples_read_as_pairs():
+    s = Samples(np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    assert list(s) == [(1.0, 3.0), (2.0, 4.0)] and s == [(1.0, 3.0), (2.0, 4.0)]
+    assert Series({}, s) == Series({}, [(1.0, 3.0), (2.0, 4.0)])
+    assert s[1:] == [(2.0, 4.0)] and not Samples(np.empty(0), np.empty(0))
+
+
+@pytest.mark.parametrize("values", [
+    [[T0, "oops"]],                 # not a number
+    [[T0, "1", "2"]],               # not a pair
+    [[T0]],
+    [[T0, {"v": 1}]],
+    "1,2",                          # not a list of pairs
+    [[None, "1"]],
+])
+def test_malformed_values_are_one_line_errors(values):
+    with pytest.raises(PrometheusError) as exc:
+        fetch(matrix(item({"UUID": "GPU-a"}, values)))
+    message = str(exc.value)
+    assert "\n" not in message and "is not a range vector" in message
+
+
+def test_an_answer_without_values_is_one_line_error():
+    with pytest.raises(PrometheusError, match="is not a range vector"):
+        fetch(matrix({"metric": {"UUID": "GPU-a"}}))
+    with pytest.raises(PrometheusError, match="is not a Prometheus result list"):
+        fetch(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": {"a": 1}}}))
