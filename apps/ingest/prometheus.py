@@ -12,6 +12,7 @@ import math
 import os
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
+from types import GeneratorType
 
 import numpy as np
 import orjson
@@ -164,10 +165,11 @@ class PrometheusClient:
         """custom_query's request and errors, with orjson parsing the (large) answer; `convert`
         turns the answer's result into what is kept, while the parsed answer is alive.
 
-        The requests run concurrently, but one answer at a time is parsed and converted: a
-        parsed answer takes ~10 times its bytes, the converted arrays a fraction of them, and
-        the interpreter's lock serialises the parsing anyway (docs/performance.md, "Peak memory
-        of ingest")."""
+        The requests run concurrently, but one answer at a time is parsed and converted (a
+        parsed answer takes several times its bytes, the converted arrays a fraction of them,
+        and the interpreter's lock serialises the parsing anyway); a range vector laid out as
+        Prometheus writes it is parsed item by item, each item converted and freed before the
+        next is parsed (docs/performance.md, "Peak memory of ingest")."""
         p = self._prom
         response = p._session.request(method=p._method, url=f"{self.url}/api/v1/query",
                                       params={"query": query, **params}, verify=p._session.verify,
@@ -177,15 +179,11 @@ class PrometheusClient:
         content = [response.content]
         del response
 
-        def parse():
-            try:
-                body = orjson.loads(content.pop())
-            except orjson.JSONDecodeError:
-                raise requests.exceptions.JSONDecodeError("not JSON", "", 0) from None
-            result = body["data"]["result"]
-            del body
-            return convert(result) if convert else result
-        return _parsed(parse)
+        def whole(raw: bytes):
+            return _json(raw)["data"]["result"]
+        if convert is None:
+            return _parsed(lambda: whole(content.pop()))
+        return _parsed(lambda: _converted(content.pop(), convert, whole))
 
     # ------------------------------------------------------------ per-hour sums, counted by Prometheus
     def range_closed_on_left(self) -> bool | None:
@@ -231,19 +229,19 @@ class PrometheusClient:
             raise PrometheusError(self._http_error(metric, f"HTTP Status Code {response.status_code} ({response.content[:300]!r})"))
         content = [response.content]
         del response
-        # as _fast_query: on the one parsing thread, each item freed once read
-        return _parsed(lambda: self._hourly_series(metric, self._call(metric, _json, content.pop()), start, end))
+        # as _fast_query: on the one parsing thread, item by item
+        return _parsed(lambda: _converted(content.pop(), lambda result: self._hourly_series(metric, result, start, end),
+                                          lambda raw: self._call(metric, _json, raw)))
 
-    def _hourly_series(self, metric, body, start: int, end: int) -> list[HourlySeries] | None:
-        """The HourlySeries of a parsed `hourly` answer (each answer item freed once read)."""
+    def _hourly_series(self, metric, result, start: int, end: int) -> list[HourlySeries] | None:
+        """The HourlySeries of an `hourly` answer's items (each freed once read): of its parsed
+        body, or `_matrix_items`."""
         try:
-            result = body["data"]["result"]
-            del body
-            result.reverse()
+            if not isinstance(result, GeneratorType):
+                result = _drained(result["data"]["result"])
             grouped: dict[tuple, dict[int, list]] = {}
             labels_of: dict[tuple, dict] = {}
-            while result:
-                item = result.pop()
+            for item in result:
                 labels = item["metric"]
                 agg = labels.pop(AGG_LABEL)
                 labels.pop("__name__", None)
@@ -263,13 +261,14 @@ class PrometheusClient:
                 for key, hours in grouped.items()]
 
     def _parse_matrix(self, metric, result, start, end) -> list[Series]:
-        if not isinstance(result, list):
+        """Series of a range vector's items: the parsed result list, or `_matrix_items`."""
+        if isinstance(result, list):
+            result = _drained(result)
+        elif not isinstance(result, GeneratorType):
             raise PrometheusError(f"the answer from {self.url} for {metric} is not a Prometheus result list")
         out = []
-        result.reverse()
         try:
-            while result:
-                item = result.pop()   # each answer item is freed once converted: peak memory ~ one copy
+            for item in result:   # each answer item is freed once converted: peak memory ~ one copy
                 labels = item["metric"]
                 labels.pop("__name__", None)
                 ts, values = _value_columns(item["values"])
@@ -417,6 +416,61 @@ class PrometheusClient:
             out["requests"] = [s for s in self.raw_samples(metric, (*matchers, f'pod=~"{alternation}"'), start, end)
                                if (s.labels.get("namespace", ""), s.labels.get("pod", "")) in pods]
         return out
+
+
+_MATRIX_HEAD = b'{"status":"success","data":{"resultType":"matrix","result":['
+_MATRIX_TAIL = b"]}}"
+_ITEM_HEAD = b'{"metric":{'
+
+
+class _NotCompact(Exception):
+    """An answer that looked like Prometheus' own layout of a range vector but is not."""
+
+
+def _matrix_items(content: bytes):
+    """The items of a range vector answer, each parsed from its own bytes when it is needed, or
+    None unless the answer is laid out as Prometheus writes it (compact, no warnings).
+
+    `,{"metric":{` can only be the start of the next item: inside a JSON string every quote is
+    escaped, and a label's value is a string, never an object. Should an item still not parse,
+    the items raise _NotCompact and the caller parses the whole answer (which then fails, or
+    not, as it always did)."""
+    if not (content.startswith(_MATRIX_HEAD) and content.endswith(_MATRIX_TAIL)):
+        return None
+    first, last = len(_MATRIX_HEAD), len(content) - len(_MATRIX_TAIL)
+    if first < last and not content.startswith(_ITEM_HEAD, first):
+        return None
+
+    def items():
+        view, separator, at = memoryview(content), b"," + _ITEM_HEAD, first
+        while at < last:
+            stop = content.find(separator, at, last)
+            stop = last if stop < 0 else stop
+            try:
+                yield orjson.loads(view[at:stop])
+            except orjson.JSONDecodeError:
+                raise _NotCompact from None
+            at = stop + 1
+    return items()
+
+
+def _converted(raw: bytes, convert, whole):
+    """convert(the answer's items): one at a time from `_matrix_items` when the answer is laid out
+    as Prometheus writes it, else convert(whole(raw)) of the answer parsed whole."""
+    items = _matrix_items(raw)
+    if items is not None:
+        try:
+            return convert(items)
+        except _NotCompact:
+            pass   # not Prometheus' own layout after all: parsed whole below
+    return convert(whole(raw))
+
+
+def _drained(result: list):
+    """The items of a parsed result list, each dropped from the list as it is handed out."""
+    result.reverse()
+    while result:
+        yield result.pop()
 
 
 def _value_columns(pairs) -> tuple[np.ndarray, np.ndarray]:
