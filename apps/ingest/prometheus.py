@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from itertools import chain
 from types import GeneratorType
@@ -246,7 +247,7 @@ class PrometheusClient:
                 agg = labels.pop(AGG_LABEL)
                 labels.pop("__name__", None)
                 key = tuple(sorted(labels.items()))
-                labels_of.setdefault(key, labels)
+                labels_of.setdefault(key, _shared(labels))
                 hours = grouped.setdefault(key, {})
                 for ts, value in item["values"]:
                     v = float(value)
@@ -269,7 +270,7 @@ class PrometheusClient:
         out = []
         try:
             for item in result:   # each answer item is freed once converted: peak memory ~ one copy
-                labels = item["metric"]
+                labels = _shared(item["metric"])
                 labels.pop("__name__", None)
                 ts, values = _value_columns(item["values"])
                 del item
@@ -464,6 +465,16 @@ def _converted(raw: bytes, convert, whole):
         except _NotCompact:
             pass   # not Prometheus' own layout after all: parsed whole below
     return convert(whole(raw))
+
+
+def _shared(labels: dict) -> dict:
+    """The labels with their values interned: a chunk keeps tens of thousands of series' labels
+    until it is written, and most values (host, model, driver, job, a device's UUID across the
+    metrics) repeat from series to series (docs/performance.md, "Peak memory of ingest")."""
+    for name, value in labels.items():
+        if type(value) is str:
+            labels[name] = sys.intern(value)
+    return labels
 
 
 def _drained(result: list):
