@@ -31,9 +31,10 @@ _parser: tuple[int, ThreadPoolExecutor] | None = None
 
 
 def _parsed(work):
-    """`work()` run on the process' one parsing thread: answers are parsed one at a time, and
-    always by the same thread, so their short-lived objects come from one allocator arena
-    instead of one per fetching thread (docs/performance.md, "Peak memory of ingest")."""
+    """`work()` run on the process' one parsing thread: answers are read (once Prometheus has
+    answered: the headers are in), parsed and converted one at a time, and always by the same
+    thread, so their bytes and short-lived objects come from one allocator arena instead of one
+    per fetching thread (docs/performance.md, "Peak memory of ingest")."""
     global _parser
     if _parser is None or _parser[0] != os.getpid():   # a forked worker starts its own thread
         _parser = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="promjson"))
@@ -174,17 +175,18 @@ class PrometheusClient:
         p = self._prom
         response = p._session.request(method=p._method, url=f"{self.url}/api/v1/query",
                                       params={"query": query, **params}, verify=p._session.verify,
-                                      headers=p.headers, auth=p.auth, cert=p._session.cert, timeout=p._timeout)
+                                      headers=p.headers, auth=p.auth, cert=p._session.cert, timeout=p._timeout,
+                                      stream=True)
         if response.status_code != 200:
             raise PrometheusApiClientException(f"HTTP Status Code {response.status_code} ({response.content!r})")
-        content = [response.content]
+        pending = [response]   # its body is read by the parsing thread
         del response
 
         def whole(raw: bytes):
             return _json(raw)["data"]["result"]
         if convert is None:
-            return _parsed(lambda: whole(content.pop()))
-        return _parsed(lambda: _converted(content.pop(), convert, whole))
+            return _parsed(lambda: whole(_body(pending.pop())))
+        return _parsed(lambda: _converted(_body(pending.pop()), convert, whole))
 
     # ------------------------------------------------------------ per-hour sums, counted by Prometheus
     def range_closed_on_left(self) -> bool | None:
@@ -225,13 +227,15 @@ class PrometheusClient:
         if params is None:
             return None
         response = self._call(metric, self._prom._session.get, f"{self.url}/api/v1/query_range", params=params,
-                              timeout=self._prom._timeout, headers=self._prom.headers, auth=self._prom.auth)
+                              timeout=self._prom._timeout, headers=self._prom.headers, auth=self._prom.auth,
+                              stream=True)
         if response.status_code != 200:
             raise PrometheusError(self._http_error(metric, f"HTTP Status Code {response.status_code} ({response.content[:300]!r})"))
-        content = [response.content]
+        pending = [response]
         del response
-        # as _fast_query: on the one parsing thread, item by item
-        return _parsed(lambda: _converted(content.pop(), lambda result: self._hourly_series(metric, result, start, end),
+        # as _fast_query: the body read, parsed item by item and converted on the one parsing thread
+        return _parsed(lambda: _converted(self._call(metric, _body, pending.pop()),
+                                          lambda result: self._hourly_series(metric, result, start, end),
                                           lambda raw: self._call(metric, _json, raw)))
 
     def _hourly_series(self, metric, result, start: int, end: int) -> list[HourlySeries] | None:
@@ -453,6 +457,15 @@ def _matrix_items(content: bytes):
                 raise _NotCompact from None
             at = stop + 1
     return items()
+
+
+def _body(response) -> bytes:
+    """The whole body of a response requested with `stream=True`; the connection goes back to
+    the pool."""
+    try:
+        return response.content
+    finally:
+        response.close()
 
 
 def _converted(raw: bytes, convert, whole):
