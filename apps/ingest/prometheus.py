@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import logging
 import math
-from bisect import bisect_left
+import os
+import sys
 from concurrent.futures import ThreadPoolExecutor
-from operator import itemgetter
+from itertools import chain
+from types import GeneratorType
 
+import numpy as np
 import orjson
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
@@ -21,11 +24,23 @@ from urllib3.util.retry import Retry
 
 from .queries import (AGG_LABEL, HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, OWNER_QUERIES, MetricNames,
                       dcgm_queries, pending_pods, promql_regex_literal, selector)
-from .rollup import HOT_TEMPERATURE_C, HourlySeries, Series
+from .rollup import HOT_TEMPERATURE_C, HourlySeries, Samples, Series
 
 log = logging.getLogger(__name__)
+_parser: tuple[int, ThreadPoolExecutor] | None = None
 
-_timestamp = itemgetter(0)
+
+def _parsed(work):
+    """`work()` run on the process' one parsing thread: answers are read (once Prometheus has
+    answered: the headers are in), parsed and converted one at a time, and always by the same
+    thread, so their bytes and short-lived objects come from one allocator arena instead of one
+    per fetching thread (docs/performance.md, "Peak memory of ingest")."""
+    global _parser
+    if _parser is None or _parser[0] != os.getpid():   # a forked worker starts its own thread
+        _parser = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="promjson"))
+    return _parser[1].submit(work).result()
+
+
 class PrometheusError(Exception):
     """Prometheus could not be read: unreachable, an HTTP error, garbage, or a rejected query."""
 
@@ -145,23 +160,33 @@ class PrometheusClient:
         range reaches one second further back and the half-open window is cut here.
         """
         query = self.raw_query(metric, matchers, start, end)
-        result = self._call(metric, self._fast_query, query, {"time": f"{end:.3f}"})
-        return self._parse_matrix(metric, result, start, end)
+        return self._call(metric, self._fast_query, query, {"time": f"{end:.3f}"},
+                          lambda result: self._parse_matrix(metric, result, start, end))
 
-    def _fast_query(self, query: str, params: dict):
-        """custom_query's request and errors, with orjson parsing the (large) answer."""
+    def _fast_query(self, query: str, params: dict, convert=None):
+        """custom_query's request and errors, with orjson parsing the (large) answer; `convert`
+        turns the answer's result into what is kept, while the parsed answer is alive.
+
+        The requests run concurrently, but one answer at a time is parsed and converted (a
+        parsed answer takes several times its bytes, the converted arrays a fraction of them,
+        and the interpreter's lock serialises the parsing anyway); a range vector laid out as
+        Prometheus writes it is parsed item by item, each item converted and freed before the
+        next is parsed (docs/performance.md, "Peak memory of ingest")."""
         p = self._prom
         response = p._session.request(method=p._method, url=f"{self.url}/api/v1/query",
                                       params={"query": query, **params}, verify=p._session.verify,
-                                      headers=p.headers, auth=p.auth, cert=p._session.cert, timeout=p._timeout)
+                                      headers=p.headers, auth=p.auth, cert=p._session.cert, timeout=p._timeout,
+                                      stream=True)
         if response.status_code != 200:
             raise PrometheusApiClientException(f"HTTP Status Code {response.status_code} ({response.content!r})")
-        try:
-            body = orjson.loads(response.content)
-        except orjson.JSONDecodeError:
-            raise requests.exceptions.JSONDecodeError("not JSON", "", 0) from None
+        pending = [response]   # its body is read by the parsing thread
         del response
-        return body["data"]["result"]
+
+        def whole(raw: bytes):
+            return _json(raw)["data"]["result"]
+        if convert is None:
+            return _parsed(lambda: whole(_body(pending.pop())))
+        return _parsed(lambda: _converted(_body(pending.pop()), convert, whole))
 
     # ------------------------------------------------------------ per-hour sums, counted by Prometheus
     def range_closed_on_left(self) -> bool | None:
@@ -202,27 +227,38 @@ class PrometheusClient:
         if params is None:
             return None
         response = self._call(metric, self._prom._session.get, f"{self.url}/api/v1/query_range", params=params,
-                              timeout=self._prom._timeout, headers=self._prom.headers, auth=self._prom.auth)
+                              timeout=self._prom._timeout, headers=self._prom.headers, auth=self._prom.auth,
+                              stream=True)
         if response.status_code != 200:
             raise PrometheusError(self._http_error(metric, f"HTTP Status Code {response.status_code} ({response.content[:300]!r})"))
+        pending = [response]
+        del response
+        # as _fast_query: the body read, parsed item by item and converted on the one parsing thread
+        return _parsed(lambda: _converted(self._call(metric, _body, pending.pop()),
+                                          lambda result: self._hourly_series(metric, result, start, end),
+                                          lambda raw: self._call(metric, _json, raw)))
+
+    def _hourly_series(self, metric, result, start: int, end: int) -> list[HourlySeries] | None:
+        """The HourlySeries of an `hourly` answer's items (each freed once read): of its parsed
+        body, or `_matrix_items`."""
         try:
-            result = self._call(metric, _json, response.content)["data"]["result"]
-            del response
+            if not isinstance(result, GeneratorType):
+                result = _drained(result["data"]["result"])
             grouped: dict[tuple, dict[int, list]] = {}
             labels_of: dict[tuple, dict] = {}
             for item in result:
-                labels = dict(item["metric"])
+                labels = item["metric"]
                 agg = labels.pop(AGG_LABEL)
                 labels.pop("__name__", None)
                 key = tuple(sorted(labels.items()))
-                labels_of[key] = labels
+                labels_of.setdefault(key, _shared(labels))
                 hours = grouped.setdefault(key, {})
                 for ts, value in item["values"]:
                     v = float(value)
                     if not math.isfinite(v):
                         return None   # the raw path skips such samples; Prometheus' sum cannot
                     hours.setdefault(int(round(float(ts) + 0.001)) - 3600, {})[agg] = v
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             raise PrometheusError(f"the answer from {self.url} for {metric} is not a range query result") from None
         return [HourlySeries(labels=labels_of[key], hours=sorted(
                     (h, a.get("sum", 0.0), int(a.get("count", 0)), a.get("max", a.get("sum", 0.0)))
@@ -230,22 +266,24 @@ class PrometheusClient:
                 for key, hours in grouped.items()]
 
     def _parse_matrix(self, metric, result, start, end) -> list[Series]:
-        if not isinstance(result, list):
+        """Series of a range vector's items: the parsed result list, or `_matrix_items`."""
+        if isinstance(result, list):
+            result = _drained(result)
+        elif not isinstance(result, GeneratorType):
             raise PrometheusError(f"the answer from {self.url} for {metric} is not a Prometheus result list")
         out = []
-        result.reverse()
         try:
-            while result:
-                item = result.pop()   # each answer item is freed once converted: peak memory ~ one copy
-                labels = item["metric"]
+            for item in result:   # each answer item is freed once converted: peak memory ~ one copy
+                labels = _shared(item["metric"])
                 labels.pop("__name__", None)
-                samples = [(float(ts), float(value)) for ts, value in item["values"]]
-                if samples and not (start <= samples[0][0] and samples[-1][0] < end):
+                ts, values = _value_columns(item["values"])
+                del item
+                if len(ts) and not (start <= ts[0] and ts[-1] < end):
                     # Prometheus answers each series in time order: cut [start, end) as a slice
-                    samples = samples[bisect_left(samples, start, key=_timestamp):
-                                      bisect_left(samples, end, key=_timestamp)]
-                if samples:
-                    out.append(Series(labels=labels, samples=samples))
+                    lo, hi = np.searchsorted(ts, (start, end), side="left").tolist()
+                    ts, values = ts[lo:hi], values[lo:hi]
+                if len(ts):
+                    out.append(Series(labels=labels, samples=Samples(ts, values)))
         except (KeyError, TypeError, ValueError):
             raise PrometheusError(
                 f"the answer from {self.url} for {metric} is not a range vector (is the URL Prometheus'?)"
@@ -383,6 +421,91 @@ class PrometheusClient:
             out["requests"] = [s for s in self.raw_samples(metric, (*matchers, f'pod=~"{alternation}"'), start, end)
                                if (s.labels.get("namespace", ""), s.labels.get("pod", "")) in pods]
         return out
+
+
+_MATRIX_HEAD = b'{"status":"success","data":{"resultType":"matrix","result":['
+_MATRIX_TAIL = b"]}}"
+_ITEM_HEAD = b'{"metric":{'
+
+
+class _NotCompact(Exception):
+    """An answer that looked like Prometheus' own layout of a range vector but is not."""
+
+
+def _matrix_items(content: bytes):
+    """The items of a range vector answer, each parsed from its own bytes when it is needed, or
+    None unless the answer is laid out as Prometheus writes it (compact, no warnings).
+
+    `,{"metric":{` can only be the start of the next item: inside a JSON string every quote is
+    escaped, and a label's value is a string, never an object. Should an item still not parse,
+    the items raise _NotCompact and the caller parses the whole answer (which then fails, or
+    not, as it always did)."""
+    if not (content.startswith(_MATRIX_HEAD) and content.endswith(_MATRIX_TAIL)):
+        return None
+    first, last = len(_MATRIX_HEAD), len(content) - len(_MATRIX_TAIL)
+    if first < last and not content.startswith(_ITEM_HEAD, first):
+        return None
+
+    def items():
+        view, separator, at = memoryview(content), b"," + _ITEM_HEAD, first
+        while at < last:
+            stop = content.find(separator, at, last)
+            stop = last if stop < 0 else stop
+            try:
+                yield orjson.loads(view[at:stop])
+            except orjson.JSONDecodeError:
+                raise _NotCompact from None
+            at = stop + 1
+    return items()
+
+
+def _body(response) -> bytes:
+    """The whole body of a response requested with `stream=True`; the connection goes back to
+    the pool."""
+    try:
+        return response.content
+    finally:
+        response.close()
+
+
+def _converted(raw: bytes, convert, whole):
+    """convert(the answer's items): one at a time from `_matrix_items` when the answer is laid out
+    as Prometheus writes it, else convert(whole(raw)) of the answer parsed whole."""
+    items = _matrix_items(raw)
+    if items is not None:
+        try:
+            return convert(items)
+        except _NotCompact:
+            pass   # not Prometheus' own layout after all: parsed whole below
+    return convert(whole(raw))
+
+
+def _shared(labels: dict) -> dict:
+    """The labels with their values interned: a chunk keeps tens of thousands of series' labels
+    until it is written, and most values (host, model, driver, job, a device's UUID across the
+    metrics) repeat from series to series (docs/performance.md, "Peak memory of ingest")."""
+    for name, value in labels.items():
+        if type(value) is str:
+            labels[name] = sys.intern(value)
+    return labels
+
+
+def _drained(result: list):
+    """The items of a parsed result list, each dropped from the list as it is handed out."""
+    result.reverse()
+    while result:
+        yield result.pop()
+
+
+def _value_columns(pairs) -> tuple[np.ndarray, np.ndarray]:
+    """A series' `values` ([[time, "value"], ...]) as two float arrays, without a tuple per
+    sample: each number through float() as before ("NaN", "+Inf", "-Inf" included), anything
+    but a list of pairs a ValueError or TypeError."""
+    n = len(pairs)
+    if not isinstance(pairs, list) or (n and set(map(len, pairs)) != {2}):
+        raise ValueError("not a list of (time, value) pairs")
+    flat = np.fromiter(map(float, chain.from_iterable(pairs)), dtype=float, count=2 * n)
+    return flat[0::2].copy(), flat[1::2].copy()
 
 
 def _json(body: bytes):

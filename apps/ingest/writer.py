@@ -88,7 +88,10 @@ class _Writer:
         self.spans_changed: set[tuple] = set()
         self.duplicates = 0
         self.labels_seen: dict[str, rollup.NamespaceLabelRecord] = {}   # the run's, merged at its end
-        self.owners: dict[tuple[str, str], PodOwner] = {}   # the run's pods' workloads, upserted at its end
+        # the run's pods' workloads, upserted at its end: (namespace, pod) -> (owner kind, owner name,
+        # workload kind, workload name, last seen), tuples rather than model instances, since a
+        # 3-day run at 1,000 GPUs sees ~46,000 pods (docs/performance.md, "Peak memory of ingest")
+        self.owners: dict[tuple[str, str], tuple] = {}
 
     def _interval(self, data: ChunkData) -> float:
         """The chunk's typical scrape interval: shown to admins, and the duration of a sample
@@ -345,22 +348,25 @@ class _Writer:
                                   k.get("notebook_labels", []))
         seen = from_unix(window.end)
         for key, o in found.items():
-            if key in pods and (key not in self.owners or self.owners[key].last_seen <= seen):
-                self.owners[key] = PodOwner(cluster=self.cluster, namespace=o.namespace, pod=o.pod,
-                                            owner_kind=o.owner_kind, owner_name=o.owner_name,
-                                            workload_kind=o.workload_kind, workload_name=o.workload_name,
-                                            last_seen=seen)
+            if key in pods and (key not in self.owners or self.owners[key][4] <= seen):
+                self.owners[key] = (o.owner_kind, o.owner_name, o.workload_kind, o.workload_name, seen)
 
     def _upsert_owners(self) -> None:
         """The run's owners in one upsert (once per run, not per chunk: a pod seen in every chunk
         was rewritten each time); a pod keeps its owner for life, so a re-run writes the same."""
-        rows = [self.owners[key] for key in sorted(self.owners)]
-        self.owners = {}
-        PodOwner.objects.bulk_create(rows, batch_size=BULK, update_conflicts=True,
-                                     unique_fields=["cluster", "namespace", "pod"],
-                                     update_fields=["owner_kind", "owner_name", "workload_kind", "workload_name",
-                                                    "last_seen"])
-        self.run.rows_written += len(rows)
+        owners, self.owners = self.owners, {}
+        keys = sorted(owners)
+        for at in range(0, len(keys), BULK):   # a batch's model instances at a time
+            rows = [PodOwner(cluster=self.cluster, namespace=namespace, pod=pod, owner_kind=owner_kind,
+                             owner_name=owner_name, workload_kind=workload_kind, workload_name=workload_name,
+                             last_seen=last_seen)
+                    for namespace, pod in keys[at:at + BULK]
+                    for owner_kind, owner_name, workload_kind, workload_name, last_seen in (owners[(namespace, pod)],)]
+            PodOwner.objects.bulk_create(rows, batch_size=BULK, update_conflicts=True,
+                                         unique_fields=["cluster", "namespace", "pod"],
+                                         update_fields=["owner_kind", "owner_name", "workload_kind", "workload_name",
+                                                        "last_seen"])
+        self.run.rows_written += len(keys)
 
     def _upsert_cluster_queues(self, queues) -> None:
         for q in queues:

@@ -12,9 +12,14 @@ from itertools import chain
 
 import numpy as np
 
+from .records import Samples
+
 
 def columns(samples) -> tuple[np.ndarray, np.ndarray]:
-    """(timestamps, values) of a list of (ts, value) samples, as float arrays."""
+    """(timestamps, values) of a series' samples, as float arrays: the parser's own (`Samples`)
+    as they are, a list of (ts, value) tuples converted."""
+    if isinstance(samples, Samples):
+        return samples.ts, samples.values
     if not len(samples):
         return np.empty(0), np.empty(0)
     pairs = np.array(samples, dtype=float).reshape(-1, 2)
@@ -29,6 +34,25 @@ def chunk_columns(streams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     n = int(offsets[-1])
     flat = np.fromiter(chain.from_iterable(chain.from_iterable(streams)), dtype=float, count=2 * n)
     return flat[0::2].copy(), flat[1::2].copy(), offsets
+
+
+def stream_columns(streams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """chunk_columns of many series' samples, whichever shape they come in: the parser's arrays
+    are joined as they are, lists of tuples converted in one step."""
+    if streams and all(isinstance(s, Samples) for s in streams):
+        return joined_columns([(s.ts, s.values) for s in streams])
+    return chunk_columns([list(s) if isinstance(s, Samples) else s for s in streams])
+
+
+def joined_columns(pairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(timestamps, values, offsets) of many (timestamps, values) array pairs joined into one
+    set of arrays: pair k is [offsets[k], offsets[k + 1])."""
+    offsets = np.zeros(len(pairs) + 1, dtype=np.int64)
+    if not pairs:
+        return np.empty(0), np.empty(0), offsets
+    np.cumsum([len(ts) for ts, _ in pairs], out=offsets[1:])
+    return (np.concatenate([ts for ts, _ in pairs]).astype(float, copy=False),
+            np.concatenate([vs for _, vs in pairs]).astype(float, copy=False), offsets)
 
 
 def sequential_sums(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:

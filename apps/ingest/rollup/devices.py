@@ -5,39 +5,35 @@ how copies of a stream (replicas, scrape jobs, per-pod copies) are told apart.
 """
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections import defaultdict
-from operator import itemgetter
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from .labels import canonical, device_identity, gpu_fraction, is_time_slice, names_the_exporter, workload_of
 from .records import DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series, Window, _finite, hour_of
-from .arrays import chunk_columns
+from .arrays import columns, joined_columns
 from .batch import _Acc, _Batch
 from .health import device_health
-from .timeline import Coverage, StreamGaps, merge_copies
+from .timeline import Coverage, StreamGaps, merge_copy_columns
 from .timeline import priority as _priority
 
 
 class _Stream:
     """One logical stream: all copies of a device's series for one workload, merged."""
-    __slots__ = ("key", "info", "namespace", "pod", "scale", "samples", "seconds", "sliced", "ts", "values", "inside")
+    __slots__ = ("key", "info", "namespace", "pod", "scale", "seconds", "sliced", "ts", "values", "inside")
 
-    def __init__(self, key, info, namespace, pod, scale, samples, sliced, ts, values, inside):
+    def __init__(self, key, info, namespace, pod, scale, sliced, ts, values, inside):
         self.key, self.info, self.namespace, self.pod = key, info, namespace, pod
-        self.scale, self.samples, self.sliced = scale, samples, sliced
+        self.scale, self.sliced = scale, sliced
         self.ts, self.values, self.inside = ts, values, inside
         self.seconds = np.empty(0)
 
 
-_first = itemgetter(0)
-
-
-def _count_in(samples, window: Window) -> int:
-    """How many of the time-ordered samples lie in the window."""
-    return bisect_left(samples, window.end, key=_first) - bisect_left(samples, window.start, key=_first)
+def _count_in(ts: np.ndarray, window: Window) -> int:
+    """How many of the time-ordered instants lie in the window."""
+    lo, hi = np.searchsorted(ts, (window.start, window.end), side="left").tolist()
+    return hi - lo
 
 
 def _holders(pods: Sequence[_Stream], ts: np.ndarray) -> np.ndarray:
@@ -162,17 +158,18 @@ def _merged_streams(cfg: RollupConfig, window: Window, chosen: list[tuple],
     for (key, namespace, pod, sliced), members in groups.items():
         if len(members) > 1:   # copies: in their fixed order (computed only where there are some)
             members.sort(key=lambda m: _priority(m[0], cfg.replica_labels))
-        for m in members:
-            raw_in_window += _count_in(m[1].samples, window)
+        copies = [columns(m[1].samples) for m in members]
+        for ts, _ in copies:
+            raw_in_window += _count_in(ts, window)
         heads.append((key, members[0][3], namespace, pod, members[0][2], sliced))
-        merged_all.append(merge_copies([list(m[1].samples) for m in members]))
+        merged_all.append(merge_copy_columns(copies))
     # One set of arrays for all the chunk's streams; each stream's columns are views of it.
-    ts_all, values_all, offsets = chunk_columns(merged_all)
+    ts_all, values_all, offsets = joined_columns(merged_all)
+    del merged_all
     inside_all = (ts_all >= window.start) & (ts_all < window.end)
-    streams = [_Stream(key, info, namespace, pod, scale, merged, sliced, ts_all[lo:hi], values_all[lo:hi],
-                       inside_all[lo:hi])
-               for (key, info, namespace, pod, scale, sliced), merged, lo, hi
-               in zip(heads, merged_all, offsets[:-1].tolist(), offsets[1:].tolist())]
+    streams = [_Stream(key, info, namespace, pod, scale, sliced, ts_all[lo:hi], values_all[lo:hi], inside_all[lo:hi])
+               for (key, info, namespace, pod, scale, sliced), lo, hi
+               in zip(heads, offsets[:-1].tolist(), offsets[1:].tolist())]
     gaps = StreamGaps(ts_all, offsets)
     fallback = gaps.typical_spacing() or cfg.interval_seconds
     for st, sec in zip(streams, gaps.durations(fallback, cfg.pinned_interval_seconds)):
@@ -257,11 +254,11 @@ def _own_values(mode: str, pods: Sequence[_Stream], plain: Sequence[_Stream]) ->
         return mode == "own"
     at: dict[float, list[float]] = defaultdict(list)
     for st in pods:
-        for ts, v in st.samples:
+        for ts, v in zip(st.ts.tolist(), st.values.tolist()):
             if _finite(v):
                 at[ts].append(v)
     for st in plain:
-        for ts, v in st.samples:
+        for ts, v in zip(st.ts.tolist(), st.values.tolist()):
             if ts in at and _finite(v):
                 at[ts].append(v)
     return any(max(vs) - min(vs) > 1e-9 for vs in at.values() if len(vs) > 1)

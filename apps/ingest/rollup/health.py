@@ -10,7 +10,7 @@ from collections import defaultdict
 import numpy as np
 
 from .labels import canonical, device_identity
-from .arrays import chunk_columns, sequential_sums
+from .arrays import joined_columns, sequential_sums, stream_columns
 from .records import HOT_TEMPERATURE_C, HOUR_SECONDS, HealthRecord, HourlySeries, hour_of
 from .timeline import StreamGaps, merge_copy_columns
 from .timeline import priority as _priority
@@ -27,7 +27,7 @@ def _board_streams(series_list, replica_labels, fallback, pinned, per_board=True
     """
     by_uuid: dict = defaultdict(list)
     raw = [s for s in series_list if not isinstance(s, HourlySeries)]
-    ts_all, vs_all, offsets = chunk_columns([s.samples for s in raw])
+    ts_all, vs_all, offsets = stream_columns([s.samples for s in raw])
     finite = np.isfinite(vs_all)
     bounds = offsets.tolist()
     for k, s in enumerate(raw):
@@ -42,11 +42,7 @@ def _board_streams(series_list, replica_labels, fallback, pinned, per_board=True
         merged[uuid] = merge_copy_columns([(ts_all[lo:hi][finite[lo:hi]], vs_all[lo:hi][finite[lo:hi]])
                                            for _, lo, hi in members])
     # the merged streams' durations, all at once (the same floats as durations() of each)
-    ts_m, _, offs = chunk_columns(())
-    if merged:
-        ts_m = np.concatenate([ts for ts, _ in merged.values()])
-        offs = np.zeros(len(merged) + 1, dtype=np.int64)
-        np.cumsum([len(ts) for ts, _ in merged.values()], out=offs[1:])
+    ts_m, _, offs = joined_columns(list(merged.values()))
     seconds = StreamGaps(ts_m, offs).durations(fallback, pinned)
     return {uuid: (ts, vs, sec) for (uuid, (ts, vs)), sec in zip(merged.items(), seconds)}
 

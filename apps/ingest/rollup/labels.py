@@ -6,7 +6,8 @@ from typing import Iterable, Mapping
 
 from .records import (A30_PROFILES, CANONICAL_LABELS, MIG_SLICES_BY_MODEL, PROFILE_SLICES, TIME_SLICE_LABELS,
                       WORKLOAD_LABELS, Series)
-from .timeline import typical_spacing
+from .arrays import stream_columns
+from .timeline import StreamGaps
 
 
 def detect_spelling(label_names: Iterable[str]) -> str:
@@ -50,7 +51,8 @@ def names_the_exporter(labels: Mapping[str, str], spelling: str) -> bool:
 
 def detect_interval(series: Iterable[Series]) -> float | None:
     """Median spacing of consecutive samples, over the medians of each series."""
-    return typical_spacing([[t for t, _ in s.samples] for s in series])
+    ts, _, offsets = stream_columns([s.samples for s in series])
+    return StreamGaps(ts, offsets).typical_spacing()
 
 
 def profile_slices(profile: str) -> int | None:

@@ -6,6 +6,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Mapping, Sequence
 
+import numpy as np
+
 HOUR_SECONDS = 3600
 HOT_TEMPERATURE_C = 83.0
 
@@ -34,10 +36,41 @@ A30_PROFILES = {"1g.6gb", "1g.6gb+me", "2g.12gb", "2g.12gb+me", "4g.24gb"}
 PROFILE_SLICES = re.compile(r"^(?:(\d+)c\.)?(\d+)g\.")
 
 
+class Samples(Sequence):
+    """A series' samples as two float arrays, timestamps and values, as the ingest's parser makes
+    them (16 bytes a sample where a list of tuples takes ~110: docs/performance.md, "Peak memory
+    of ingest"). Reads as the time-ordered (unix seconds, value) pairs a list of tuples holds, so
+    every reader of `Series.samples` takes either; the roll-up's hot paths use the arrays."""
+
+    __slots__ = ("ts", "values")
+
+    def __init__(self, ts: np.ndarray, values: np.ndarray):
+        self.ts, self.values = ts, values
+
+    def __len__(self) -> int:
+        return len(self.ts)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return Samples(self.ts[i], self.values[i])
+        return float(self.ts[i]), float(self.values[i])
+
+    def __iter__(self):
+        return zip(self.ts.tolist(), self.values.tolist())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and len(self) == len(other) and list(self) == list(other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"Samples({list(self)!r})"
+
+
 @dataclass(frozen=True)
 class Series:
     labels: Mapping[str, str]
-    samples: Sequence[tuple[float, float]]  # (unix seconds, value), time-ordered
+    samples: Sequence[tuple[float, float]]  # (unix seconds, value), time-ordered; or Samples
 
 
 @dataclass(frozen=True)

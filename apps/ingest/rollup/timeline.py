@@ -211,8 +211,9 @@ def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple
 
 
 def merge_copy_columns(copies: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """merge_copies of copies given as (timestamps, values) arrays of finite values: the same
-    samples, as two arrays (sorted by time then value, as merge_copies sorts them)."""
+    """merge_copies of copies given as (timestamps, values) arrays: the same samples, as two
+    arrays (sorted by time then value, as merge_copies sorts them; the two orders can differ
+    only for a NaN value at an instant a copy repeats, which Prometheus never answers)."""
     if len(copies) == 1:
         return copies[0]
     order = np.lexsort((copies[0][1], copies[0][0]))
