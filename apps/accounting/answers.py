@@ -24,7 +24,6 @@ from __future__ import annotations
 import hashlib
 import time
 import zlib
-from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
 from importlib import metadata
@@ -38,8 +37,10 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from .bulk import collector_paused, insert_rows
-from .calc import Cell, Line, period_bounds, to_decimal
+from .calc import period_bounds
 from .models import InputChange, MonthAnswer, MonthCell, MonthLine
+from .computed import note_computed
+from .stored_rows import CELL_COLUMNS, cell_values, read_current, store
 
 # What shapes a stored answer or body: the product's code and templates, and the libraries that
 # compute or render it. Their digest is part of every version, so a deploy that changes any of
@@ -218,7 +219,7 @@ def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = 
     if not stored_answers():
         return compute(None)
     inputs = inputs or read_inputs([period])
-    rows = _read_current(period, part, version_of(inputs))
+    rows = read_current(period, part, version_of(inputs))
     if rows is not None:
         return rows
     with transaction.atomic():
@@ -229,39 +230,15 @@ def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = 
                 # Another request is computing it: wait, then take what it stored if still current.
                 cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
                 inputs = read_inputs([period], fresh=True)
-                rows = _read_current(period, part, version_of(inputs))
+                rows = read_current(period, part, version_of(inputs))
                 if rows is not None:
                     return rows
         started = time.perf_counter()
         with collector_paused():
             result = compute(inputs)
             store(period, part, version_of(inputs), result, (time.perf_counter() - started) * 1000.0)
-        _computed(period, part)
+        note_computed(period, part)
     return result
-
-
-# ---------------------------------------------------------------- who computed what
-
-# (period, part) → how many times this process computed it; `tests/accounting/test_day_parts.py`
-# counts the day parts an ingested hour recomputes with it.
-recomputed: Counter = Counter()
-# Set while a worker task prepares answers; outside it, a computation is a reader's own.
-_in_worker: ContextVar[bool] = ContextVar("answers_in_worker", default=False)
-# The parts the current request computed itself (None: nobody is listening).
-_on_read: ContextVar[list | None] = ContextVar("answers_on_read", default=None)
-
-
-def _computed(period: str, part: str) -> None:
-    recomputed[(period, part)] += 1
-    seen = _on_read.get()
-    if seen is not None and not _in_worker.get():
-        seen.append((period, part))
-
-
-def note_computed(period: str, part: str) -> None:
-    """Record that this process computed a stored answer's part now: a reader's own computation
-    is said on its response (`computed_on_read`), a worker's is not."""
-    _computed(period, part)
 
 
 def take_lock(period: str, part: str) -> bool:
@@ -274,33 +251,6 @@ def take_lock(period: str, part: str) -> bool:
             return True
         cur.execute("SELECT pg_advisory_xact_lock(%s, %s)", key)
     return False
-
-
-@contextmanager
-def as_worker():
-    """Computations inside are the worker's (`tasks.prepare_month_answers`), not a reader's."""
-    token = _in_worker.set(True)
-    try:
-        yield
-    finally:
-        _in_worker.reset(token)
-
-
-@contextmanager
-def computed_on_read():
-    """Yields the list of (period, part) a reader computes itself inside, because no worker had
-    stored them current (docs/performance.md, "A read that computes")."""
-    seen: list = []
-    token = _on_read.set(seen)
-    try:
-        yield seen
-    finally:
-        _on_read.reset(token)
-
-
-def computed_here() -> list:
-    """The (period, part) the current request has computed itself so far (`computed_on_read`)."""
-    return list(_on_read.get() or [])
 
 
 def _part_versions(period: str, prefix: str) -> dict[str, tuple[int, str]]:
@@ -349,7 +299,7 @@ def day_answers(period: str, days: list[date], compute_days, inputs: Inputs | No
                 for part, pk in _store_cells(period, computed).items():
                     stored[part] = (pk, None)
                 for part, *_rest in computed:
-                    _computed(period, part)
+                    note_computed(period, part)
     return [stored[day_part(d)][0] for d in days]
 
 
@@ -373,8 +323,8 @@ def _store_cells(period: str, parts: list[tuple]) -> dict[str, int]:
                     "computed_at = EXCLUDED.computed_at, compute_ms = EXCLUDED.compute_ms RETURNING part, id", params)
         ids = dict(cur.fetchall())
         cur.execute(f"DELETE FROM {table} WHERE answer_id = ANY(%s)", [list(ids.values())])
-    insert_rows(MonthCell, ("answer_id", "position", *_CELL_COLUMNS),
-                ((ids[part], i, *_cell_values(row)) for part, _version, rows, _ms in parts
+    insert_rows(MonthCell, ("answer_id", "position", *CELL_COLUMNS),
+                ((ids[part], i, *cell_values(row)) for part, _version, rows, _ms in parts
                  for i, row in enumerate(rows)))
     return ids
 
@@ -387,25 +337,6 @@ def _day_runs(days: list[date]) -> list[list[date]]:
         else:
             runs.append([d])
     return runs
-
-
-def day_cells(answer_ids: list[int]) -> list[Cell]:
-    """The cells of stored day parts, day by day in their stored order (one query)."""
-    with connection.cursor() as cur:
-        cur.execute(f"SELECT {', '.join(_CELL_COLUMNS)} FROM {MonthCell._meta.db_table} WHERE answer_id = ANY(%s) "
-                    "ORDER BY day, position", [list(answer_ids)])
-        rows = cur.fetchall()
-    return [Cell(cid, cl, ns, team, model, profile, day, g, u, i, m, pc)
-            for cid, cl, ns, team, model, profile, pc, day, g, u, i, m in rows]
-
-
-def merged_day_cells(answer_ids: list[int], starts: list[date]) -> list[Cell]:
-    """The span cells of stored day parts, summed by the database in one query
-    (`spans.merged_in_db`): the month's 230,000 per-day cells at 10,000 GPUs come back as its
-    22,800 span cells, the same floats as `spans.merge_spans` (docs/performance.md, "Per-day parts")."""
-    from .spans import merged_in_db
-
-    return merged_in_db(MonthCell._meta.db_table, "answer_id = ANY(%s)", [list(answer_ids)], starts)
 
 
 def proven(period: str, part: str, version: str) -> int | None:
@@ -421,7 +352,7 @@ def proven(period: str, part: str, version: str) -> int | None:
 
 def proven_rows(period: str, part: str, version: str) -> list | None:
     """The stored part's rows if it is stored with `version` (`proven`, then read)."""
-    return _read_current(period, part, version) if proven(period, part, version) is not None else None
+    return read_current(period, part, version) if proven(period, part, version) is not None else None
 
 
 def store_current(period: str, part: str, version_of, rows: list) -> None:
@@ -435,70 +366,6 @@ def store_current(period: str, part: str, version_of, rows: list) -> None:
 
 def _lock_key(period: str, part: str) -> int:
     return zlib.crc32(f"{period}/{part}".encode()) - 2**31     # a signed 32-bit key
-
-
-# ---------------------------------------------------------------- rows in and out
-
-_CELL_COLUMNS = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class",
-                 "day", "gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "mig_seconds")
-_LINE_COLUMNS = ("kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model", "mig_profile",
-                 "price_class", "rate_basis", "hourly_rate", "currency", "allocated_gpu_seconds",
-                 "used_gpu_seconds", "billed_seconds")
-
-
-def store(period: str, part: str, version: str, rows: list, compute_ms: float = 0.0) -> None:
-    """Replace the stored part with `rows` (cells or lines, in their order) by COPY."""
-    model = MonthLine if part == MonthAnswer.LINES else MonthCell
-    table = model._meta.db_table
-    columns, values = (_LINE_COLUMNS, _line_values) if part == MonthAnswer.LINES else (_CELL_COLUMNS, _cell_values)
-    with connection.cursor() as cur:
-        cur.execute(f"INSERT INTO {MonthAnswer._meta.db_table} (period, part, version, computed_at, compute_ms) "
-                    "VALUES (%s, %s, %s, now(), %s) ON CONFLICT (period, part) DO UPDATE SET "
-                    "version = EXCLUDED.version, computed_at = EXCLUDED.computed_at, "
-                    "compute_ms = EXCLUDED.compute_ms RETURNING id", [period, part, version, round(compute_ms, 1)])
-        answer_id = cur.fetchone()[0]
-        cur.execute(f"DELETE FROM {table} WHERE answer_id = %s", [answer_id])
-    insert_rows(model, ("answer_id", "position", *columns), ((answer_id, i, *values(row)) for i, row in enumerate(rows)))
-
-
-def _cell_values(c) -> tuple:
-    return (c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile, c.price_class, c.day,
-            c.gpu_seconds, c.used_gpu_seconds, getattr(c, "idle_gpu_seconds", 0.0), c.mig_seconds)
-
-
-def _line_values(line: Line) -> tuple:
-    return (line.kind, line.adjusts_period, line.team, line.cluster, line.namespace, line.gpu_model,
-            line.mig_profile, line.price_class, line.rate_basis, line.hourly_rate, line.currency,
-            float(line.allocated_gpu_seconds), float(line.used_gpu_seconds), float(line.billed_seconds))
-
-
-def _read_current(period: str, part: str, version: str) -> list | None:
-    """The stored rows of a part if it is stored with `version`, else None. One statement, so
-    a replacement committing meanwhile is seen whole or not at all."""
-    columns = _LINE_COLUMNS if part == MonthAnswer.LINES else _CELL_COLUMNS
-    table = (MonthLine if part == MonthAnswer.LINES else MonthCell)._meta.db_table
-    with connection.cursor() as cur:
-        # The version is matched in the query: a stale part (what a write leaves) reads one
-        # index row, not its thousands of rows to throw away.
-        cur.execute(f"SELECT a.version, r.position, {', '.join('r.' + c for c in columns)} "
-                    f"FROM {MonthAnswer._meta.db_table} a LEFT JOIN {table} r ON r.answer_id = a.id "
-                    "WHERE a.period = %s AND a.part = %s AND a.version = %s ORDER BY r.position",
-                    [period, part, version])
-        rows = cur.fetchall()
-    if not rows:
-        return None
-    rows = [r[2:] for r in rows if r[1] is not None]
-    if part == MonthAnswer.LINES:
-        return [Line(kind=k, team=team, cluster=cl, namespace=ns, gpu_model=model, mig_profile=profile,
-                     price_class=pc, rate_basis=basis, hourly_rate=rate, currency=cur_, adjusts_period=adj,
-                     allocated_gpu_seconds=to_decimal(g), used_gpu_seconds=to_decimal(u),
-                     billed_seconds=to_decimal(b))
-                for k, adj, team, cl, ns, model, profile, pc, basis, rate, cur_, g, u, b in rows]
-    if part == MonthAnswer.DELTA:
-        return [Cell(cid, cl, ns, team, model, profile, day, g, u, 0.0, m, pc)
-                for cid, cl, ns, team, model, profile, pc, day, g, u, _i, m in rows]
-    return [Cell(cid, cl, ns, team, model, profile, day, g, u, i, m, pc)
-            for cid, cl, ns, team, model, profile, pc, day, g, u, i, m in rows]
 
 
 def drop_parts(period: str, parts) -> None:

@@ -13,7 +13,7 @@ mapping, rates, zone, code; and the late data of the closed months before it, wh
 date includes), the previous month's usage dates (the 14 days of history reach into it), and
 the instant it stands at (`runrate.data_instant`: the ingest watermark, which is not a logged
 input). A stored forecast at another version is never served: the reader computes it as before,
-stores it and says so (`answers.note_computed`: `X-Answer-Computed: on-read`). While no
+stores it and says so (`computed.note_computed`: `X-Answer-Computed: on-read`). While no
 watermark holds the instant below the clock (nothing ingested yet), the forecast moves with the
 clock: it is computed on every read and not stored.
 """
@@ -28,7 +28,8 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from .answers import note_computed, read_inputs, stored_answers, take_lock
+from .answers import read_inputs, stored_answers, take_lock
+from .computed import note_computed
 from .bodies import read_body, write_body
 from .bulk import collector_paused
 from .calc import period_bounds, prev_period
@@ -38,7 +39,7 @@ from .months import closed_before, closed_periods, statement_version, stored_day
 from .runrate import MONEY, MonthForecast, TeamForecast, data_instant, is_running, month_forecast, today_and_rest
 from .usage import UsageFilter, billing_zone, usage_cells
 
-PART = "forecast"                          # the name its computations are counted under (`answers.recomputed`)
+PART = "forecast"                          # the name its computations are counted under (`computed.recomputed`)
 KEY = "forecast?unit=money&scope=all"      # its MonthBody key: every team's forecast, in money
 
 

@@ -14,13 +14,14 @@ from datetime import date, timedelta, timezone
 from django.conf import settings
 from django.db.models import Q
 
-from .answers import (CODE_VERSION, Inputs, answer, read_once, day_answers, day_cells, day_part, drop_parts,
-                      merged_day_cells, read_inputs, store_current, stored_answers)
+from .answers import (CODE_VERSION, Inputs, answer, day_answers, day_part, drop_parts, read_inputs, read_once,
+                      store_current, stored_answers)
 from .calc import Cell, Line, build_lines, last_day, next_period, period_bounds, period_of, prev_period
 from .days import day_start
 from .latedata import delta_cells
 from .models import BillingPeriod, FrozenCell, MonthAnswer
 from .resolvers import team_resolver
+from .stored_rows import day_cells, merged_day_cells
 from .pricing import load_rate_card
 from .timeparse import MAX_YEAR, MIN_YEAR, billing_zone, in_zone
 

@@ -6,7 +6,7 @@ from datetime import timedelta
 from celery import shared_task
 from django.utils import timezone
 
-from .answers import as_worker
+from .computed import as_worker
 from .calc import next_period, period_of
 from .forecast_store import prepare_forecast
 from .months import closed_periods, prepare_month

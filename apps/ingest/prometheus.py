@@ -9,36 +9,21 @@ from __future__ import annotations
 
 import logging
 import math
-import os
-import sys
 from concurrent.futures import ThreadPoolExecutor
-from itertools import chain
 from types import GeneratorType
 
 import numpy as np
-import orjson
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from prometheus_client.parser import text_string_to_metric_families
 from urllib3.util.retry import Retry
 
+from .answer_bytes import body_of, converted, drained, interned, json_of, on_parsing_thread, value_columns
 from .queries import (AGG_LABEL, HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, OWNER_QUERIES, MetricNames,
                       dcgm_queries, pending_pods, promql_regex_literal, selector)
 from .rollup import HOT_TEMPERATURE_C, HourlySeries, Samples, Series
 
 log = logging.getLogger(__name__)
-_parser: tuple[int, ThreadPoolExecutor] | None = None
-
-
-def _parsed(work):
-    """`work()` run on the process' one parsing thread: answers are read (once Prometheus has
-    answered: the headers are in), parsed and converted one at a time, and always by the same
-    thread, so their bytes and short-lived objects come from one allocator arena instead of one
-    per fetching thread (docs/performance.md, "Peak memory of ingest")."""
-    global _parser
-    if _parser is None or _parser[0] != os.getpid():   # a forked worker starts its own thread
-        _parser = (os.getpid(), ThreadPoolExecutor(max_workers=1, thread_name_prefix="promjson"))
-    return _parser[1].submit(work).result()
 
 
 class PrometheusError(Exception):
@@ -183,10 +168,10 @@ class PrometheusClient:
         del response
 
         def whole(raw: bytes):
-            return _json(raw)["data"]["result"]
+            return json_of(raw)["data"]["result"]
         if convert is None:
-            return _parsed(lambda: whole(_body(pending.pop())))
-        return _parsed(lambda: _converted(_body(pending.pop()), convert, whole))
+            return on_parsing_thread(lambda: whole(body_of(pending.pop())))
+        return on_parsing_thread(lambda: converted(body_of(pending.pop()), convert, whole))
 
     # ------------------------------------------------------------ per-hour sums, counted by Prometheus
     def range_closed_on_left(self) -> bool | None:
@@ -234,16 +219,16 @@ class PrometheusClient:
         pending = [response]
         del response
         # as _fast_query: the body read, parsed item by item and converted on the one parsing thread
-        return _parsed(lambda: _converted(self._call(metric, _body, pending.pop()),
+        return on_parsing_thread(lambda: converted(self._call(metric, body_of, pending.pop()),
                                           lambda result: self._hourly_series(metric, result, start, end),
-                                          lambda raw: self._call(metric, _json, raw)))
+                                          lambda raw: self._call(metric, json_of, raw)))
 
     def _hourly_series(self, metric, result, start: int, end: int) -> list[HourlySeries] | None:
         """The HourlySeries of an `hourly` answer's items (each freed once read): of its parsed
-        body, or `_matrix_items`."""
+        body, or `matrix_items`."""
         try:
             if not isinstance(result, GeneratorType):
-                result = _drained(result["data"]["result"])
+                result = drained(result["data"]["result"])
             grouped: dict[tuple, dict[int, list]] = {}
             labels_of: dict[tuple, dict] = {}
             for item in result:
@@ -251,7 +236,7 @@ class PrometheusClient:
                 agg = labels.pop(AGG_LABEL)
                 labels.pop("__name__", None)
                 key = tuple(sorted(labels.items()))
-                labels_of.setdefault(key, _shared(labels))
+                labels_of.setdefault(key, interned(labels))
                 hours = grouped.setdefault(key, {})
                 for ts, value in item["values"]:
                     v = float(value)
@@ -266,17 +251,17 @@ class PrometheusClient:
                 for key, hours in grouped.items()]
 
     def _parse_matrix(self, metric, result, start, end) -> list[Series]:
-        """Series of a range vector's items: the parsed result list, or `_matrix_items`."""
+        """Series of a range vector's items: the parsed result list, or `matrix_items`."""
         if isinstance(result, list):
-            result = _drained(result)
+            result = drained(result)
         elif not isinstance(result, GeneratorType):
             raise PrometheusError(f"the answer from {self.url} for {metric} is not a Prometheus result list")
         out = []
         try:
             for item in result:   # each answer item is freed once converted: peak memory ~ one copy
-                labels = _shared(item["metric"])
+                labels = interned(item["metric"])
                 labels.pop("__name__", None)
-                ts, values = _value_columns(item["values"])
+                ts, values = value_columns(item["values"])
                 del item
                 if len(ts) and not (start <= ts[0] and ts[-1] < end):
                     # Prometheus answers each series in time order: cut [start, end) as a slice
@@ -421,96 +406,3 @@ class PrometheusClient:
             out["requests"] = [s for s in self.raw_samples(metric, (*matchers, f'pod=~"{alternation}"'), start, end)
                                if (s.labels.get("namespace", ""), s.labels.get("pod", "")) in pods]
         return out
-
-
-_MATRIX_HEAD = b'{"status":"success","data":{"resultType":"matrix","result":['
-_MATRIX_TAIL = b"]}}"
-_ITEM_HEAD = b'{"metric":{'
-
-
-class _NotCompact(Exception):
-    """An answer that looked like Prometheus' own layout of a range vector but is not."""
-
-
-def _matrix_items(content: bytes):
-    """The items of a range vector answer, each parsed from its own bytes when it is needed, or
-    None unless the answer is laid out as Prometheus writes it (compact, no warnings).
-
-    `,{"metric":{` can only be the start of the next item: inside a JSON string every quote is
-    escaped, and a label's value is a string, never an object. Should an item still not parse,
-    the items raise _NotCompact and the caller parses the whole answer (which then fails, or
-    not, as it always did)."""
-    if not (content.startswith(_MATRIX_HEAD) and content.endswith(_MATRIX_TAIL)):
-        return None
-    first, last = len(_MATRIX_HEAD), len(content) - len(_MATRIX_TAIL)
-    if first < last and not content.startswith(_ITEM_HEAD, first):
-        return None
-
-    def items():
-        view, separator, at = memoryview(content), b"," + _ITEM_HEAD, first
-        while at < last:
-            stop = content.find(separator, at, last)
-            stop = last if stop < 0 else stop
-            try:
-                yield orjson.loads(view[at:stop])
-            except orjson.JSONDecodeError:
-                raise _NotCompact from None
-            at = stop + 1
-    return items()
-
-
-def _body(response) -> bytes:
-    """The whole body of a response requested with `stream=True`; the connection goes back to
-    the pool."""
-    try:
-        return response.content
-    finally:
-        response.close()
-
-
-def _converted(raw: bytes, convert, whole):
-    """convert(the answer's items): one at a time from `_matrix_items` when the answer is laid out
-    as Prometheus writes it, else convert(whole(raw)) of the answer parsed whole."""
-    items = _matrix_items(raw)
-    if items is not None:
-        try:
-            return convert(items)
-        except _NotCompact:
-            pass   # not Prometheus' own layout after all: parsed whole below
-    return convert(whole(raw))
-
-
-def _shared(labels: dict) -> dict:
-    """The labels with their values interned: a chunk keeps tens of thousands of series' labels
-    until it is written, and most values (host, model, driver, job, a device's UUID across the
-    metrics) repeat from series to series (docs/performance.md, "Peak memory of ingest")."""
-    for name, value in labels.items():
-        if type(value) is str:
-            labels[name] = sys.intern(value)
-    return labels
-
-
-def _drained(result: list):
-    """The items of a parsed result list, each dropped from the list as it is handed out."""
-    result.reverse()
-    while result:
-        yield result.pop()
-
-
-def _value_columns(pairs) -> tuple[np.ndarray, np.ndarray]:
-    """A series' `values` ([[time, "value"], ...]) as two float arrays, without a tuple per
-    sample: each number through float() as before ("NaN", "+Inf", "-Inf" included), anything
-    but a list of pairs a ValueError or TypeError."""
-    n = len(pairs)
-    if not isinstance(pairs, list) or (n and set(map(len, pairs)) != {2}):
-        raise ValueError("not a list of (time, value) pairs")
-    flat = np.fromiter(map(float, chain.from_iterable(pairs)), dtype=float, count=2 * n)
-    return flat[0::2].copy(), flat[1::2].copy()
-
-
-def _json(body: bytes):
-    """orjson's parse, failing as requests' `.json()` does (so `_call` names a non-JSON answer)."""
-    try:
-        return orjson.loads(body)
-    except orjson.JSONDecodeError:
-        raise requests.exceptions.JSONDecodeError("not JSON", "", 0) from None

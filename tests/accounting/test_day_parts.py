@@ -12,7 +12,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounting import answers, months
+from apps.accounting import answers, months, stored_rows
+from apps.accounting.computed import computed_on_read, recomputed
 from apps.accounting.actions import do_assign_namespace, do_close_period, do_reopen_period, do_save_rate
 from apps.accounting.answers import read_inputs, stored_answers
 from apps.accounting.calc import period_bounds
@@ -32,12 +33,12 @@ EVERY_MARCH_DAY = {f"day{d:02d}" for d in range(1, 32)}
 
 
 def days_recomputed(before: Counter, period=MARCH) -> set[str]:
-    """The day parts of `period` computed since `before` (a copy of `answers.recomputed`)."""
-    return {part for (p, part), n in (answers.recomputed - before).items() if p == period and part.startswith("day")}
+    """The day parts of `period` computed since `before` (a copy of `recomputed`)."""
+    return {part for (p, part), n in (recomputed - before).items() if p == period and part.startswith("day")}
 
 
 def parts_recomputed(before: Counter, period=MARCH) -> Counter:
-    return Counter({part: n for (p, part), n in (answers.recomputed - before).items() if p == period})
+    return Counter({part: n for (p, part), n in (recomputed - before).items() if p == period})
 
 
 def current(period=MARCH) -> bool:
@@ -70,17 +71,17 @@ def march(db, django_capture_on_commit_callbacks, monkeypatch):
 
 def test_an_hour_of_usage_recomputes_its_day_only(march, django_capture_on_commit_callbacks):
     prod, rate, gpu = march
-    before = answers.recomputed.copy()
+    before = recomputed.copy()
     with django_capture_on_commit_callbacks(execute=True):
         make_usage(gpu, "ml", utc(2026, 3, 10, 5), pod="next")       # what an hourly ingest writes
         assert not current()
     assert days_recomputed(before) == {"day10"}                       # not the other 30 days
     assert parts_recomputed(before) == Counter({"day10": 1, "cells": 1, "lines": 1})
     assert current()
-    seen = answers.recomputed.copy()
+    seen = recomputed.copy()
     with CaptureQueriesContext(connection) as reads:
         lines = month_lines(MARCH)
-    assert answers.recomputed == seen                                 # the read computed nothing
+    assert recomputed == seen                                 # the read computed nothing
     assert not any('"accounting_usagehour"' in q["sql"] for q in reads.captured_queries)
     assert allocated_hours(lines) == 10.0                             # 9 h + 1 h: 20.00
     assert lines == compute_open(MARCH).lines
@@ -90,7 +91,7 @@ def test_an_hour_of_usage_recomputes_its_day_only(march, django_capture_on_commi
 
 def test_a_rate_edit_recomputes_the_lines_from_the_stored_days(march, admin_user, django_capture_on_commit_callbacks):
     prod, rate, gpu = march
-    before = answers.recomputed.copy()
+    before = recomputed.copy()
     with django_capture_on_commit_callbacks(execute=True):
         rate.hourly_rate = Decimal("3.00")
         do_save_rate(admin_user, rate)
@@ -103,7 +104,7 @@ def test_a_rate_edit_recomputes_the_lines_from_the_stored_days(march, admin_user
 def test_a_mapping_change_recomputes_every_day(march, write, admin_user, django_capture_on_commit_callbacks):
     """A node pool or a namespace move is logged without a date: it may change any day."""
     prod, rate, gpu = march
-    before = answers.recomputed.copy()
+    before = recomputed.copy()
     with django_capture_on_commit_callbacks(execute=True):
         if write == "node pool":
             make_pool(prod, "gpu-*", "spot")
@@ -122,7 +123,7 @@ def test_close_and_reopen_recompute_what_they_change(march, admin_user, django_c
     with django_capture_on_commit_callbacks(execute=True):
         make_usage(gpu, "ml", utc(2026, 2, 5), hours=2)
     prepare_month_answers([FEBRUARY])
-    before = answers.recomputed.copy()
+    before = recomputed.copy()
     with django_capture_on_commit_callbacks(execute=True):
         do_close_period(FEBRUARY, actor=admin_user)
     # March now carries February's late data, stored empty by the close: nothing to recompute.
@@ -130,7 +131,7 @@ def test_close_and_reopen_recompute_what_they_change(march, admin_user, django_c
     assert current()
     assert prune_closed_months() == [FEBRUARY]          # the nightly job drops February's open parts
     assert not MonthAnswer.objects.filter(period=FEBRUARY, part__startswith="day").exists()
-    before = answers.recomputed.copy()
+    before = recomputed.copy()
     with django_capture_on_commit_callbacks(execute=True):
         do_reopen_period(FEBRUARY, admin_user)
     # Open again: the worker stores February's 28 days and its lines; March's days are untouched.
@@ -152,7 +153,7 @@ def test_an_hour_in_a_zone_off_utc_recomputes_the_two_days_its_utc_date_overlaps
         make_rate(hourly_rate="2.00")
         gpu = make_device(prod)
         make_usage(gpu, "ml", utc(2026, 3, 2), hours=2)
-    before = answers.recomputed.copy()
+    before = recomputed.copy()
     with django_capture_on_commit_callbacks(execute=True):
         make_usage(gpu, "ml", utc(2026, 3, 9, 20), pod="late")       # 01:30 on the 10th in Kolkata
     assert days_recomputed(before) == {"day09", "day10"}
@@ -189,8 +190,8 @@ def test_a_read_while_the_worker_recomputes_waits_for_it(monkeypatch):
     assert computing.wait(30)
 
     def read():
-        with answers.computed_on_read() as computed:
-            return month_lines(MARCH), list(computed)
+        with computed_on_read() as seen:
+            return month_lines(MARCH), list(seen)
 
     reader = in_thread(read)
     reader[0].join(1.0)
@@ -287,7 +288,7 @@ def test_the_database_sums_day_parts_to_the_same_floats_as_the_live_merge(db):
     cells = [Cell(1, "prod", "ml", "A", "H100", "", date(2026, 3, 1 + i), v, v / 3, 0.0, 0.0, "on-demand")
              for i, v in enumerate(values)]
     ids = answers._store_cells(MARCH, [(f"day{i + 1:02d}", "v", [c], 0.0) for i, c in enumerate(cells)])
-    in_sql = answers.merged_day_cells(list(ids.values()), [date(2026, 3, 1)])
+    in_sql = stored_rows.merged_day_cells(list(ids.values()), [date(2026, 3, 1)])
     in_python = merge_spans(cells, [date(2026, 3, 1)])
     assert in_sql == in_python
     assert in_sql[0].gpu_seconds == exact_sum(values) == 515.8857145357143   # 0.6 + 1 + 2.5e-7 + 514.2857142857143; in order, floats give 514.28…

@@ -21,7 +21,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounting import answers
+from apps.accounting.computed import recomputed
 from apps.accounting.actions import do_assign_namespace, do_save_rate
 from apps.accounting.forecast_store import fleet_forecast
 from apps.accounting.models import MonthBody, Rate
@@ -84,10 +84,10 @@ def page_rows(response) -> dict:
 
 def read(client_, url):
     """The response, whether the request computed anything, and whether it read a usage table."""
-    seen = answers.recomputed.copy()
+    seen = recomputed.copy()
     with CaptureQueriesContext(connection) as queries:
         response = client_.get(url)
-    computed = answers.recomputed - seen
+    computed = recomputed - seen
     usage = any(t in q["sql"] for q in queries.captured_queries for t in USAGE_TABLES)
     return response, computed, usage
 

@@ -453,16 +453,16 @@ def bench_day_parts(api, fleet, user, admin, period: str, nov: date, nov_days: i
     worker's on-commit task recomputes (its day, not the month) and the first read after it;
     then the close as it happens in production: October reopened, an hour ingested into its
     last day, the worker's recompute, and the close reading the stored parts it freezes."""
-    from apps.accounting import answers
+    from apps.accounting.computed import recomputed
     from apps.accounting.actions import do_close_period, do_reopen_period
     from apps.accounting.tasks import prepare_month_answers
 
     nov_period, out = nov.strftime("%Y-%m"), {}
 
     def worker(p):
-        before = answers.recomputed.copy()
+        before = recomputed.copy()
         ms = api.once_ms(lambda: prepare_month_answers([p]))
-        days = sorted(part for (q, part), n in (answers.recomputed - before).items() if q == p and part.startswith("day"))
+        days = sorted(part for (q, part), n in (recomputed - before).items() if q == p and part.startswith("day"))
         return ms, days
 
     write_ms = api.once_ms(lambda: fleet.seed_hour(datetime(2026, 11, 1 + nov_days, 1, tzinfo=timezone.utc)))

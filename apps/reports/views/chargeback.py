@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from apps.accounting.actions import ActionError, NotAllowed, before_history, check_may_close, do_close_period, may_close
-from apps.accounting.answers import computed_here
+from apps.accounting.computed import computed_here
 from apps.accounting.bodies import scope_tag
 from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
 from apps.accounting.filters import parse_period_param
