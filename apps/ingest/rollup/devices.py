@@ -23,11 +23,10 @@ class _Stream:
     """One logical stream: all copies of a device's series for one workload, merged."""
     __slots__ = ("key", "info", "namespace", "pod", "scale", "seconds", "sliced", "ts", "values", "inside")
 
-    def __init__(self, key, info, namespace, pod, scale, sliced, ts, values, inside):
+    def __init__(self, key, info, namespace, pod, scale, sliced, ts, values, inside, seconds):
         self.key, self.info, self.namespace, self.pod = key, info, namespace, pod
         self.scale, self.sliced = scale, sliced
-        self.ts, self.values, self.inside = ts, values, inside
-        self.seconds = np.empty(0)
+        self.ts, self.values, self.inside, self.seconds = ts, values, inside, seconds
 
 
 def _count_in(ts: np.ndarray, window: Window) -> int:
@@ -99,9 +98,9 @@ def rollup_devices(
     workloads = _Workloads(cfg, candidates)
 
     chosen = _chosen_series(cfg, whole_util, mig_util, warnings)
-    streams, raw_in_window, fallback = _merged_streams(cfg, window, chosen, workloads)
+    streams, raw_in_window, fallback, tiled = _merged_streams(cfg, window, chosen, workloads)
     devices: dict[tuple[str, str], dict] = {}
-    accs, counted = _count_samples(cfg, streams, devices, warnings)
+    accs, counted = _count_samples(cfg, streams, tiled, devices, warnings)
     warnings.extend(workloads.warnings())
 
     _attach_memory(cfg, window, accs, fb_used, workloads)
@@ -167,14 +166,40 @@ def _merged_streams(cfg: RollupConfig, window: Window, chosen: list[tuple],
     ts_all, values_all, offsets = joined_columns(merged_all)
     del merged_all
     inside_all = (ts_all >= window.start) & (ts_all < window.end)
-    streams = [_Stream(key, info, namespace, pod, scale, sliced, ts_all[lo:hi], values_all[lo:hi], inside_all[lo:hi])
-               for (key, info, namespace, pod, scale, sliced), lo, hi
-               in zip(heads, offsets[:-1].tolist(), offsets[1:].tolist())]
     gaps = StreamGaps(ts_all, offsets)
     fallback = gaps.typical_spacing() or cfg.interval_seconds
-    for st, sec in zip(streams, gaps.durations(fallback, cfg.pinned_interval_seconds)):
-        st.seconds = sec
-    return streams, raw_in_window, fallback
+    seconds_all = gaps.seconds(fallback, cfg.pinned_interval_seconds)
+    streams = [_Stream(key, info, namespace, pod, scale, sliced, ts_all[lo:hi], values_all[lo:hi], inside_all[lo:hi],
+                       seconds_all[lo:hi])
+               for (key, info, namespace, pod, scale, sliced), lo, hi
+               in zip(heads, offsets[:-1].tolist(), offsets[1:].tolist())]
+    tiled = _crossing_devices(heads, ts_all, seconds_all, offsets)
+    return streams, raw_in_window, fallback, tiled
+
+
+def _crossing_devices(heads: list[tuple], ts: np.ndarray, seconds: np.ndarray, offsets: np.ndarray) -> set:
+    """The devices whose whole-device streams' spans [ts, ts + seconds) cross one another's.
+
+    Only these need tiling (`Coverage`): on any other device no span meets an earlier one, so
+    each span's free seconds are its whole length, which is what `Coverage.claim` would give
+    (an overlap of 0.0 subtracted). Found for the whole chunk at once: each device's spans in
+    order of their starts, a device crosses where one span ends after the next one starts.
+    Spans of one stream never cross (a sample counts at most until the next), so a crossing
+    is between two streams; where a pinned interval makes them cross, the device is tiled,
+    which is exact either way."""
+    device_of: dict = {}
+    plain = np.array([not sliced for (_key, _info, _ns, _pod, _scale, sliced) in heads], dtype=bool)
+    device = np.array([device_of.setdefault(h[0], len(device_of)) for h in heads], dtype=np.int64)
+    lengths = np.diff(offsets)
+    keep = np.repeat(plain, lengths)
+    dev = np.repeat(device, lengths)[keep]
+    a = ts[keep]
+    b = a + seconds[keep]
+    order = np.lexsort((a, dev))
+    dev, a, b = dev[order], a[order], b[order]
+    cross = (dev[1:] == dev[:-1]) & (b[:-1] > a[1:])
+    crossing = set(np.unique(dev[1:][cross]).tolist())
+    return {key for key, k in device_of.items() if k in crossing}
 
 
 def _note_device(cfg: RollupConfig, devices: dict, warnings: list[str], key, info, ts_first, ts_last) -> dict:
@@ -191,10 +216,11 @@ def _note_device(cfg: RollupConfig, devices: dict, warnings: list[str], key, inf
     return d
 
 
-def _count_samples(cfg: RollupConfig, streams: list[_Stream], devices: dict,
+def _count_samples(cfg: RollupConfig, streams: list[_Stream], tiled: set, devices: dict,
                    warnings: list[str]) -> tuple[dict[tuple, _Acc], int]:
     """Each sample that counts, per device: time-sliced pods share the GPU, whole-device streams
-    are tiled so every instant counts once. Returns the records' accumulators and how many
+    are tiled so every instant counts once (on the devices in `tiled`, the only ones where
+    streams cross: `_crossing_devices`). Returns the records' accumulators and how many
     samples counted."""
     by_device: dict[tuple, list[_Stream]] = defaultdict(list)
     for st in streams:
@@ -225,7 +251,7 @@ def _count_samples(cfg: RollupConfig, streams: list[_Stream], devices: dict,
             batch.add(st, d, st.inside, st.seconds, share, fraction if own else share)
         # Whole-device streams: tiled, the workloads' first, so every instant counts once.
         plain.sort(key=lambda st: (not st.namespace, st.namespace, st.pod))
-        coverage = Coverage() if len(plain) > 1 else None
+        coverage = Coverage() if len(plain) > 1 and key in tiled else None
         for st in plain:
             if coverage is not None:
                 free = coverage.claim(st.ts, st.ts + st.seconds)

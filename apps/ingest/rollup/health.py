@@ -12,7 +12,7 @@ import numpy as np
 from .labels import canonical, device_identity
 from .arrays import joined_columns, sequential_sums, stream_columns
 from .records import HOT_TEMPERATURE_C, HOUR_SECONDS, HealthRecord, HourlySeries, hour_of
-from .timeline import StreamGaps, merge_copy_columns
+from .timeline import StreamGaps, merge_copy_columns, spaced_merges
 from .timeline import priority as _priority
 
 
@@ -29,18 +29,32 @@ def _board_streams(series_list, replica_labels, fallback, pinned, per_board=True
     raw = [s for s in series_list if not isinstance(s, HourlySeries)]
     ts_all, vs_all, offsets = stream_columns([s.samples for s in raw])
     finite = np.isfinite(vs_all)
-    bounds = offsets.tolist()
+    # the finite readings of every series, in one set of arrays
+    kept_before = np.concatenate([[0], np.cumsum(finite)])
+    ts_f, vs_f, offs = ts_all[finite], vs_all[finite], kept_before[offsets]
+    labels_of = []
     for k, s in enumerate(raw):
         labels = canonical(s.labels)
         key, _ = device_identity(labels)
-        # the device-level series first, then instance and per-pod copies, in a fixed order
-        rank = (bool(labels.get("vgpu")), bool(labels.get("GPU_I_PROFILE")), _priority(labels, replica_labels))
-        by_uuid[key[0] if per_board else key].append((rank, bounds[k], bounds[k + 1]))
+        labels_of.append(labels)
+        by_uuid[key[0] if per_board else key].append(k)
+    members_of = list(by_uuid.values())
+    spaced = spaced_merges(ts_f, vs_f, offs, members_of)
+    bounds = offs.tolist()
     merged = {}
-    for uuid, members in by_uuid.items():
-        members.sort(key=lambda m: m[0])
-        merged[uuid] = merge_copy_columns([(ts_all[lo:hi][finite[lo:hi]], vs_all[lo:hi][finite[lo:hi]])
-                                           for _, lo, hi in members])
+    for g, (uuid, members) in enumerate(by_uuid.items()):
+        if len(members) == 1:
+            k = members[0]
+            merged[uuid] = (ts_f[bounds[k]:bounds[k + 1]], vs_f[bounds[k]:bounds[k + 1]])
+        elif g in spaced:
+            merged[uuid] = spaced[g]
+        else:
+            # the device-level series first, then instance and per-pod copies, in a fixed order
+            members = sorted(members, key=lambda k: (bool(labels_of[k].get("vgpu")),
+                                                     bool(labels_of[k].get("GPU_I_PROFILE")),
+                                                     _priority(labels_of[k], replica_labels)))
+            merged[uuid] = merge_copy_columns([(ts_f[bounds[k]:bounds[k + 1]], vs_f[bounds[k]:bounds[k + 1]])
+                                               for k in members])
     # the merged streams' durations, all at once (the same floats as durations() of each)
     ts_m, _, offs = joined_columns(list(merged.values()))
     seconds = StreamGaps(ts_m, offs).durations(fallback, pinned)

@@ -112,7 +112,13 @@ class StreamGaps:
         return round(median(medians.tolist()), 3)
 
     def durations(self, fallback: float, pinned: float | None = None) -> list[np.ndarray]:
-        """durations() of each stream, as views of one array."""
+        """durations() of each stream, as views of one array (`seconds`)."""
+        out = self.seconds(fallback, pinned)
+        bounds = self.offsets.tolist()
+        return [out[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
+
+    def seconds(self, fallback: float, pinned: float | None = None) -> np.ndarray:
+        """durations() of every stream, in one array beside the timestamps."""
         out = np.empty(len(self.ts))
         if pinned:
             out[:] = float(pinned)
@@ -130,13 +136,37 @@ class StreamGaps:
                 three = np.sort(np.vstack([a, b, z]), axis=0)[1]
                 last = np.where(c >= 3, three, np.where(c == 2, (b + z) / 2, z))
                 out[self.offsets[multi + 1] - 1] = np.where(regular, last, out[self.offsets[multi + 1] - 1])
-                for k in multi[~regular].tolist():
-                    lo_k, hi_k = int(self.offsets[k]), int(self.offsets[k + 1])
-                    out[lo_k:hi_k] = durations(self.ts[lo_k:hi_k].tolist(), fallback)
+                if not regular.all():
+                    self._irregular(out, multi[~regular], fallback)
             else:
                 out[:] = np.repeat(first, self.n)
-        bounds = self.offsets.tolist()
-        return [out[lo:hi] for lo, hi in zip(bounds, bounds[1:])]
+        return out
+
+
+    def _irregular(self, out: np.ndarray, streams: np.ndarray, fallback: float) -> None:
+        """durations() of the irregular streams (at least three samples each), the rules applied
+        to all their samples at once: each window of gaps lies inside its own stream, so
+        window_medians over the chunk's gaps gives the very floats it gives per stream."""
+        n = self.n[streams]
+        first = self.offsets[streams]
+        j = np.repeat(first, n) + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n))   # each sample
+        i = j - np.repeat(first, n)                          # its place in its stream
+        size = np.repeat(n, n)
+        gap0 = np.repeat(self.start[streams], n)             # its stream's first gap
+        before_start = np.maximum(0, i - NEIGHBOURS)
+        spacing_before = window_medians(self.gaps, gap0 + before_start, i - before_start)
+        spacing_after = window_medians(self.gaps, gap0 + i + 1, np.clip(size - 1 - (i + 1), 0, NEIGHBOURS))
+        local = np.where(np.isnan(spacing_before), spacing_after, spacing_before)
+        is_last = i == size - 1
+        inner = ~is_last
+        gap = self.gaps[(gap0 + i)[inner]]
+        loc = local[inner]
+        loc = np.where(np.isnan(loc), gap, loc)
+        widest = np.fmax(np.fmax(spacing_before[inner], spacing_after[inner]), loc)
+        limit = np.minimum(STALENESS_SECONDS, np.maximum(MIN_STALE_SECONDS, GAP_FACTOR * widest))
+        out[j[inner]] = np.where(gap <= limit, gap, np.minimum(loc, gap))
+        last = local[is_last]
+        out[j[is_last]] = np.where(np.isnan(last), float(fallback), last)
 
 
 def window_medians(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -226,6 +256,58 @@ def merge_copy_columns(copies: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple
             order = np.lexsort((all_vs, all_ts))
             kept_ts, kept_vs = all_ts[order], all_vs[order]
     return kept_ts, kept_vs
+
+
+def spaced_merges(ts: np.ndarray, values: np.ndarray, offsets: np.ndarray,
+                  groups: list[list[int]]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """merge_copy_columns of many groups of copies at once, for the groups where the order of
+    the copies cannot matter; {group's index: (timestamps, values)}. Copy k is
+    [offsets[k], offsets[k + 1]) of `ts` and `values`; a group lists its copies (any order).
+
+    A group of several copies qualifies when every copy that holds any sample holds at least
+    two, in strictly increasing time, no two distinct instants of the group lie closer than
+    the widest gap within any of its copies, and copies agree, bit for bit, at an instant they
+    share. Then a copy's spacing (a median of its own gaps, never wider than its widest) never
+    reaches a kept sample at another instant, so `_additions` adds exactly the instants not yet
+    kept, whatever the order: the merge is the union of the instants, in time order, each with
+    the value every copy holding it gives. That is a GPU's successive series (one per holding
+    pod) and a MIG board's power repeated on its instances. Groups of one copy are left out
+    (merge_copy_columns returns that copy as it is), and so is any group where one of the
+    conditions fails: those are merged copy by copy, in their priority order."""
+    multi = [(g, members) for g, members in enumerate(groups) if len(members) > 1]
+    if not multi:
+        return {}
+    lengths = np.diff(offsets)
+    copies = np.array([k for _, members in multi for k in members], dtype=np.int64)
+    group_of_copy = np.repeat(np.arange(len(multi)), [len(members) for _, members in multi])
+    n = lengths[copies]
+    failed = np.zeros(len(multi), dtype=bool)
+    failed[group_of_copy[n == 1]] = True                 # a lone sample's spacing is the kept ones'
+    # every sample of the groups, with its group and copy
+    within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    at = np.repeat(offsets[copies], n) + within
+    t, v = ts[at], values[at]
+    group = np.repeat(group_of_copy, n)
+    copy = np.repeat(np.arange(len(copies)), n)
+    step = np.diff(t)
+    same_copy = copy[1:] == copy[:-1]
+    failed[group[1:][same_copy & (step <= 0)]] = True    # not strictly increasing
+    widest = np.zeros(len(multi))
+    np.maximum.at(widest, group[1:][same_copy], step[same_copy])
+    order = np.lexsort((t, group))
+    t, v, group = t[order], v[order], group[order]
+    same_group = group[1:] == group[:-1]
+    gap = t[1:] - t[:-1]
+    repeat = same_group & (gap == 0)
+    bits = v.view(np.int64)
+    failed[group[1:][repeat & (bits[1:] != bits[:-1])]] = True
+    failed[group[1:][same_group & (gap > 0) & (gap < widest[group[1:]])]] = True
+    keep = np.ones(len(t), dtype=bool)
+    keep[1:] = ~repeat
+    t, v, group = t[keep], v[keep], group[keep]
+    bounds = np.searchsorted(group, np.arange(len(multi) + 1), side="left").tolist()
+    return {g: (t[bounds[i]:bounds[i + 1]], v[bounds[i]:bounds[i + 1]])
+            for i, (g, _) in enumerate(multi) if not failed[i]}
 
 
 def _nearest_gap(ts):
