@@ -84,6 +84,9 @@ INGEST_LOCK_SECONDS = _env_int("INGEST_LOCK_SECONDS", 600)
 INGEST_SETTLE_HOURS = _env_int("INGEST_SETTLE_HOURS", 3, low=0)
 INGEST_RETRY_BACKOFF_SECONDS = _env_int("INGEST_RETRY_BACKOFF_SECONDS", 30)
 PROMETHEUS_TIMEOUT_SECONDS = _env_float("PROMETHEUS_TIMEOUT_SECONDS", 60.0, 0.1)
+# Ask Prometheus for gzipped answers: worth it only over a slow link (docs/performance.md,
+# "Answers uncompressed"); gzip costs Prometheus several times the query itself.
+PROMETHEUS_COMPRESSION = env.bool("PROMETHEUS_COMPRESSION", default=False)
 STALE_INGEST_HOURS = _env_float("STALE_INGEST_HOURS", 3.0, 0.0)
 # Idle-GPU report (docs/figures.md): a pod averaging under IDLE_LIST_UTILIZATION (used ÷ allocated)
 # with an idle stretch of at least IDLE_LIST_MIN_MINUTES is listed.

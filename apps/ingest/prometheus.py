@@ -26,6 +26,21 @@ from .rollup import HOT_TEMPERATURE_C, HourlySeries, Samples, Series
 log = logging.getLogger(__name__)
 
 
+def http_session(compressed: bool | None = None) -> requests.Session:
+    """The HTTP session every request to Prometheus goes through: answers uncompressed unless
+    `compressed` (default: the PROMETHEUS_COMPRESSION setting). Prometheus gzips an answer
+    whenever the client accepts it, and on a fast link that costs it several times the query
+    itself (docs/performance.md, "Answers uncompressed")."""
+    if compressed is None:
+        from django.conf import settings
+
+        compressed = settings.PROMETHEUS_COMPRESSION
+    session = requests.Session()
+    if not compressed:
+        session.headers["Accept-Encoding"] = "identity"
+    return session
+
+
 class PrometheusError(Exception):
     """Prometheus could not be read: unreachable, an HTTP error, garbage, or a rejected query."""
 
@@ -38,9 +53,9 @@ def _one_line(text, limit=300) -> str:
 class PrometheusClient:
     def __init__(self, url: str, *, bearer_token: str = "", basic_auth: tuple[str, str] | None = None,
                  ca_bundle_path: str = "", tls_verify: bool = True, timeout_seconds: float = 60.0,
-                 series_selector: str = ""):
+                 series_selector: str = "", compressed: bool | None = None):
         self.url = url.rstrip("/")
-        session = requests.Session()
+        session = http_session(compressed)
         session.verify = (ca_bundle_path or True) if tls_verify else False
         headers = {"Authorization": f"Bearer {bearer_token}"} if bearer_token else None
         # A short transport retry for blips; real backoff belongs to the Celery task.

@@ -16,6 +16,13 @@ class ReportsConfig(AppConfig):
         # The worker renders the month's common API bodies once its answer is current (docs/performance.md).
         from apps.accounting.signals import month_prepared
 
-        from .api.prepared import prepare_bodies
+        month_prepared.connect(_prepare_bodies, dispatch_uid="reports.bodies_on_prepare")
 
-        month_prepared.connect(prepare_bodies, dispatch_uid="reports.bodies_on_prepare")
+
+def _prepare_bodies(sender=None, **kwargs):
+    """`month_prepared` receiver: the API's rendering (DRF, the workbook library) is imported when
+    a month is prepared, not by every process that loads the apps (an ingest, a web worker's
+    start-up: docs/performance.md, "Process start-up")."""
+    from .api.prepared import prepare_bodies
+
+    return prepare_bodies(sender=sender, **kwargs)

@@ -52,8 +52,8 @@ def raw_specs(names) -> dict:
 def rawfloor(url: str, start: datetime, end: datetime) -> dict:
     import numpy as np
     import orjson
-    import requests
 
+    from apps.ingest.prometheus import http_session
     from apps.ingest.queries import MetricNames, selector
     from apps.ingest.rollup.timeline import LOOKAROUND_SECONDS
 
@@ -62,7 +62,7 @@ def rawfloor(url: str, start: datetime, end: datetime) -> dict:
                         temperature="DCGM_FI_DEV_GPU_TEMP", xid="DCGM_FI_DEV_XID_ERRORS")
     lo, hi = start.timestamp() - LOOKAROUND_SECONDS, end.timestamp() + LOOKAROUND_SECONDS
     span = int(hi - lo) + 1
-    session = requests.Session()
+    session = http_session()   # ingest's own transport (uncompressed unless PROMETHEUS_COMPRESSION)
     fetch = parse = 0.0
     samples = series = answer_bytes = 0
     by_role = {}

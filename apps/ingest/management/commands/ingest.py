@@ -11,6 +11,9 @@ from apps.ingest.pipeline import IngestError, database_failure, ingest
 
 class Command(BaseCommand):
     help = "Pull a window of DCGM + kube-state-metrics data from Prometheus into the hourly rollups."
+    # Run from cron and scripts, often: the project's checks are `manage.py check`'s and the
+    # web's (0.4 s of every run's start-up: docs/performance.md, "Process start-up").
+    requires_system_checks = []
 
     def add_arguments(self, parser):
         parser.add_argument("--cluster", required=True,
