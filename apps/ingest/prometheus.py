@@ -251,7 +251,8 @@ class PrometheusClient:
                 agg = labels.pop(AGG_LABEL)
                 labels.pop("__name__", None)
                 key = tuple(sorted(labels.items()))
-                labels_of.setdefault(key, interned(labels))
+                if key not in labels_of:    # each series comes once per aggregate: interned once
+                    labels_of[key] = interned(labels)
                 hours = grouped.setdefault(key, {})
                 for ts, value in item["values"]:
                     v = float(value)
