@@ -1,8 +1,9 @@
 """Ingest against the single raw fetch (issue 24, item 3), step by step.
 
 The floor: every raw DCGM and kube-state-metrics series ingest reads, for the whole window
-(with ingest's look-around on both sides), fetched once, one query at a time, each answer
-parsed by orjson and its values put into float arrays. That is what any ingest of the window
+(with ingest's look-around on both sides), fetched once, one query at a time through ingest's
+own HTTP session (answers uncompressed unless PROMETHEUS_COMPRESSION, as ingest takes them),
+each answer parsed by orjson and its values put into float arrays. That is what any ingest of the window
 must at least do; a query set that costs Prometheus more (per-hour `*_over_time` queries,
 chunks) raises the bench's other floor (`floor` in child.py) but not the user's wait.
 
@@ -303,17 +304,24 @@ def bench_ingest_floor(env: dict, results: dict, cache: Path) -> None:
                   f"({process / floor['wall_seconds']:.2f}×), instrumented {step['wall_seconds']} s", flush=True)
             if best is None or process / floor["wall_seconds"] < best[1] / best[0]["wall_seconds"]:
                 best = (floor, process, step)
+        # for the record: the same single fetch with gzipped answers (ingest's transport before
+        # PROMETHEUS_COMPRESSION: docs/performance.md, "Answers uncompressed")
+        gzipped, _ = _child(["rawfloor", *span], {**env, "PROMETHEUS_COMPRESSION": "true"})
     floor, process, step = best
     ratio = round(process / floor["wall_seconds"], 3)
     results["ingest_floor"] = {
         "gpus": gpus, "devices": len(scenario.devices), "days": days, "floor": floor,
         "process_seconds": round(process, 3), "ratio": ratio, "target": TARGET_RATIO, "steps": step,
+        "floor_gzipped_seconds": gzipped["wall_seconds"],
     }
     print(f"  single raw fetch of the window: {floor['wall_seconds']} s (HTTP {floor['fetch_seconds']} s, "
           f"parse into arrays {floor['parse_seconds']} s; {floor['samples']:,} samples in {floor['series']:,} "
           f"series, {floor['answer_bytes'] / 1e6:.0f} MB)")
     print(f"  manage.py ingest, whole process: {process:.2f} s = {ratio}× the single raw fetch "
           f"(target ≤ {TARGET_RATIO}×: {'met' if ratio <= TARGET_RATIO else 'MISSED'})")
+    print(f"  (the same single fetch with gzipped answers: {gzipped['wall_seconds']} s; ingest takes answers "
+          f"{'gzipped' if env.get('PROMETHEUS_COMPRESSION', '').lower() in ('1', 'true', 'yes', 'on') else 'plain'}, "
+          f"as the floor above does)")
     print(f"  instrumented run, {step['wall_seconds']} s fork to exit; where its main thread went:")
     for name, s in step["critical_path"].items():
         print(f"    {s:7.2f} s  {name}")
