@@ -111,6 +111,21 @@ def ingest(cluster_name: str, url: str, start: datetime, end: datetime) -> dict:
             "samples_read": run.samples_read}
 
 
+def own_peak_rss_mb() -> float | None:
+    """This process' own peak resident set (VmHWM of its memory map), or None off Linux. The
+    parent's `wait4` cannot tell it: a child started by `vfork` + `exec` (Python's subprocess)
+    inherits the parent's peak into its `ru_maxrss` at the exec (Linux's exec_mmap), so a bench
+    that had built a TSDB in-process read its own 346 MB as every child's."""
+    try:
+        with open("/proc/self/status") as status:
+            for line in status:
+                if line.startswith("VmHWM:"):
+                    return round(int(line.split()[1]) / 1024.0, 1)   # kB
+    except OSError:
+        pass
+    return None
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("mode", choices=("ingest", "floor"))
@@ -122,6 +137,7 @@ def main(argv=None) -> None:
     _setup_django()
     start, end = datetime.fromisoformat(args.start), datetime.fromisoformat(args.end)
     result = floor(args.url, start, end) if args.mode == "floor" else ingest(args.cluster, args.url, start, end)
+    result["own_peak_rss_mb"] = own_peak_rss_mb()
     json.dump(result, sys.stdout)
     sys.stdout.write("\n")
 

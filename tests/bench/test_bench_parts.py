@@ -40,3 +40,21 @@ def test_step_times_on_the_critical_path_count_the_main_thread_only():
     assert clock.calls["a step"] == 2
     assert 0.05 <= clock.main["a step"] < 0.1            # the worker's 0.1 s is not on the main thread
     assert 0.15 <= clock.all["a step"] < 0.15 + 0.1
+
+
+def test_a_childs_peak_rss_is_read_by_the_child_not_from_wait4():
+    """Started by vfork + exec, a child's `ru_maxrss` starts at its parent's peak; the bench once
+    read a parent's 346 MB (it had built a TSDB) as the ingest's. The child reads its own."""
+    import os
+    import subprocess
+    import sys
+
+    held = bytearray(200 * 2**20)
+    held[::4096] = b"\x01" * len(held[::4096])      # resident, not just reserved
+    proc = subprocess.Popen([sys.executable, "-c", "from tests.bench.child import own_peak_rss_mb as p; print(p())"],
+                            stdout=subprocess.PIPE)
+    own = float(proc.stdout.read())
+    _, _, usage = os.wait4(proc.pid, 0)
+    assert usage.ru_maxrss / 1024.0 >= 200      # what wait4 says of it
+    assert 0 < own < 100                        # what it held itself (a bare interpreter)
+    del held
