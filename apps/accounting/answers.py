@@ -105,6 +105,14 @@ class Inputs:
     undated: dict
     dated: dict
     dates: dict | None = None
+    undated_at: dict | None = None      # the last row's instant per undated category
+
+    def mapping(self) -> tuple:
+        """The team mapping's version (`resolvers.mapping_version`) out of these rows: count,
+        last id and last instant of the `mapping` and `epoch` rows together."""
+        cats = [c for c in ("mapping", "epoch") if c in self.undated]
+        return (sum(self.undated[c][0] for c in cats), max((self.undated[c][1] for c in cats), default=None),
+                max((self.undated_at[c] for c in cats), default=None))
 
     def day(self, day: date) -> str:
         """A billing day's part: the month's undated inputs and the log rows of its UTC dates."""
@@ -179,15 +187,15 @@ def read_inputs(periods, *, days: bool = False, fresh: bool = False) -> Inputs:
 
 def _read_inputs(periods: list[str], days: bool) -> Inputs:
     ranges = [month_dates(p) for p in periods]
-    parts = ["SELECT category, count(*), coalesce(max(id), 0) FROM accounting_inputchange "
+    parts = ["SELECT category, count(*), coalesce(max(id), 0), max(at) FROM accounting_inputchange "
              "WHERE day IS NULL GROUP BY category"]
     params: list = []
     for p, (lo, hi) in zip(periods, ranges):
-        parts.append("SELECT %s, count(*), coalesce(max(id), 0) FROM accounting_inputchange "
+        parts.append("SELECT %s, count(*), coalesce(max(id), 0), NULL FROM accounting_inputchange "
                      "WHERE day BETWEEN %s AND %s")
         params += [f"month:{p}", lo, hi]
         if days:
-            parts.append("SELECT 'date:' || day::text, count(*), max(id) FROM accounting_inputchange "
+            parts.append("SELECT 'date:' || day::text, count(*), max(id), NULL FROM accounting_inputchange "
                          "WHERE day BETWEEN %s AND %s GROUP BY day")
             params += [lo, hi]
     connection.ensure_connection()
@@ -196,15 +204,25 @@ def _read_inputs(periods: list[str], days: bool) -> Inputs:
     with psycopg.Cursor(connection.connection) as cur:
         cur.execute(" UNION ALL ".join(parts), params)
         rows = cur.fetchall()
-    undated, dated, dates = {}, {}, {}
-    for key, count, last in rows:
+    undated, dated, dates, undated_at = {}, {}, {}, {}
+    for key, count, last, at in rows:
         if key.startswith("month:"):
             dated[key[6:]] = (count, last)
         elif key.startswith("date:"):
             dates[date.fromisoformat(key[5:])] = (count, last)
         else:
             undated[key] = (count, last)
-    return Inputs(undated=undated, dated=dated, dates=dates if days else None)
+            undated_at[key] = at
+    return Inputs(undated=undated, dated=dated, dates=dates if days else None, undated_at=undated_at)
+
+
+def read_inputs_once() -> Inputs | None:
+    """Within `versions_read_once`, versions this request already read (`prefetch_versions`),
+    else None: their undated rows answer questions of the whole log (the team mapping's)."""
+    memo = _read_once.get()
+    if memo is None:
+        return None
+    return next((inputs for key, inputs in memo.items() if isinstance(key, tuple) and key[0] == "inputs"), None)
 
 
 def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = None):

@@ -26,7 +26,7 @@ from django.db import connection
 
 from apps.teams.resolve import TeamResolver
 
-from .answers import read_once, stored_answers
+from .answers import read_inputs_once, read_once, stored_answers
 from .models import InputChange
 
 KEPT = 12       # resolvers of sets of clusters (every cluster, each one alone, …) and the name lists
@@ -78,6 +78,9 @@ def mapping_version() -> tuple:
     """(count, last id, last instant) of the logged mapping changes and compactions (read once
     within `answers.versions_read_once`)."""
     def read():
+        inputs = read_inputs_once()     # a page's versions, read in one query, answer it too
+        if inputs is not None:
+            return inputs.mapping()
         with connection.cursor() as cur:
             cur.execute(f"SELECT count(*), max(id), max(at) FROM {InputChange._meta.db_table} "
                         "WHERE day IS NULL AND category IN (%s, %s)", [InputChange.MAPPING, InputChange.EPOCH])

@@ -19,6 +19,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from typing import NamedTuple
 
 from django.utils import timezone
 
@@ -85,12 +86,25 @@ def data_instant(period: str, clock: datetime, cluster: str | None = None) -> da
 
 
 def watermarks() -> dict[str, datetime]:
-    """Cluster name → its ingest watermark (`ingested_until`), of the clusters that have one;
-    read once within `answers.versions_read_once` (a page asks for it in several parts)."""
+    """Cluster name → its ingest watermark (`ingested_until`), of the clusters that have one."""
+    return {c.name: c.ingested_until for c in cluster_marks() if c.ingested_until is not None}
+
+
+class ClusterMark(NamedTuple):
+    pk: int
+    name: str
+    ingested_until: datetime | None
+
+
+def cluster_marks() -> list[ClusterMark]:
+    """Every cluster's id, name and ingest watermark (None before its first ingest), by name;
+    read once within `answers.versions_read_once` (a page asks in several parts: the freshness
+    line, the forecast, the advice's windows)."""
     from apps.clusters.models import Cluster
 
-    return dict(read_once("watermarks", lambda: dict(
-        Cluster.objects.exclude(ingested_until=None).values_list("name", "ingested_until"))))
+    return list(read_once("cluster marks", lambda: [ClusterMark(*row) for row in
+                                                    Cluster.objects.order_by("name").values_list(
+                                                        "pk", "name", "ingested_until")]))
 
 
 LineKey = tuple     # (cluster id, namespace, GPU model, MIG profile, price class): a statement line's usage

@@ -16,8 +16,8 @@ from apps.accounting.figures import gpu_hours, shown_hours, shown_ratio
 from apps.accounting.filters import ReportFilter
 from apps.accounting.usage import billing_zone
 from apps.accounting.workloads import POD_KIND, WorkloadUsage, workload_usage
-from apps.clusters.models import Cluster
 from apps.accounting.resolvers import team_resolver
+from apps.accounting.runrate import ClusterMark, cluster_marks
 
 from . import rightsizing as rs
 from .advice import PRICE_CLASS, make_rater, window_for
@@ -138,14 +138,12 @@ def assess(u: WorkloadUsage, window: tuple[datetime, datetime], params: rs.Param
     }
 
 
-def windows(q: RightsizeQuery, now: datetime) -> list[tuple[Cluster, tuple[datetime, datetime]]]:
+def windows(q: RightsizeQuery, now: datetime) -> list[tuple[ClusterMark, tuple[datetime, datetime]]]:
     """Each cluster the query reads with the hours it reads of it: the trailing days up to its
     ingest watermark, or the explicit window never past the hours ingested (a cluster whose
     window is then empty is left out)."""
     days = q.window_days or settings.ADVICE_WINDOW_DAYS
-    clusters = Cluster.objects.only("pk", "name", "ingested_until").order_by("name")
-    if q.cluster:
-        clusters = clusters.filter(name=q.cluster)
+    clusters = [c for c in cluster_marks() if not q.cluster or c.name == q.cluster]
     out = []
     for cluster in clusters:
         window = window_for(cluster, now, days)

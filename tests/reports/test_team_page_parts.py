@@ -116,3 +116,17 @@ def test_a_window_that_is_not_a_month_is_computed_on_every_view(april, finance, 
     assert any('"accounting_quotahour"' in sql for sql in read)
     # idle-0's first hour to the window's end: 13 days, 312 hours; 2.00 × 24 × 730 / 312 = 112.307… → $112.31
     assert "Pod idle-0 (ml) Release it: never used $112.31 medium (24 h) All 2 workloads" in block(body)
+
+
+def test_a_view_reads_the_mapping_version_with_the_months_and_the_clusters_once(april, finance, client):
+    """The team mapping's version comes out of the page's one read of the log's versions
+    (`prefetch_versions`), and the clusters' watermarks (freshness line, forecast, the advice's
+    windows) out of one read of the clusters."""
+    with_idle_pod(april)
+    client.force_login(finance)
+    view(client)
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(TEAM_PAGE).status_code == 200
+    sqls = [q["sql"] for q in queries.captured_queries]
+    assert not [s for s in sqls if "accounting_inputchange" in s], sqls
+    assert len([s for s in sqls if 'FROM "clusters_cluster"' in s]) == 1, sqls
