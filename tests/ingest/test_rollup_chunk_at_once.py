@@ -15,18 +15,12 @@ from hypothesis import strategies as st
 from apps.ingest import rollup
 from apps.ingest.rollup.devices import _crossing_devices
 from apps.ingest.rollup.timeline import Coverage, StreamGaps, merge_copy_columns, spaced_merges
+from tests.ingest.test_rollup_matches_the_per_sample_loops import instants
 from tests.rollup_oracle import timeline as oracle_timeline
 
 T0 = 1_700_000_000.0
 GAPS = st.lists(st.sampled_from([15.0, 30.0, 30.0, 60.0, 60.0, 60.0, 0.001, 1.5, 29.998, 120.0, 400.0, 7.25]),
                 min_size=0, max_size=30)
-
-
-def instants(start, gaps):
-    out = [start]
-    for g in gaps:
-        out.append(round(out[-1] + g, 3))
-    return out
 
 
 def bits(a) -> list:
