@@ -14,7 +14,8 @@ import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 
-from .answers import LOCK_CLASS, stored_answers
+from .answers import LOCK_CLASS
+from .input_versions import stored_answers
 from .models import MonthBody
 
 

@@ -28,7 +28,8 @@ from decimal import Decimal
 from django.db import transaction
 from django.utils import timezone
 
-from .answers import read_inputs, stored_answers, take_lock
+from .answers import take_lock
+from .input_versions import read_inputs, stored_answers
 from .computed import note_computed
 from .bodies import read_body, write_body
 from .bulk import collector_paused

@@ -14,8 +14,8 @@ from datetime import date, timedelta, timezone
 from django.conf import settings
 from django.db.models import Q
 
-from .answers import (CODE_VERSION, Inputs, answer, day_answers, day_part, drop_parts, read_inputs, read_once,
-                      store_current, stored_answers)
+from .answers import answer, day_answers, day_part, drop_parts, store_current
+from .input_versions import CODE_VERSION, Inputs, read_inputs, read_once, stored_answers
 from .calc import Cell, Line, build_lines, last_day, next_period, period_bounds, period_of, prev_period
 from .days import day_start
 from .latedata import delta_cells
@@ -59,7 +59,7 @@ def frozen_cells(bp: BillingPeriod) -> list[Cell]:
 
 
 def closed_periods(*, fresh: bool = False) -> dict[str, BillingPeriod]:
-    """The closed months (read once within `answers.versions_read_once` unless `fresh`)."""
+    """The closed months (read once within `input_versions.versions_read_once` unless `fresh`)."""
     def read():
         return {bp.period: bp for bp in BillingPeriod.objects.filter(closed_at__isnull=False)}
     return dict(read() if fresh else read_once("closed", read))

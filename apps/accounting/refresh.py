@@ -21,7 +21,7 @@ from django.db import connection, transaction
 from django.db.models.signals import post_delete, post_save
 
 from .answer_inputs import DATED, UNDATED
-from .answers import stored_answers
+from .input_versions import stored_answers
 from .calc import next_period, period_of
 from .timeparse import billing_zone
 

@@ -26,7 +26,7 @@ from django.db import connection
 
 from apps.teams.resolve import TeamResolver
 
-from .answers import read_inputs_once, read_once, stored_answers
+from .input_versions import read_inputs_once, read_once, stored_answers
 from .models import InputChange
 
 KEPT = 12       # resolvers of sets of clusters (every cluster, each one alone, …) and the name lists
@@ -76,7 +76,7 @@ def _current(what: tuple, build):
 
 def mapping_version() -> tuple:
     """(count, last id, last instant) of the logged mapping changes and compactions (read once
-    within `answers.versions_read_once`)."""
+    within `input_versions.versions_read_once`)."""
     def read():
         inputs = read_inputs_once()     # a page's versions, read in one query, answer it too
         if inputs is not None:

@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from django.utils import timezone
 
-from .answers import read_once
+from .input_versions import read_once
 from .calc import BASIS_PROFILE, RateCard, billed_cost, last_day, period_bounds, to_decimal
 from .days import day_of, day_start
 from .figures import shown_hours
@@ -98,7 +98,7 @@ class ClusterMark(NamedTuple):
 
 def cluster_marks() -> list[ClusterMark]:
     """Every cluster's id, name and ingest watermark (None before its first ingest), by name;
-    read once within `answers.versions_read_once` (a page asks in several parts: the freshness
+    read once within `input_versions.versions_read_once` (a page asks in several parts: the freshness
     line, the forecast, the advice's windows)."""
     from apps.clusters.models import Cluster
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from .calc import (Line, RateCard, assign_shown, build_lines, cost_by_currency, period_bounds, period_of,
                    shown_amounts, spread_shared_idle, to_decimal)
-from .answers import read_inputs, stored_answers
+from .input_versions import read_inputs, stored_answers
 from .models import BillingPeriod, MonthAnswer, Rate, StatementLine, UsageHour
 from .months import (_FROZEN_AS_CELL, closed_before, closed_periods, day_parts, frozen_cells, late_cells, month_cells,
                      month_late_cells, month_lines, month_zone, own_lines)

@@ -27,7 +27,8 @@ from . import rollup
 from .errors import IngestBusy, IngestError
 from .locks import cluster_lock
 from .models import IngestRun
-from .prometheus import PrometheusClient, PrometheusError
+from .prometheus import PrometheusClient
+from .prometheus_http import PrometheusError
 from .queries import MetricNames
 from .writer import ChunkData, _Writer
 

@@ -12,7 +12,7 @@ from apps.accounting.timeparse import parse_instant
 from apps.clusters.models import Cluster
 
 from .pipeline import IngestBusy, IngestError, floor_hour, ingest
-from .prometheus import PrometheusError
+from .prometheus_http import PrometheusError
 
 # A cluster that has never been ingested starts this far back.
 FIRST_BACKFILL = timedelta(days=1)

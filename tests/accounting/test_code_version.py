@@ -1,6 +1,6 @@
 """Stored answers carry a code version derived from what shapes them, never bumped by hand
 (docs/performance.md, "Stored month answers")."""
-from apps.accounting.answers import CODE_VERSION, code_version
+from apps.accounting.input_versions import CODE_VERSION, code_version
 
 
 def tree(root, files: dict) -> None:

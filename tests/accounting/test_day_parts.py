@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from apps.accounting import answers, months, stored_rows
 from apps.accounting.computed import computed_on_read, recomputed
 from apps.accounting.actions import do_assign_namespace, do_close_period, do_reopen_period, do_save_rate
-from apps.accounting.answers import read_inputs, stored_answers
+from apps.accounting.input_versions import read_inputs, stored_answers
 from apps.accounting.calc import period_bounds
 from apps.accounting.models import MonthAnswer
 from apps.accounting.months import month_lines, own_cells, prune_closed_months

@@ -10,9 +10,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounting import answers
+from apps.accounting import input_versions
 from apps.accounting.actions import do_assign_namespace, do_close_period, do_reopen_period, do_save_rate
-from apps.accounting.answers import compact_input_changes, read_inputs
+from apps.accounting.answers import compact_input_changes
+from apps.accounting.input_versions import read_inputs
 from apps.accounting.models import MonthAnswer, MonthBody, NodePool, UsageHour
 from apps.accounting.months import month_lines, own_cells, window_cells
 from apps.accounting.statements import compute_open
@@ -236,7 +237,7 @@ def test_a_billing_zone_change_is_a_new_version(march, finance, api, settings):
 
 def test_a_deploy_that_changes_the_math_is_a_new_version(march, finance, api, monkeypatch):
     teams(api, finance)
-    monkeypatch.setattr(answers, "CODE_VERSION", answers.CODE_VERSION + "-next")
+    monkeypatch.setattr(input_versions, "CODE_VERSION", input_versions.CODE_VERSION + "-next")
     assert not lines_current()
     assert teams(api, finance) == {"A": (3.0, "6.00"), "B": (1.0, "2.00")}
 

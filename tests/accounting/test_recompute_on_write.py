@@ -10,7 +10,8 @@ from django.db import connection
 
 from apps.accounting import refresh
 from apps.accounting.actions import do_assign_namespace, do_save_rate
-from apps.accounting.answers import proven, read_inputs, stored_answers
+from apps.accounting.answers import proven
+from apps.accounting.input_versions import read_inputs, stored_answers
 from apps.accounting.models import MonthAnswer
 from apps.accounting.months import month_lines
 from apps.clusters.models import Cluster

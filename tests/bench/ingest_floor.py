@@ -54,7 +54,7 @@ def rawfloor(url: str, start: datetime, end: datetime) -> dict:
     import numpy as np
     import orjson
 
-    from apps.ingest.prometheus import http_session
+    from apps.ingest.prometheus_http import http_session
     from apps.ingest.queries import MetricNames, selector
     from apps.ingest.rollup.timeline import LOOKAROUND_SECONDS
 

@@ -12,7 +12,8 @@ from django.db import connection
 
 from apps.clusters.models import Cluster
 from apps.clusters.secrets import PREFIX, seal, unseal
-from apps.ingest.prometheus import PrometheusClient, PrometheusError
+from apps.ingest.prometheus import PrometheusClient
+from apps.ingest.prometheus_http import PrometheusError
 from tests.support.fake_http import answering
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,8 @@ import pytest
 from django.core.exceptions import ValidationError
 
 from apps.clusters.models import Cluster
-from apps.ingest.prometheus import PrometheusClient, PrometheusError
+from apps.ingest.prometheus import PrometheusClient
+from apps.ingest.prometheus_http import PrometheusError
 from apps.notifications.channels import post_webhook
 from tests.support.fake_http import answering
 

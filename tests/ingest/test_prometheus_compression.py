@@ -7,7 +7,8 @@ import pytest
 
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
-from apps.ingest.prometheus import PrometheusClient, http_session
+from apps.ingest.prometheus import PrometheusClient
+from apps.ingest.prometheus_http import http_session
 from apps.simulator.builders import build_scenario
 from tests.ingest.test_prometheus_aggregates import figures
 from tests.support.prom import served

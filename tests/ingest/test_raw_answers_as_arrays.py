@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from apps.ingest.prometheus import PrometheusClient, PrometheusError
+from apps.ingest.prometheus import PrometheusClient
+from apps.ingest.prometheus_http import PrometheusError
 from apps.ingest.rollup import Samples, Series
 from tests.support.fake_http import serving
 

@@ -112,16 +112,24 @@ WRITES = {
 }
 
 
+def views_around(client, view, change, data, actor):
+    """Two views (the second from what the first stored), `change(data, actor)`, then two more:
+    (the first view after the write, the second, what the second read). The team page's tests
+    take it too."""
+    view(client)
+    view(client)
+    change(data, actor)
+    after, _ = view(client)
+    again, read = view(client)
+    return after, again, read
+
+
 @pytest.mark.parametrize("write", list(WRITES))
 def test_a_write_shows_on_the_next_view(march, write, finance, admin_user, client):
     client.force_login(finance)
-    view(client)
-    view(client)
     change, expected = WRITES[write]
-    change(march, admin_user)
-    after, _ = view(client)
+    after, again, read = views_around(client, view, change, march, admin_user)
     assert teams(after) == expected                  # never the stored table of before
-    again, read = view(client)
     assert teams(again) == expected and not read
 
 

@@ -17,7 +17,7 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.accounting.models import PodOwner
 
-from tests.reports.test_pages_stored import TEAM_PAGE, _rate, april, march  # noqa: F401  (fixtures)
+from tests.reports.test_pages_stored import TEAM_PAGE, _rate, april, march, views_around  # noqa: F401  (fixtures)
 from tests.support.factories import make_quota, make_usage, utc
 
 pytestmark = [pytest.mark.django_db, pytest.mark.postgres]   # stored parts: Postgres triggers log the inputs
@@ -83,13 +83,9 @@ def test_the_second_view_reads_no_workload_or_quota_table(april, finance, client
 def test_each_input_of_the_block_shows_on_the_next_view(april, write, finance, admin_user, client):
     with_idle_pod(april)
     client.force_login(finance)
-    view(client)
-    view(client)
     change, expected = WRITES[write]
-    change(april, admin_user)
-    after, _ = view(client)
+    after, again, read = views_around(client, view, change, april, admin_user)
     assert expected in block(after)
-    again, read = view(client)
     assert block(again) == block(after) and not read
 
 

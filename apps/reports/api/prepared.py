@@ -14,7 +14,7 @@ import logging
 from types import SimpleNamespace
 
 from apps.accounting.bodies import body as month_body
-from apps.accounting.answers import stored_answers
+from apps.accounting.input_versions import stored_answers
 from apps.accounting.filters import iso_utc as iso
 from apps.accounting.months import month_bounds, statement_version, usage_version
 from apps.accounting.usage import UsageFilter

@@ -5,7 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
-from apps.accounting.answers import versions_read_once
+from apps.accounting.input_versions import versions_read_once
 from apps.accounting.filters import filter_from
 from apps.accounting.resolvers import cluster_names, team_names
 from apps.accounting.usage import billing_zone

@@ -7,7 +7,7 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from apps.accounting.answers import prefetch_versions
+from apps.accounting.input_versions import prefetch_versions
 from apps.accounting.calc import period_of, prev_period
 from apps.accounting.forecast_store import forecast_version
 from apps.accounting.answer_inputs import QUOTA

@@ -1,0 +1,126 @@
+"""Per-hour sums, counts and maxima counted by Prometheus (docs/performance.md, "Ingest: what was
+measured, what was chosen"): memory and temperature without their samples, exact over
+`[hour, hour + 1 h)` on Prometheus 2.x and 3.x alike, and raw samples instead wherever the sums
+cannot be exact or a device needs its samples. A part of `PrometheusClient` (prometheus.py),
+which it relies on for the transport (`_call`, `_prom`, `url`, `selector`) and raw samples.
+"""
+from __future__ import annotations
+
+import math
+from types import GeneratorType
+
+from .answer_bytes import body_of, converted, drained, interned, json_of, on_parsing_thread
+from .prometheus_http import PrometheusError
+from .queries import AGG_LABEL, MAX_RAW_DEVICES, promql_regex_literal, selector
+from .rollup import HourlySeries
+
+
+class HourlySums:
+    def range_closed_on_left(self) -> bool | None:
+        """Prometheus 2.x range selectors include their left end, 3.x exclude it; None: unknown."""
+        if not hasattr(self, "_left_closed"):
+            try:
+                info = self._call("the build info", self._prom._session.get,
+                                  f"{self.url}/api/v1/status/buildinfo", timeout=10,
+                                  headers=self._prom.headers, auth=self._prom.auth)
+                version = info.json()["data"]["version"] if info.status_code == 200 else ""
+                major = int(version.split(".")[0]) if version[:1].isdigit() else None
+            except (PrometheusError, ValueError, KeyError, TypeError):
+                major = None
+            self._left_closed = None if major is None else major < 3
+        return self._left_closed
+
+    def hourly_query(self, metric: str, matchers: tuple[str, ...], aggs: tuple[str, ...]) -> str | None:
+        """One query answering each aggregate over [hour start, hour end) when evaluated at hour end − 1 ms."""
+        left_closed = self.range_closed_on_left()
+        if left_closed is None:
+            return None
+        span = "3599999ms" if left_closed else "3600s"   # both cover [start, end − 1 ms] on the ms grid
+        sel = f"{metric}{selector(self.selector, *matchers)}[{span}]"
+        return " or ".join(f'label_replace({agg}_over_time({sel}), "{AGG_LABEL}", "{agg}", "", "")' for agg in aggs)
+
+    def hourly_params(self, metric, matchers, start: int, end: int, aggs) -> dict | None:
+        """The /api/v1/query_range parameters of `hourly` (the bench's floor issues the same)."""
+        query = self.hourly_query(metric, matchers, aggs)
+        if query is None:
+            return None
+        return {"query": query, "start": f"{start + 3600 - 0.001:.3f}", "end": f"{end - 0.001:.3f}", "step": "3600"}
+
+    def hourly(self, metric: str, matchers: tuple[str, ...], start: int, end: int,
+               aggs: tuple[str, ...] = ("sum", "count", "max")) -> list[HourlySeries] | None:
+        """Per-hour sum / count / max of each series in [start, end) (whole hours), or None when
+        Prometheus cannot answer exactly (unknown version, or a NaN/Inf among the samples)."""
+        params = self.hourly_params(metric, matchers, start, end, aggs)
+        if params is None:
+            return None
+        response = self._call(metric, self._prom._session.get, f"{self.url}/api/v1/query_range", params=params,
+                              timeout=self._prom._timeout, headers=self._prom.headers, auth=self._prom.auth,
+                              stream=True)
+        if response.status_code != 200:
+            raise PrometheusError(self._http_error(metric, f"HTTP Status Code {response.status_code} ({response.content[:300]!r})"))
+        pending = [response]
+        del response
+        # as _fast_query: the body read, parsed item by item and converted on the one parsing thread
+        return on_parsing_thread(lambda: converted(self._call(metric, body_of, pending.pop()),
+                                          lambda result: self._hourly_series(metric, result, start, end),
+                                          lambda raw: self._call(metric, json_of, raw)))
+
+    def _hourly_series(self, metric, result, start: int, end: int) -> list[HourlySeries] | None:
+        """The HourlySeries of an `hourly` answer's items (each freed once read): of its parsed
+        body, or `matrix_items`."""
+        try:
+            if not isinstance(result, GeneratorType):
+                result = drained(result["data"]["result"])
+            grouped: dict[tuple, dict[int, list]] = {}
+            labels_of: dict[tuple, dict] = {}
+            for item in result:
+                labels = item["metric"]
+                agg = labels.pop(AGG_LABEL)
+                labels.pop("__name__", None)
+                key = tuple(sorted(labels.items()))
+                if key not in labels_of:    # each series comes once per aggregate: interned once
+                    labels_of[key] = interned(labels)
+                hours = grouped.setdefault(key, {})
+                for ts, value in item["values"]:
+                    v = float(value)
+                    if not math.isfinite(v):
+                        return None   # the raw path skips such samples; Prometheus' sum cannot
+                    hours.setdefault(int(round(float(ts) + 0.001)) - 3600, {})[agg] = v
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise PrometheusError(f"the answer from {self.url} for {metric} is not a range query result") from None
+        return [HourlySeries(labels=labels_of[key], hours=sorted(
+                    (h, a.get("sum", 0.0), int(a.get("count", 0)), a.get("max", a.get("sum", 0.0)))
+                    for h, a in hours.items() if start <= h < end))
+                for key, hours in grouped.items()]
+
+    def hourly_or_raw(self, metric, matchers, start: int, end: int, aggs, needs_raw=None, keep_rest=True,
+                      lookaround: float = 0.0):
+        """Hourly sums per series; every series of a device (by UUID) for which `needs_raw(hourly)`
+        holds on any of its series as raw samples instead (a few: fetched by device; all of the
+        device's series, so its samples' durations are measured against each other), the other
+        devices' series kept (`keep_rest`) or dropped."""
+        hourly = self.hourly(metric, matchers, start, end, aggs)
+        if hourly is None:
+            return self.raw_samples(metric, matchers, start, end)
+        if needs_raw is None:
+            return hourly
+        wanted = [h for h in hourly if needs_raw(h)]
+        if not wanted:
+            return hourly if keep_rest else []
+        by_key: dict[str, set] = {}
+        for h in wanted:
+            key = "UUID" if "UUID" in h.labels else "uuid" if "uuid" in h.labels else None
+            if key is None:
+                return self.raw_samples(metric, matchers, start, end)   # raw for all: exact either way
+            by_key.setdefault(key, set()).add(h.labels[key])
+        if sum(len(v) for v in by_key.values()) > MAX_RAW_DEVICES:
+            return self.raw_samples(metric, matchers, start, end)
+        raw_devices = {(k, v) for k, values in by_key.items() for v in values}
+        rest = [h for h in hourly if not any((k, h.labels.get(k)) in raw_devices for k in ("UUID", "uuid"))] \
+            if keep_rest else []
+        raw = []
+        for key, values in by_key.items():
+            alternation = "|".join(promql_regex_literal(v) for v in sorted(values))
+            raw.extend(self.raw_samples(metric, (*matchers, f'{key}=~"{alternation}"'), start - lookaround,
+                                        end + lookaround))
+        return rest + raw
