@@ -106,7 +106,7 @@ def day_answers(period: str, days: list[date], compute_days, inputs: Inputs | No
     if inputs is None or inputs.dates is None:
         inputs = read_inputs([period], days=True)
     stored = _part_versions(period, "day")
-    stale = [d for d in days if stored.get(day_part(d), (None, None))[1] != inputs.day(d)]
+    stale = _stale(stored, days, inputs)
     if stale or hold:
         # No savepoint of its own inside a caller's transaction (`answer`, a close): a failure
         # rolls that back whole anyway.
@@ -115,7 +115,7 @@ def day_answers(period: str, days: list[date], compute_days, inputs: Inputs | No
             if stale:       # someone may have stored them meanwhile: take theirs if current
                 inputs = read_inputs([period], days=True, fresh=True)
                 stored = _part_versions(period, "day")
-                stale = [d for d in days if stored.get(day_part(d), (None, None))[1] != inputs.day(d)]
+                stale = _stale(stored, days, inputs)
             computed = []
             for run in _day_runs(stale):
                 started = time.perf_counter()
@@ -130,6 +130,16 @@ def day_answers(period: str, days: list[date], compute_days, inputs: Inputs | No
                 for part, *_rest in computed:
                     note_computed(period, part)
     return [stored[day_part(d)][0] for d in days]
+
+
+def stale_days(period: str, days: list[date], inputs: Inputs) -> list[date]:
+    """The days of `days` whose stored part is missing or not at its day's version (`inputs`
+    read with `days=True`): what `day_answers` would compute now."""
+    return _stale(_part_versions(period, "day"), days, inputs)
+
+
+def _stale(stored: dict[str, tuple[int, str]], days: list[date], inputs: Inputs) -> list[date]:
+    return [d for d in days if stored.get(day_part(d), (None, None))[1] != inputs.day(d)]
 
 
 def _lock_all(period: str, parts: list[str]) -> None:

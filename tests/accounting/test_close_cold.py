@@ -100,3 +100,46 @@ def test_nothing_stored_freezes_the_months_cells_exactly_and_the_stored_close_ag
     ml = [line for line in cold_lines if line[4] == "ml"]
     assert [(line[9], line[11], line[14]) for line in ml] == [
         (Decimal("2.00"), 14 * 5 * 3600.0, Decimal("140.00")), (Decimal("3.10"), 17 * 5 * 3600.0, Decimal("263.50"))]
+
+
+def _stale_days() -> list[date]:
+    from apps.accounting.answers import stale_days
+    from apps.accounting.input_versions import read_inputs
+    from apps.accounting.months import billing_days
+
+    return stale_days("2026-10", billing_days("2026-10"), read_inputs(["2026-10"], days=True))
+
+
+@pytest.mark.parametrize("stale", [6, 7])
+def test_a_close_recomputes_a_few_stale_days_and_has_the_database_freeze_a_month_of_them(october, stale):
+    """A deploy (a new code version) or a worker that has not caught up leaves a month's day parts
+    stale. The close recomputes up to CLOSE_RECOMPUTES_AT_MOST of them in its snapshot; with more,
+    the database freezes the month (as with nothing stored) and the stale parts are left to the
+    worker. Either way the frozen cells are the month's live cells and the lines the same."""
+    from apps.accounting.statements import CLOSE_RECOMPUTES_AT_MOST
+
+    assert CLOSE_RECOMPUTES_AT_MOST == 6
+    finance = make_user("fin", "finance")
+    prepare_month("2026-10")
+    assert _stale_days() == []
+    # One more H100-hour of ml on each of the first `stale` days, rolled up: those days go stale.
+    extra = make_device(october["prod"], host="node-3")
+    for day in range(1, stale + 1):
+        make_usage(extra, "ml", utc(2026, 10, day, 20), hours=1, used_ratio=0.5)
+    rebuild_days(october["prod"].pk, [date(2026, 10, d) for d in range(1, stale + 1)])
+    assert _stale_days() == [date(2026, 10, d) for d in range(1, stale + 1)]
+    start, end = period_bounds("2026-10", billing_zone())
+    live = sorted((c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile, c.price_class, c.day,
+                   c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds)
+                  for c in usage.usage_cells(usage.UsageFilter(start=start, end=end)))
+
+    do_close_period("2026-10", actor=finance)
+    assert frozen() == live
+    # Recomputed in the close when few; left stale (for the worker) when the database froze them.
+    assert _stale_days() == ([] if stale <= 6 else [date(2026, 10, d) for d in range(1, stale + 1)])
+    # Hand-checked: ml's 5 H100-hours a day plus the extra hour on each stale day, all before the
+    # 15th's rate change: (14 × 5 + stale) hours at 2.00, then 17 × 5 at 3.10.
+    ml = [line for line in lines() if line[4] == "ml"]
+    assert [(line[9], line[11], line[14]) for line in ml] == [
+        (Decimal("2.00"), (14 * 5 + stale) * 3600.0, Decimal("2.00") * (14 * 5 + stale)),
+        (Decimal("3.10"), 17 * 5 * 3600.0, Decimal("263.50"))]

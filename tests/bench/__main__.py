@@ -245,19 +245,23 @@ class Api:
 
 @contextmanager
 def worker_after():
-    """Celery runs eagerly in the bench: a write's on-commit task would run inside the write being
-    timed. A worker runs it after the commit; so does this, once the block is over."""
-    from apps.accounting import refresh
-    from apps.accounting.tasks import prepare_month_answers
+    """Celery runs eagerly in the bench: a write's on-commit tasks (the month's recompute, a close's
+    statement e-mails) would run inside the write being timed. A worker runs them after the
+    commit; so does this, once the block is over, in the order they were queued."""
+    from celery.app.task import Task
 
-    queued, original = [], refresh._queue
-    refresh._queue = lambda periods, recent: queued.append((periods, recent))
+    queued, original = [], Task.apply_async
+
+    def later(task, args=None, kwargs=None, **options):
+        queued.append((task, args or (), kwargs or {}))
+
+    Task.apply_async = later
     try:
         yield
     finally:
-        refresh._queue = original
-        for periods, recent in queued:
-            prepare_month_answers(periods, recent)
+        Task.apply_async = original
+        for task, args, kwargs in queued:
+            task.apply(args, kwargs)
 
 
 def record_history(fleet, first: date) -> None:
