@@ -1,6 +1,7 @@
 """The writes that matter in accounting, one function each, atomic and audited (docs/conventions.md, "Writes that matter")."""
 from __future__ import annotations
 
+import contextlib
 from datetime import date
 
 from django.conf import settings
@@ -11,7 +12,7 @@ from django.utils import timezone
 from apps.teams.access import can_close_periods, is_admin
 from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
 
-from .bulk import collector_paused, insert_rows, planner_settings
+from .bulk import beside_in_snapshot, collector_paused, insert_rows, one_snapshot, planner_settings
 from .calc import Line, build_lines, cost_by_currency, last_day, parse_period, period_bounds, period_of, present
 from .checks import closed_in_other_zones, zone_change
 from .models import BillingPeriod, FrozenCell, MonthCell, Rate, StatementLine, UsageHour
@@ -157,9 +158,12 @@ def do_close_period(period: str, actor=None) -> BillingPeriod:
         # close created it a moment ago.
         BillingPeriod.objects.get_or_create(period=period)
     try:
-        with transaction.atomic(), collector_paused():
-            if outermost:
-                _read_one_snapshot()
+        # Every read of the close sees the database as at its first query, whatever an ingest
+        # commits meanwhile: the month's usage and the check of the closed months before it come
+        # from the same moment (docs/figures.md, "Closing a month"). Only the outermost block can
+        # set that (it must come first); a caller's transaction keeps its own level.
+        snapshot = one_snapshot() if outermost else contextlib.nullcontext()
+        with transaction.atomic(), collector_paused(), snapshot:
             return _close(period, actor)
     except OperationalError as exc:
         if getattr(exc.__cause__, "sqlstate", None) == SERIALIZATION_FAILURE:
@@ -204,19 +208,6 @@ def before_history(period: str) -> str | None:
         return (f"{period} ends before the fleet's history begins (its first ingested hour: "
                 f"{first.astimezone(zone):%Y-%m-%d %H:%M} {zone.key}); there is nothing to close")
     return None
-
-
-def _read_one_snapshot() -> None:
-    """Every read of the close sees the database as at its first query (Postgres REPEATABLE
-    READ), whatever an ingest commits meanwhile: the month's usage and the check of the closed
-    months before it come from the same moment (docs/figures.md, "Closing a month").
-
-    It has to be the transaction's first statement, so only the outermost block sets it; a
-    caller's transaction keeps its own level. sqlite (the demo) runs transactions one at a
-    time anyway."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
 
 
 def _close(period: str, actor) -> BillingPeriod:
@@ -280,35 +271,48 @@ _FROZEN_COLUMNS = ("cluster_id_value", "cluster", "namespace", "team", "gpu_mode
 
 
 def freeze_month(period: str, period_id: int) -> list[Line]:
-    """A month with nothing stored, frozen in the close's snapshot with little of it coming
-    through Python: the database writes the per-day cells of every namespace whose team cannot
-    change in the month straight into its frozen cells (`usage.fixed_day_cells`; the others are
-    computed here and copied), then sums them into span cells (`spans.merged_in_db`, as a stored
-    month's day parts are summed) that its own lines are priced from — the same lines the month
-    shows while open, and the same lines a close from stored parts writes. Returns those lines
-    (usage and unallocated). docs/performance.md, "Bulk writes"."""
+    """A month with nothing stored (or too much of it stale), frozen in the close's snapshot with
+    little of it coming through Python: the database writes the per-day cells of every namespace
+    whose team cannot change in the month straight into its frozen cells (`usage.fixed_day_cells`;
+    the others are computed here and sent along as arrays), while a second connection in the same
+    snapshot sums the very same cells into span cells (`spans.merged_in_db`, as a stored month's
+    day parts are summed) and prices the month's lines from them — the same lines the month shows
+    while open, and the same lines a close from stored parts writes. The two run on two cores
+    (`bulk.beside_in_snapshot`). Returns those lines (usage and unallocated). docs/performance.md,
+    "Bulk writes"."""
     start, end = period_bounds(period, billing_zone())
-    window = UsageFilter(start=start, end=end)
-    select, rest, starts = fixed_day_cells(window)
-    table = FrozenCell._meta.db_table
+    select, rest, starts = fixed_day_cells(UsageFilter(start=start, end=end))
+    cells, params = _month_cells_sql(select, rest)
+    columns = ", ".join(_FROZEN_COLUMNS)
+    with beside_in_snapshot(lambda: build_lines(merged_in_db(cells, params, starts, idle=False),
+                                                load_rate_card())) as lines:
+        # The planner cannot know the month's grouped rows are 230,000, not a thousand, and would
+        # sort them by namespace to merge-join the teams (1.3 s); hashing them takes 0.45 s.
+        with planner_settings(enable_mergejoin="off"), connection.cursor() as cur:
+            cur.execute(f"INSERT INTO {FrozenCell._meta.db_table} (period_id, booked_in_id, {columns}) "
+                        f"SELECT %s, %s, {columns} FROM ({cells}) AS c", [period_id, period_id, *params])
+    return lines.result()
+
+
+def _month_cells_sql(select: tuple[str, list] | None, rest: list) -> tuple[str, list]:
+    """The month's per-day cells as one SELECT with the frozen cells' columns: the database's own
+    (`select`, columns `CELL_SQL_COLUMNS`) and those computed in Python (`rest`, as arrays)."""
+    parts, params = [], []
     if select is not None:
-        _freeze_selected(table, select, period_id)
-    insert_rows(FrozenCell, ("period_id", "booked_in_id", *_FROZEN_COLUMNS),
-                ((period_id, period_id, c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile,
-                  c.price_class, c.day, c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds) for c in rest))
-    spans = merged_in_db(table, "period_id = %s AND booked_in_id = %s", [period_id, period_id], starts, idle=False)
-    return build_lines(spans, load_rate_card())
-
-
-def _freeze_selected(table: str, select: tuple[str, list], period_id: int) -> None:
-    sql, params = select
-    # The planner cannot know the month's grouped rows are 230,000, not a thousand, and would
-    # sort them by namespace to merge-join the teams (1.3 s); hashing them takes 0.45 s.
-    with planner_settings(enable_mergejoin="off"), connection.cursor() as cur:
-        cur.execute(f"INSERT INTO {table} (period_id, booked_in_id, {', '.join(_FROZEN_COLUMNS)}) "
-                    "SELECT %s, %s, c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile, "
-                    "c.price_class, c.day, c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds "
-                    f"FROM ({sql}) AS c({', '.join(CELL_SQL_COLUMNS)})", [period_id, period_id, *params])
+        sql, select_params = select
+        parts.append(f"SELECT c.cluster_id AS cluster_id_value, c.cluster, c.namespace, c.team, c.gpu_model, "
+                     "c.mig_profile, c.price_class, c.day, c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds "
+                     f"FROM ({sql}) AS c({', '.join(CELL_SQL_COLUMNS)})")
+        params += select_params
+    if rest or select is None:
+        parts.append("SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
+                     "%s::text[], %s::date[], %s::float8[], %s::float8[], %s::float8[]) "
+                     f"AS r({', '.join(_FROZEN_COLUMNS)})")
+        params += [[c.cluster_id for c in rest], [c.cluster for c in rest], [c.namespace for c in rest],
+                   [c.team for c in rest], [c.gpu_model for c in rest], [c.mig_profile for c in rest],
+                   [c.price_class for c in rest], [c.day for c in rest], [c.gpu_seconds for c in rest],
+                   [c.used_gpu_seconds for c in rest], [c.mig_seconds for c in rest]]
+    return " UNION ALL ".join(parts), params
 
 
 def do_reopen_period(period: str, actor) -> BillingPeriod:

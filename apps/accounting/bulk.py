@@ -6,12 +6,19 @@ table's columns (read once per table and process), which skips both the ORM's pe
 and the text formatting and parsing of a plain COPY — 230,000 frozen cells of a 10,000-GPU
 month take a quarter of the time they took as text (docs/performance.md, "Bulk writes").
 Elsewhere (the SQLite demo) it is `bulk_create`.
+
+Beside it, what such writes need of a transaction: the collector paused, planner settings, and
+one snapshot read on two connections at once (`one_snapshot`, `beside_in_snapshot`: a close
+writes a month's frozen cells on one while the other prices them).
 """
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import gc
+import re
 from collections.abc import Iterable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from itertools import islice
 
 from django.db import connection, transaction
@@ -121,3 +128,64 @@ def planner_settings(**settings: str):
         # Not in a `finally`: after an error the transaction is rolled back, and its settings with it.
         cur.execute("SELECT " + ", ".join(["set_config(%s, %s, true)"] * len(names)),
                     [x for name, value in zip(names, before) for x in (name, value)])
+
+
+# ---------------------------------------------------------------- one snapshot, two connections
+
+_shareable = contextvars.ContextVar("shareable_snapshot", default=False)
+_SNAPSHOT_ID = re.compile(r"[0-9A-F]+-[0-9A-F]+(-[0-9]+)?")
+
+
+@contextlib.contextmanager
+def one_snapshot():
+    """Inside an outermost `transaction.atomic()`, before its first query: every read of the
+    block sees the database as at its first query (Postgres REPEATABLE READ), whatever others
+    commit meanwhile, and `beside_in_snapshot` may read that same snapshot on a second
+    connection. SQLite (the demo) runs transactions one at a time anyway: nothing to do."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    with connection.cursor() as cur:
+        cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+    token = _shareable.set(True)
+    try:
+        yield
+    finally:
+        _shareable.reset(token)
+
+
+@contextlib.contextmanager
+def beside_in_snapshot(reads):
+    """Run `reads()` (a function that only reads) on a second connection, in a thread, in this
+    transaction's snapshot (`pg_export_snapshot`), while the block runs on this connection: the
+    two use two cores. Yields a future; its `result()` is what `reads` returned (or raises what
+    it raised), waited for when the block ends.
+
+    Outside `one_snapshot` (a caller's transaction, whose rows a second connection could not
+    see) and on SQLite, `reads` runs here after the block: the same reads, one after the other.
+    `reads` must not depend on what the block writes."""
+    if not _shareable.get():
+        future: Future = Future()
+        yield future
+        try:
+            future.set_result(reads())
+        except BaseException as exc:  # noqa: BLE001 — handed to whoever asks for the result
+            future.set_exception(exc)
+        return
+    with connection.cursor() as cur:
+        cur.execute("SELECT pg_export_snapshot()")
+        snapshot = cur.fetchone()[0]
+    if not _SNAPSHOT_ID.fullmatch(snapshot):     # SET TRANSACTION SNAPSHOT takes no parameter
+        raise ValueError(f"unexpected snapshot id {snapshot!r}")
+
+    def in_snapshot():
+        try:
+            with transaction.atomic(), connection.cursor() as cur:
+                cur.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                cur.execute(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
+                return reads()
+        finally:
+            connection.close()      # this thread's own connection
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="snapshot") as pool:
+        yield pool.submit(in_snapshot)

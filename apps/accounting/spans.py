@@ -1,6 +1,6 @@
 """Span cells: per-day cells merged over the days in which nothing dated changes, with exact
 sums, whichever way the days were read — in Python (`merge_spans`) or by the database from
-stored rows (`merged_in_db`: a month's stored day parts, a close's frozen cells). One
+rows (`merged_in_db`: a month's stored day parts, a cold close's cells). One
 definition of a span cell's seconds (docs/performance.md, "Per-day parts")."""
 from __future__ import annotations
 
@@ -58,13 +58,14 @@ def span_key(c: Cell) -> tuple:
     return (c.cluster_id, c.namespace, c.gpu_model, c.mig_profile, c.price_class, c.day, c.team)
 
 
-def merged_in_db(table: str, where: str, where_params: list, starts: list[date], *, idle: bool = True) -> list[Cell]:
-    """Per-day cells stored in `table` (rows matching `where`) merged over the spans starting on
-    `starts`, summed by the database: per key and span (the span starting on the last of
-    `starts` at or before the cell's day), each second column summed as exact decimals of the
-    floats' shortest text (`exact_sum`, which `merge_spans` uses), so they are the same floats as
-    `merge_spans` of those cells. `table` has the stored-cell columns (`cluster_id_value`…);
-    `idle=False`: it keeps no idle seconds (frozen cells), read as 0."""
+def merged_in_db(source: str, source_params: list, starts: list[date], *, idle: bool = True) -> list[Cell]:
+    """Per-day cells — the rows of `source`, a SELECT with the stored-cell columns
+    (`cluster_id_value`, `cluster`, `namespace`, `team`, `gpu_model`, `mig_profile`,
+    `price_class`, `day`, the seconds) — merged over the spans starting on `starts`, summed by
+    the database: per key and span (the span starting on the last of `starts` at or before the
+    cell's day), each second column summed as exact decimals of the floats' shortest text
+    (`exact_sum`, which `merge_spans` uses), so they are the same floats as `merge_spans` of
+    those cells. `idle=False`: the cells keep no idle seconds (frozen cells), read as 0."""
     whens = " ".join("WHEN day >= %s THEN %s::date" for _ in starts[1:][::-1])
     span = f"CASE {whens} ELSE %s::date END" if whens else "%s::date"
     params: list = [x for s in starts[1:][::-1] for x in (s, s)] + [starts[0]]
@@ -79,8 +80,8 @@ def merged_in_db(table: str, where: str, where_params: list, starts: list[date],
     with planner_settings(extra_float_digits="1", work_mem="128MB", enable_sort="off"), connection.cursor() as cur:
         # Grouped by the cluster's id (its name follows it): hashing ids, not collating names.
         cur.execute(f"SELECT cluster_id_value, min(cluster), namespace, team, gpu_model, mig_profile, price_class, "
-                    f"{span} AS span, {sums} FROM {table} WHERE {where} "
-                    "GROUP BY 1, 3, 4, 5, 6, 7, 8", params + list(where_params))
+                    f"{span} AS span, {sums} FROM ({source}) AS c "
+                    "GROUP BY 1, 3, 4, 5, 6, 7, 8", params + list(source_params))
         rows = cur.fetchall()
     cells = [Cell(cid, cl, ns, team, model, profile, day, float(g) + 0.0, float(u) + 0.0, float(i) + 0.0,
                   float(m) + 0.0, pc)

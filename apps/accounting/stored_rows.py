@@ -92,4 +92,5 @@ def merged_day_cells(answer_ids: list[int], starts: list[date]) -> list[Cell]:
     22,800 span cells, the same floats as `spans.merge_spans` (docs/performance.md, "Per-day parts")."""
     from .spans import merged_in_db
 
-    return merged_in_db(MonthCell._meta.db_table, "answer_id = ANY(%s)", [list(answer_ids)], starts)
+    return merged_in_db(f"SELECT * FROM {MonthCell._meta.db_table} WHERE answer_id = ANY(%s)", [list(answer_ids)],
+                        starts)
