@@ -55,6 +55,13 @@ VALUES = st.one_of(st.integers(0, 100).map(float), st.sampled_from([0.0, 1.0, 2.
                    st.sampled_from([math.nan, math.inf, 120.0, -3.0]))
 
 
+# Memory in MiB (NaN, inf and -0.0 among them: the maximum keeps the first of equal readings),
+# temperatures around the 83 °C mark, XID codes (mostly none).
+MEMORY = st.one_of(st.integers(0, 81920).map(float), st.sampled_from([0.0, -0.0, 40960.5, math.nan, math.inf]))
+TEMPERATURES = st.one_of(st.integers(25, 95).map(float), st.sampled_from([83.0, 83.5, 72.2, math.nan]))
+XIDS = st.sampled_from([0.0, 0.0, 0.0, 0.0, 13.0, 31.0, 43.0, 79.0, math.nan])
+
+
 @st.composite
 def stream_times(draw, lo, hi):
     """Time-ordered instants in [lo, hi): a scrape interval that may change, jitter, gaps."""
@@ -86,6 +93,7 @@ def device_series(draw, index, lo, hi):
     if mig:
         base.update(GPU_I_PROFILE=draw(st.sampled_from(["3g.40gb", "1g.10gb", "2g.20gb"])), GPU_I_ID="1")
     util, power = [], []
+    readings = {"fb_used": [], "temperature": [], "xid": []}
     for k in range(draw(st.integers(1, 4))):
         labels = dict(base)
         who = draw(st.sampled_from(["pod", "pod", "idle", "exporter", "sliced", "sliced"]))
@@ -112,7 +120,13 @@ def device_series(draw, index, lo, hi):
             util.append(Series(labels=rl, samples=samples))
             if draw(st.booleans()):
                 power.append(Series(labels=rl, samples=[(t, float(draw(st.integers(50, 700)))) for t in ts]))
-    return mig, util, power
+            if draw(st.booleans()):
+                readings["fb_used"].append(Series(labels=rl, samples=[(t, draw(MEMORY)) for t in ts]))
+            if draw(st.booleans()):
+                readings["temperature"].append(Series(labels=rl, samples=[(t, draw(TEMPERATURES)) for t in ts]))
+            if draw(st.booleans()):
+                readings["xid"].append(Series(labels=rl, samples=[(t, draw(XIDS)) for t in ts]))
+    return mig, util, power, readings
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -122,21 +136,26 @@ def test_vectorised_rollup_equals_the_per_sample_loops(data):
     window = Window(T0, T0 + hours * H)
     lo, hi = window.start - rollup.LOOKAROUND_SECONDS, window.end + rollup.LOOKAROUND_SECONDS
     whole, mig_util, power = [], [], []
+    readings = {"fb_used": [], "temperature": [], "xid": []}
     for i in range(data.draw(st.integers(1, 3))):
-        mig, util, pw = data.draw(device_series(i, lo, hi))
+        mig, util, pw, more = data.draw(device_series(i, lo, hi))
         (mig_util if mig else whole).extend(util)
         power.extend(pw)
+        for role, series in more.items():
+            readings[role].extend(series)
     cfg = RollupConfig(
         spelling="plain", interval_seconds=data.draw(st.sampled_from([30.0, 60.0])),
         pinned_interval_seconds=data.draw(st.sampled_from([None, None, None, 30.0])),
         time_slicing=data.draw(st.sampled_from(["auto", "auto", "own", "copies"])),
         gpu_pods=data.draw(st.sampled_from([None, None, frozenset({("ml", "p0"), ("ml", "p1"), ("cv", "p2")})])),
         idle_threshold=data.draw(st.sampled_from([0.05, 0.05, 0.3])),
+        fb_scale=data.draw(st.sampled_from([1.0, 1.0, 1 / 1.048576])),
+        temperature_scale=data.draw(st.sampled_from([1.0, 1.0, 1.15])),
     )
     outcomes = []
     for fn in (rollup.rollup_devices, oracle_rollup_devices):
         try:
-            outcomes.append(fn(cfg, window, whole, mig_util, power=power))
+            outcomes.append(fn(cfg, window, whole, mig_util, power=power, **readings))
         except (ZeroDivisionError, TypeError) as exc:
             # Two copies at one instant, each its series' only sample, are both kept: a
             # time-sliced pod's then stand for no time (a division by zero), a pinned

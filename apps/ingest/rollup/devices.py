@@ -11,8 +11,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .labels import canonical, device_identity, gpu_fraction, is_time_slice, names_the_exporter, workload_of
-from .records import DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series, Window, _finite, hour_of
-from .arrays import columns, joined_columns
+from .records import HOUR_SECONDS, DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series, Window, _finite
+from .arrays import columns, joined_columns, sequential_sums
 from .batch import _Acc, _Batch
 from .health import device_health
 from .timeline import Coverage, StreamGaps, merge_copy_columns
@@ -292,32 +292,54 @@ def _own_values(mode: str, pods: Sequence[_Stream], plain: Sequence[_Stream]) ->
 
 def _attach_memory(cfg, window, accs, fb_used, workloads: _Workloads):
     """Memory per (device, pod, hour), joined on the utilization rows' keys (a reading: copies
-    of one value average to that value)."""
-    sums: dict[tuple, list] = defaultdict(lambda: [0.0, 0, None])
+    of one value average to that value). Every series' readings in the window at once, in the
+    order the series come (`sequential_sums`: the floats of the per-sample loop in
+    tests/rollup_oracle/devices.py); Prometheus' per-hour sums, where asked for, take their place
+    in that order as one reading each (their sum, count and maximum)."""
+    slots: dict[tuple, int] = {}
+    groups, totals, counts, peaks = [], [], [], []
     scale = cfg.fb_scale
     for s in fb_used:
         labels = canonical(s.labels)
         key, _ = device_identity(labels)
         namespace, pod = workloads.of(labels)
         if isinstance(s, HourlySeries):
-            for hour, total, count, peak in s.hours:
-                if count and window.contains(hour):
-                    agg = sums[(key, namespace, pod, hour)]
-                    agg[0] += total * scale
-                    agg[1] += count
-                    agg[2] = peak * scale if agg[2] is None else max(agg[2], peak * scale)
+            hours = [(hour, total, count, peak) for hour, total, count, peak in s.hours
+                     if count and window.contains(hour)]
+            groups.append(np.array([slots.setdefault((key, namespace, pod, h[0]), len(slots)) for h in hours],
+                                   dtype=np.int64))
+            totals.append(np.array([h[1] * scale for h in hours], dtype=float))
+            counts.append(np.array([h[2] for h in hours], dtype=float))
+            peaks.append(np.array([h[3] * scale for h in hours], dtype=float))
             continue
-        for ts, v in s.samples:
-            if not window.contains(ts) or not _finite(v):
-                continue
-            v *= scale
-            agg = sums[(key, namespace, pod, hour_of(ts))]
-            agg[0] += v
-            agg[1] += 1
-            agg[2] = v if agg[2] is None else max(agg[2], v)
-    for acc_key, (total, count, peak) in sums.items():
+        ts, vs = columns(s.samples)
+        at = np.flatnonzero((ts >= window.start) & (ts < window.end) & np.isfinite(vs))
+        if not len(at):
+            continue
+        hours = (ts[at] // HOUR_SECONDS) * HOUR_SECONDS
+        bounds = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(at)]
+        group = np.empty(len(at), dtype=np.int64)
+        for lo, hi in zip(bounds, bounds[1:]):
+            group[lo:hi] = slots.setdefault((key, namespace, pod, int(hours[lo])), len(slots))
+        groups.append(group)
+        values = vs[at] * scale
+        totals.append(values)
+        counts.append(np.ones(len(at)))
+        peaks.append(values)
+    if not slots:
+        return
+    g, peak_of = np.concatenate(groups), np.concatenate(peaks)
+    sums = sequential_sums(g, np.vstack([np.concatenate(totals), np.concatenate(counts)]), len(slots))
+    # The largest reading, the first of equal ones (as max() keeps it); a NaN maximum from
+    # Prometheus stays only where it came first, as in the loop.
+    maxima = np.full(len(slots), np.nan)
+    np.fmax.at(maxima, g, peak_of)
+    first = np.full(len(slots), -1, dtype=np.int64)
+    first[g[::-1]] = np.arange(len(g))[::-1]
+    maxima[np.isnan(peak_of[first])] = np.nan
+    for acc_key, i in slots.items():
         acc = accs.get(acc_key)
-        if acc is None or not count:
+        if acc is None:
             continue
-        acc.rec.fb_used_mib_avg = total / count
-        acc.rec.fb_used_mib_max = peak
+        acc.rec.fb_used_mib_avg = float(sums[0, i]) / int(sums[1, i])
+        acc.rec.fb_used_mib_max = float(maxima[i])

@@ -82,22 +82,25 @@ class _Records(dict):
 
 
 def _temperatures(records: _Records, cfg, window, devices, temperature, fallback) -> None:
-    """Temperature: a reading, the same on every copy; raw where a series ran hot."""
-    temps: dict[tuple, list] = defaultdict(lambda: [0.0, 0, None, 0.0])   # sum, count, max, seconds above 83 °C
+    """Temperature: a reading, the same on every copy; raw where a series ran hot. Per device and
+    hour: the sum, count and maximum of its (merged) readings in the hour, and the seconds of
+    those above 83 °C, all the chunk's streams at once (`sequential_sums`: the floats the
+    per-sample loop of tests/rollup_oracle/health.py gives); then Prometheus' per-hour sums."""
+    temps: dict[tuple, list] = {}   # (key, hour) → [sum, count, max, seconds above 83 °C], first seen first
     streams = _board_streams(temperature, cfg.replica_labels, fallback, cfg.pinned_interval_seconds, False)
-    for key, (times, values, seconds) in streams.items():
-        for ts, v, sec in zip(times.tolist(), values.tolist(), seconds.tolist()):
-            if not window.contains(ts):
-                continue
-            v *= cfg.temperature_scale
-            acc = temps[(key, hour_of(ts))]
-            acc[0] += v
-            acc[1] += 1
-            acc[2] = v if acc[2] is None else max(acc[2], v)
-            if v > HOT_TEMPERATURE_C:
-                acc[3] += sec
+    slots, values, seconds = _hour_slots(streams, window, cfg.temperature_scale)
+    if slots:
+        g = np.concatenate(values[0])
+        v, sec = np.concatenate(values[1]), np.concatenate(seconds)
+        n = len(slots)
+        sums = sequential_sums(g, np.vstack([v, np.where(v > HOT_TEMPERATURE_C, sec, 0.0)]), n)
+        counts = np.bincount(g, minlength=n)
+        peaks = np.full(n, -np.inf)
+        np.maximum.at(peaks, g, v)      # in sample order; an equal later reading keeps the first
+        for slot, i in slots.items():
+            temps[slot] = [float(sums[0, i]), int(counts[i]), float(peaks[i]), float(sums[1, i])]
     for key, hour, total, count, peak in _prometheus_hours(temperature, window, cfg.temperature_scale, False):
-        acc = temps[(key, hour)]
+        acc = temps.setdefault((key, hour), [0.0, 0, None, 0.0])
         acc[0] += total
         acc[1] += count
         acc[2] = peak if acc[2] is None else max(acc[2], peak)
@@ -107,6 +110,27 @@ def _temperatures(records: _Records, cfg, window, devices, temperature, fallback
             r.temperature_c_avg = total / count
             r.temperature_c_max = peak
             r.seconds_above_83c = above
+
+
+def _hour_slots(streams, window, scale) -> tuple[dict, tuple[list, list], list]:
+    """The window's readings of every stream ({key: (timestamps, values, seconds)}) by (key,
+    hour): the slots in the order the streams and their hours come ({(key, hour): slot}), and
+    per stream the slot of each reading, its value × `scale` and its seconds."""
+    slots: dict[tuple, int] = {}
+    groups, values, seconds = [], [], []
+    for key, (ts, vs, sec) in streams.items():
+        at = np.flatnonzero((ts >= window.start) & (ts < window.end))
+        if not len(at):
+            continue
+        hours = (ts[at] // HOUR_SECONDS) * HOUR_SECONDS
+        bounds = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(at)]
+        group = np.empty(len(at), dtype=np.int64)
+        for lo, hi in zip(bounds, bounds[1:]):
+            group[lo:hi] = slots.setdefault((key, int(hours[lo])), len(slots))
+        groups.append(group)
+        values.append(vs[at] * scale)
+        seconds.append(np.asarray(sec, dtype=float)[at])
+    return slots, (groups, values), seconds
 
 
 def _energy(records: _Records, cfg, window, devices, accs, power, fallback) -> None:
@@ -141,14 +165,14 @@ def _energy(records: _Records, cfg, window, devices, accs, power, fallback) -> N
 
 
 def _xid_errors(records: _Records, cfg, window, devices, xid, fallback) -> None:
-    """XID errors: how many samples reported one in the hour, and which codes."""
+    """XID errors: how many samples reported one in the hour, and which codes (in the order
+    first seen). Only the few non-zero readings come through Python."""
     streams = _board_streams(xid, cfg.replica_labels, fallback, cfg.pinned_interval_seconds, False)
     for key, (times, values, _seconds) in streams.items():
         if key not in devices:
             continue
-        for ts, v in zip(times.tolist(), values.tolist()):
-            if not window.contains(ts) or v == 0:
-                continue
+        at = np.flatnonzero((times >= window.start) & (times < window.end) & (values != 0))
+        for ts, v in zip(times[at].tolist(), values[at].tolist()):
             r = records.at(key, hour_of(ts))
             r.xid_samples += 1
             code = int(v)
@@ -160,26 +184,12 @@ def _board_hours(streams, window, scale) -> dict[tuple, list]:
     """{(uuid, hour): [joules, seconds covered]} of each board's merged power stream: the
     sum over its samples in the hour of power × the seconds each stands for, added in time
     order (arrays.sequential_sums: the same floats as a loop)."""
-    keys: dict[tuple, int] = {}
-    groups, joules, covered = [], [], []
-    for uuid, (ts, watts, seconds) in streams.items():
-        at = np.flatnonzero((ts >= window.start) & (ts < window.end))
-        if not len(at):
-            continue
-        sec = np.asarray(seconds, dtype=float)[at]
-        hours = (ts[at] // HOUR_SECONDS) * HOUR_SECONDS
-        bounds = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(at)]
-        group = np.empty(len(at), dtype=np.int64)
-        for lo, hi in zip(bounds, bounds[1:]):
-            group[lo:hi] = keys.setdefault((uuid, int(hours[lo])), len(keys))
-        groups.append(group)
-        joules.append(watts[at] * scale * sec)
-        covered.append(sec)
-    if not keys:
+    slots, (groups, watts), seconds = _hour_slots(streams, window, scale)
+    if not slots:
         return {}
-    sums = sequential_sums(np.concatenate(groups), np.vstack([np.concatenate(joules), np.concatenate(covered)]),
-                           len(keys))
-    return {key: [float(sums[0, i]), float(sums[1, i])] for key, i in keys.items()}
+    sec = np.concatenate(seconds)
+    sums = sequential_sums(np.concatenate(groups), np.vstack([np.concatenate(watts) * sec, sec]), len(slots))
+    return {key: [float(sums[0, i]), float(sums[1, i])] for key, i in slots.items()}
 
 
 _POD_LABELS = ("namespace", "pod", "exported_namespace", "exported_pod", "pod_namespace", "pod_name")
