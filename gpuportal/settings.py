@@ -70,7 +70,8 @@ except (ValueError, TypeError, UnknownLocaleError):
 
 # Accounting knobs (docs/accounting.md). Cluster records may override the idle threshold.
 IDLE_THRESHOLD = _env_float("IDLE_THRESHOLD", 0.05, 0.0, 1.0)
-INGEST_CHUNK_HOURS = _env_int("INGEST_CHUNK_HOURS", 2)
+INGEST_CHUNK_HOURS = _env_int("INGEST_CHUNK_HOURS", 0, low=0)         # 0: sized by INGEST_CHUNK_SAMPLES
+INGEST_CHUNK_SAMPLES = _env_int("INGEST_CHUNK_SAMPLES", 200_000)  # utilization samples a chunk may hold
 # Scale knobs (docs/performance.md): queries of a chunk in flight at once, and whether the
 # next chunk is fetched while the current one is written.
 INGEST_QUERY_CONCURRENCY = _env_int("INGEST_QUERY_CONCURRENCY", 4)

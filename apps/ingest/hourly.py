@@ -9,9 +9,9 @@ from __future__ import annotations
 import math
 from types import GeneratorType
 
-from .answer_bytes import body_of, converted, drained, interned, json_of, on_parsing_thread
+from .answer_bytes import body_of, converted, drained, interned, json_of, matrix_pairs, on_parsing_thread
 from .prometheus_http import PrometheusError
-from .queries import AGG_LABEL, MAX_RAW_DEVICES, promql_regex_literal, selector
+from .queries import MAX_RAW_DEVICES, promql_regex_literal, selector
 from .rollup import HourlySeries
 
 
@@ -30,21 +30,26 @@ class HourlySums:
             self._left_closed = None if major is None else major < 3
         return self._left_closed
 
-    def hourly_query(self, metric: str, matchers: tuple[str, ...], aggs: tuple[str, ...]) -> str | None:
-        """One query answering each aggregate over [hour start, hour end) when evaluated at hour end − 1 ms."""
+    def hourly_queries(self, metric: str, matchers: tuple[str, ...], aggs: tuple[str, ...]) -> dict[str, str] | None:
+        """One query per aggregate, each answering it over [hour start, hour end) when evaluated
+        at hour end − 1 ms. Separate queries, not one joined by `or` (each aggregate's series
+        relabelled to tell them apart): the join and the relabelling cost Prometheus more than
+        the three aggregates themselves (docs/performance.md, "Chunks sized from Prometheus")."""
         left_closed = self.range_closed_on_left()
         if left_closed is None:
             return None
         span = "3599999ms" if left_closed else "3600s"   # both cover [start, end − 1 ms] on the ms grid
         sel = f"{metric}{selector(self.selector, *matchers)}[{span}]"
-        return " or ".join(f'label_replace({agg}_over_time({sel}), "{AGG_LABEL}", "{agg}", "", "")' for agg in aggs)
+        return {agg: f"{agg}_over_time({sel})" for agg in aggs}
 
-    def hourly_params(self, metric, matchers, start: int, end: int, aggs) -> dict | None:
-        """The /api/v1/query_range parameters of `hourly` (the bench's floor issues the same)."""
-        query = self.hourly_query(metric, matchers, aggs)
-        if query is None:
+    def hourly_params(self, metric, matchers, start: int, end: int, aggs) -> dict[str, dict] | None:
+        """The /api/v1/query_range parameters of `hourly`, per aggregate (the bench's floor issues
+        the same)."""
+        queries = self.hourly_queries(metric, matchers, aggs)
+        if queries is None:
             return None
-        return {"query": query, "start": f"{start + 3600 - 0.001:.3f}", "end": f"{end - 0.001:.3f}", "step": "3600"}
+        return {agg: {"query": query, "start": f"{start + 3600 - 0.001:.3f}", "end": f"{end - 0.001:.3f}",
+                      "step": "3600"} for agg, query in queries.items()}
 
     def hourly(self, metric: str, matchers: tuple[str, ...], start: int, end: int,
                aggs: tuple[str, ...] = ("sum", "count", "max")) -> list[HourlySeries] | None:
@@ -53,45 +58,57 @@ class HourlySums:
         params = self.hourly_params(metric, matchers, start, end, aggs)
         if params is None:
             return None
-        response = self._call(metric, self._prom._session.get, f"{self.url}/api/v1/query_range", params=params,
-                              timeout=self._prom._timeout, headers=self._prom.headers, auth=self._prom.auth,
-                              stream=True)
-        if response.status_code != 200:
-            raise PrometheusError(self._http_error(metric, f"HTTP Status Code {response.status_code} ({response.content[:300]!r})"))
-        pending = [response]
-        del response
-        # as _fast_query: the body read, parsed item by item and converted on the one parsing thread
-        return on_parsing_thread(lambda: converted(self._call(metric, body_of, pending.pop()),
-                                          lambda result: self._hourly_series(metric, result, start, end),
-                                          lambda raw: self._call(metric, json_of, raw)))
-
-    def _hourly_series(self, metric, result, start: int, end: int) -> list[HourlySeries] | None:
-        """The HourlySeries of an `hourly` answer's items (each freed once read): of its parsed
-        body, or `matrix_items`."""
-        try:
-            if not isinstance(result, GeneratorType):
-                result = drained(result["data"]["result"])
-            grouped: dict[tuple, dict[int, list]] = {}
-            labels_of: dict[tuple, dict] = {}
-            for item in result:
-                labels = item["metric"]
-                agg = labels.pop(AGG_LABEL)
-                labels.pop("__name__", None)
-                key = tuple(sorted(labels.items()))
-                if key not in labels_of:    # each series comes once per aggregate: interned once
-                    labels_of[key] = interned(labels)
-                hours = grouped.setdefault(key, {})
-                for ts, value in item["values"]:
-                    v = float(value)
-                    if not math.isfinite(v):
-                        return None   # the raw path skips such samples; Prometheus' sum cannot
-                    hours.setdefault(int(round(float(ts) + 0.001)) - 3600, {})[agg] = v
-        except (KeyError, TypeError, ValueError, AttributeError):
-            raise PrometheusError(f"the answer from {self.url} for {metric} is not a range query result") from None
+        hours: dict[tuple, dict[int, dict]] = {}
+        labels_of: dict[tuple, dict] = {}
+        seen: dict[bytes, dict] = {}      # a series' labels parsed once for all its aggregates
+        keys: dict[int, tuple] = {}       # …and keyed once: a labels dict → its series
+        for agg, agg_params in params.items():
+            response = self._call(metric, self._prom._session.get, f"{self.url}/api/v1/query_range",
+                                  params=agg_params, timeout=self._prom._timeout, headers=self._prom.headers,
+                                  auth=self._prom.auth, stream=True)
+            if response.status_code != 200:
+                raise PrometheusError(self._http_error(
+                    metric, f"HTTP Status Code {response.status_code} ({response.content[:300]!r})"))
+            pending = [response]
+            del response
+            # as _fast_query: the body read, parsed item by item and converted on the one parsing thread
+            exact = on_parsing_thread(lambda: converted(
+                self._call(metric, body_of, pending.pop()),
+                lambda result, agg=agg: self._add_hourly(metric, agg, result, hours, labels_of, keys),
+                lambda raw: self._call(metric, json_of, raw), lambda raw: matrix_pairs(raw, seen)))
+            if not exact:
+                return None
         return [HourlySeries(labels=labels_of[key], hours=sorted(
                     (h, a.get("sum", 0.0), int(a.get("count", 0)), a.get("max", a.get("sum", 0.0)))
-                    for h, a in hours.items() if start <= h < end))
-                for key, hours in grouped.items()]
+                    for h, a in by_hour.items() if start <= h < end))
+                for key, by_hour in hours.items()]
+
+    def _add_hourly(self, metric, agg: str, result, hours: dict, labels_of: dict, keys: dict) -> bool:
+        """Add one aggregate's answer to `hours` ({series: {hour: {aggregate: value}}}): its
+        parsed body, or `matrix_pairs` ((labels, values) of each item, freed once read). False
+        when a value is NaN or ±Inf (the raw path skips such samples; Prometheus' sum cannot).
+        Safe to repeat."""
+        try:
+            if not isinstance(result, GeneratorType):
+                result = ((item["metric"], item["values"]) for item in drained(result["data"]["result"]))
+            for labels, values in result:
+                key = keys.get(id(labels))
+                # an id names this dict only while the dict it was taken of is alive: kept in labels_of
+                if key is None or labels_of.get(key) is not labels:
+                    labels.pop("__name__", None)
+                    key = tuple(sorted(labels.items()))
+                    if key not in labels_of:    # each series comes once per aggregate: interned once
+                        labels_of[key] = interned(labels)
+                        keys[id(labels)] = key
+                by_hour = hours.setdefault(key, {})
+                for ts, value in values:
+                    v = float(value)
+                    if not math.isfinite(v):
+                        return False
+                    by_hour.setdefault(int(round(float(ts) + 0.001)) - 3600, {})[agg] = v
+        except (KeyError, TypeError, ValueError, AttributeError):
+            raise PrometheusError(f"the answer from {self.url} for {metric} is not a range query result") from None
+        return True
 
     def hourly_or_raw(self, metric, matchers, start: int, end: int, aggs, needs_raw=None, keep_rest=True,
                       lookaround: float = 0.0):

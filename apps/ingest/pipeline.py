@@ -98,14 +98,8 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
         raise IngestError(f"the window starts in the future ({start.isoformat()}; now is {now:%Y-%m-%dT%H:%M:%SZ})")
     window_start = floor_hour(start.astimezone(timezone.utc))
     window_end = ceil_hour(min(end, now).astimezone(timezone.utc))
-    chunk_hours = chunk_hours or settings.INGEST_CHUNK_HOURS
-    chunks = []
-    cursor = window_start
-    while cursor < window_end:
-        chunk_end = min(cursor + timedelta(hours=chunk_hours), window_end)
-        chunks.append(rollup.Window(to_unix(cursor), to_unix(chunk_end)))
-        cursor = chunk_end
-
+    chunk_hours = chunk_hours or settings.INGEST_CHUNK_HOURS    # 0: sized from Prometheus below
+    chunks = _chunks(window_start, window_end, chunk_hours or DEFAULT_CHUNK_HOURS)
     run = IngestRun.objects.create(cluster=cluster, window_start=window_start, window_end=window_end,
                                    trigger=trigger, chunks_total=len(chunks))
     started = time.monotonic()
@@ -119,7 +113,12 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
                 client.check()
                 holds_from = client.lowest_timestamp()
                 _detect_spelling(cluster, client, window_start, window_end)
-                fetcher = prometheus_fetcher(client, metric_names(cluster), cluster.metric("temperature")[1])
+                names = metric_names(cluster)
+                if not chunk_hours:
+                    chunks = chunk_plan(client, names, window_start, window_end)
+                    run.chunks_total = len(chunks)
+                    run.save(update_fields=["chunks_total"])
+                fetcher = prometheus_fetcher(client, names, cluster.metric("temperature")[1])
             with transaction.atomic(), collector_paused():
                 writer = _Writer(cluster, run, holds_from)
                 for i, (window, data) in enumerate(prefetched(fetcher, chunks), 1):
@@ -154,6 +153,44 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
     # running month's forecast at the instant the data stands at (docs/forecast.md, "Kept current").
     refresh_after_commit(months_of(window_start, window_end))
     return run
+
+
+DEFAULT_CHUNK_HOURS = 2         # when Prometheus cannot say how many samples an hour holds
+CHUNK_HOURS = (1, 2, 3, 4, 6, 8, 12)
+
+
+def sized_chunk_hours(samples_per_hour: float | None) -> int:
+    """Hours per chunk: the most (of whole divisors of a day, up to 12) whose utilization samples
+    at the window's busiest hour stay within INGEST_CHUNK_SAMPLES — a chunk's memory grows with
+    its samples, and every chunk costs Prometheus a round of queries and the roll-up a look
+    around its edges, so fewer, larger chunks are cheaper as long as they fit (docs/ingest.md,
+    "Chunks"). Unknown: DEFAULT_CHUNK_HOURS."""
+    if not samples_per_hour:
+        return DEFAULT_CHUNK_HOURS
+    fitting = [h for h in CHUNK_HOURS if h * samples_per_hour <= settings.INGEST_CHUNK_SAMPLES]
+    return fitting[-1] if fitting else CHUNK_HOURS[0]
+
+
+def chunk_plan(client: PrometheusClient, names: MetricNames, window_start: datetime,
+               window_end: datetime) -> list[rollup.Window]:
+    """The chunks ingest reads [window_start, window_end) in, unless INGEST_CHUNK_HOURS fixes
+    them: `sized_chunk_hours` of the window's busiest hour, the first chunk short (nothing
+    overlaps its fetch)."""
+    if settings.INGEST_CHUNK_HOURS:
+        return _chunks(window_start, window_end, settings.INGEST_CHUNK_HOURS)
+    sized = sized_chunk_hours(client.busiest_hour(names, to_unix(window_start), to_unix(window_end)))
+    return _chunks(window_start, window_end, sized, min(sized, DEFAULT_CHUNK_HOURS))
+
+
+def _chunks(window_start: datetime, window_end: datetime, hours: int, first: int | None = None) -> list[rollup.Window]:
+    """The window in chunks of `hours`; the first of `first` hours when given (the roll-up starts
+    on it while the next, full-size chunk is fetched)."""
+    chunks, cursor, size = [], window_start, first or hours
+    while cursor < window_end:
+        chunk_end = min(cursor + timedelta(hours=size), window_end)
+        chunks.append(rollup.Window(to_unix(cursor), to_unix(chunk_end)))
+        cursor, size = chunk_end, hours
+    return chunks
 
 
 def database_failure(exc: Exception) -> str:

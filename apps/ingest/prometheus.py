@@ -19,7 +19,8 @@ from prometheus_api_client import PrometheusApiClientException, PrometheusConnec
 from prometheus_client.parser import text_string_to_metric_families
 from urllib3.util.retry import Retry
 
-from .answer_bytes import body_of, converted, drained, interned, json_of, on_parsing_thread, value_columns
+from .answer_bytes import (body_of, converted, drained, interned, json_of, matrix_columns, matrix_items,
+                           on_parsing_thread, value_columns)
 from .hourly import HourlySums
 from .prometheus_http import PrometheusError, _one_line, http_session
 from .queries import (HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, OWNER_QUERIES, MetricNames,
@@ -121,6 +122,22 @@ class PrometheusClient(HourlySums):
             return None
         return None
 
+    def busiest_hour(self, names: MetricNames, start: float, end: float) -> float | None:
+        """The most utilization samples (whole GPUs' and MIG instances' together) Prometheus holds
+        for one hour of [start, end), sampled at up to 24 instants: what sizes ingest's chunks
+        (docs/ingest.md, "Chunks"). None when the answer says nothing (no samples, not a number)."""
+        span = max(3600, int(math.ceil(end - start)))
+        step = max(3600, span // 24 // 3600 * 3600)
+        metrics = "|".join(promql_regex_literal(m) for m in sorted({names.gpu_util, names.gr_engine_active}))
+        series = selector(f'__name__=~"{metrics}"', self.selector)
+        query = f"max_over_time(sum(count_over_time({series}[1h]))[{span}s:{step}s])"
+        result = self._call("the samples per hour", self._fast_query, query, {"time": f"{end:.3f}"})
+        try:
+            value = float(result[0]["value"][1]) if result else None
+        except (KeyError, TypeError, ValueError, IndexError):
+            return None
+        return value if value and math.isfinite(value) and value > 0 else None
+
     def label_names(self, metric: str, start: float, end: float) -> list[str]:
         params = {"match[]": metric + selector(self.selector), "start": start, "end": end}
         names = self._call(f"the label names of {metric}", self._prom.get_label_names, params)
@@ -140,11 +157,12 @@ class PrometheusClient(HourlySums):
         """
         query = self.raw_query(metric, matchers, start, end)
         return self._call(metric, self._fast_query, query, {"time": f"{end:.3f}"},
-                          lambda result: self._parse_matrix(metric, result, start, end))
+                          lambda result: self._parse_matrix(metric, result, start, end), matrix_columns)
 
-    def _fast_query(self, query: str, params: dict, convert=None):
+    def _fast_query(self, query: str, params: dict, convert=None, items_of=matrix_items):
         """custom_query's request and errors, with orjson parsing the (large) answer; `convert`
-        turns the answer's result into what is kept, while the parsed answer is alive.
+        turns the answer's result into what is kept, while the parsed answer is alive; a range
+        vector laid out as Prometheus writes it comes to it as `items_of(answer)`.
 
         The requests run concurrently, but one answer at a time is parsed and converted (a
         parsed answer takes several times its bytes, the converted arrays a fraction of them,
@@ -165,28 +183,27 @@ class PrometheusClient(HourlySums):
             return json_of(raw)["data"]["result"]
         if convert is None:
             return on_parsing_thread(lambda: whole(body_of(pending.pop())))
-        return on_parsing_thread(lambda: converted(body_of(pending.pop()), convert, whole))
+        return on_parsing_thread(lambda: converted(body_of(pending.pop()), convert, whole, items_of))
 
     def _parse_matrix(self, metric, result, start, end) -> list[Series]:
-        """Series of a range vector's items: the parsed result list, or `matrix_items`."""
+        """Series of a range vector's items: of the parsed result list, or of `matrix_columns`
+        ((labels, timestamps, values) of each item, read from its bytes)."""
         if isinstance(result, list):
-            result = drained(result)
+            result = ((item["metric"], *value_columns(item["values"])) for item in drained(result))
         elif not isinstance(result, GeneratorType):
             raise PrometheusError(f"the answer from {self.url} for {metric} is not a Prometheus result list")
         out = []
         try:
-            for item in result:   # each answer item is freed once converted: peak memory ~ one copy
-                labels = interned(item["metric"])
+            for labels, ts, values in result:   # each item freed once converted: peak memory ~ one copy
+                labels = interned(labels)
                 labels.pop("__name__", None)
-                ts, values = value_columns(item["values"])
-                del item
                 if len(ts) and not (start <= ts[0] and ts[-1] < end):
                     # Prometheus answers each series in time order: cut [start, end) as a slice
                     lo, hi = np.searchsorted(ts, (start, end), side="left").tolist()
                     ts, values = ts[lo:hi], values[lo:hi]
                 if len(ts):
                     out.append(Series(labels=labels, samples=Samples(ts, values)))
-        except (KeyError, TypeError, ValueError):
+        except (KeyError, TypeError, ValueError, AttributeError):
             raise PrometheusError(
                 f"the answer from {self.url} for {metric} is not a range vector (is the URL Prometheus'?)"
             ) from None

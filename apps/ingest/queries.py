@@ -36,7 +36,6 @@ def pending_pods(phase: list[Series]) -> set[tuple[str, str]]:
             if s.labels.get("phase") == "Pending" and any(v == 1 for _, v in s.samples)}
 
 
-AGG_LABEL = "gpuportal_agg"
 # Roles whose rollups need only per-hour sum / count / max of each series (rollup.HourlySeries).
 # Power is read raw: energy needs each sample's own duration, once per board (docs/accounting.md).
 HOURLY_ROLES = {"fb_used": ("sum", "count", "max"), "temperature": ("sum", "count", "max"), "xid": ("max",)}

@@ -15,7 +15,7 @@ import os
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
-from datetime import datetime, timedelta
+from datetime import datetime
 
 
 def _setup_django():
@@ -25,20 +25,12 @@ def _setup_django():
     django.setup()
 
 
-def _chunks(start: datetime, end: datetime, hours: int):
-    cursor = start
-    while cursor < end:
-        nxt = min(cursor + timedelta(hours=hours), end)
-        yield int(cursor.timestamp()), int(nxt.timestamp())
-        cursor = nxt
-
-
 def floor(url: str, start: datetime, end: datetime) -> dict:
     import requests
     from django.conf import settings
 
     from apps.clusters.models import Cluster
-    from apps.ingest.pipeline import metric_names
+    from apps.ingest.pipeline import chunk_plan, metric_names
     import orjson
 
     from apps.ingest.prometheus import PrometheusClient
@@ -70,7 +62,8 @@ def floor(url: str, start: datetime, end: datetime) -> dict:
             if aggregate and role in HOURLY_ROLES:
                 params = client.hourly_params(m, matchers, lo, hi, HOURLY_ROLES[role])
                 if params is not None:
-                    yield role, "query_range", params
+                    for agg, agg_params in params.items():
+                        yield f"{role}:{agg}", "query_range", agg_params
                     continue
             yield role, "query", {"query": client.raw_query(m, matchers, lo, hi), "time": f"{hi:.3f}"}
 
@@ -88,7 +81,8 @@ def floor(url: str, start: datetime, end: datetime) -> dict:
         return {"query": client.raw_query(m, matchers, lo, hi), "time": f"{hi:.3f}"}
 
     with ThreadPoolExecutor(max_workers=settings.INGEST_QUERY_CONCURRENCY) as pool:
-        for lo, hi in _chunks(start, end, settings.INGEST_CHUNK_HOURS):
+        for chunk in chunk_plan(client, names, start, end):
+            lo, hi = chunk.start, chunk.end
             futures = {role: pool.submit(one, path, params, role == "phase")
                        for role, path, params in requests_of(lo, hi)}
             results = {role: f.result() for role, f in futures.items()}

@@ -6,7 +6,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from apps.ingest.answer_bytes import _number_columns, matrix_columns
 from apps.ingest.prometheus import PrometheusClient
 from apps.ingest.prometheus_http import PrometheusError
 from apps.ingest.rollup import Samples, Series
@@ -100,3 +103,43 @@ def test_an_answer_without_values_is_one_line_error(compact):
         fetch(matrix({"metric": {"UUID": "GPU-a"}}, compact=compact))
     with pytest.raises(PrometheusError, match="is not a Prometheus result list"):
         fetch(json.dumps({"status": "success", "data": {"resultType": "matrix", "result": {"a": 1}}}))
+
+
+def _text(value: float) -> str:
+    """A value as Prometheus writes it: Go's shortest 'f' formatting (no exponent)."""
+    return np.format_float_positional(value, unique=True, trim="-")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 10**6), st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False, width=64),
+    st.floats(min_value=-1e6, max_value=1e6, allow_nan=False),
+    st.integers(-2**63, 2**64).map(float),
+    st.sampled_from([0.0, -0.0, 0.1, 1 / 3, 5e-324, 1.7976931348623157e308]))), min_size=1, max_size=40))
+def test_plain_numbers_read_from_the_bytes_are_the_floats_float_gives(pairs):
+    """The compact answer's values are read as numbers from their bytes (answer_bytes.
+    _number_columns); they must be the very floats float() gives the same text, sign of zero
+    included, whichever way the text is written (long decimals, integers past 2**53, "-0")."""
+    values = [[T0 + t + 0.25 * (t % 4), _text(v)] for t, v in sorted(dict(pairs).items())]
+    ((labels, ts, got),) = list(matrix_columns(matrix(item({"UUID": "GPU-a"}, values)).encode()))
+    assert labels == {"UUID": "GPU-a"} and ts.tolist() == [t for t, _ in values]
+    for (_, text), v in zip(values, got.tolist()):
+        want = float(text)
+        assert v == want and math.copysign(1, v) == math.copysign(1, want), (text, v)
+    if not any(text.startswith("-0") and float(text) == 0 for _, text in values):
+        assert _number_columns(json.dumps(values, separators=(",", ":")).encode()) is not None   # the fast path
+
+
+def test_the_number_path_and_the_whole_parse_agree_on_a_mixed_answer():
+    """Items with only plain numbers take the fast path, one with a NaN or an exponent the old
+    one; together they give what the answer parsed whole gives."""
+    items = [item({"UUID": "GPU-a", "pod": "p"}, [[T0 + 60 * i, str(17 * i + 0.5)] for i in range(6)]),
+             item({"UUID": "GPU-b"}, [[T0, "NaN"], [T0 + 60, "3"]]),
+             item({"UUID": "GPU-c"}, [[T0, "1e3"], [T0 + 60, "-0"], [T0 + 120.125, "-2.5"]])]
+    compact, spaced = fetch(matrix(*items)), fetch(matrix(*items, compact=False))
+    assert [s.labels for s in compact] == [s.labels for s in spaced] == [i["metric"] for i in items]
+    for a, b in zip(compact, spaced):
+        assert a.samples.ts.tolist() == b.samples.ts.tolist()
+        assert np.array_equal(a.samples.values, b.samples.values, equal_nan=True)
+        assert np.signbit(a.samples.values).tolist() == np.signbit(b.samples.values).tolist()
+    assert compact[2].samples.values.tolist() == [1000.0, -0.0, -2.5]
