@@ -12,7 +12,7 @@ from itertools import chain
 
 import numpy as np
 
-from .records import Samples
+from .records import HOUR_SECONDS, Samples
 
 
 def columns(samples) -> tuple[np.ndarray, np.ndarray]:
@@ -53,6 +53,17 @@ def joined_columns(pairs) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     np.cumsum([len(ts) for ts, _ in pairs], out=offsets[1:])
     return (np.concatenate([ts for ts, _ in pairs]).astype(float, copy=False),
             np.concatenate([vs for _, vs in pairs]).astype(float, copy=False), offsets)
+
+
+def hour_slots(ts: np.ndarray, slots: dict, prefix: tuple) -> np.ndarray:
+    """The slot of each instant of `ts` (time-ordered) among `slots` ({prefix + (hour,): slot}),
+    the hours not yet there added in the order they come: what `sequential_sums` groups by."""
+    hours = (ts // HOUR_SECONDS) * HOUR_SECONDS
+    bounds = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(ts)]
+    group = np.empty(len(ts), dtype=np.int64)
+    for lo, hi in zip(bounds, bounds[1:]):
+        group[lo:hi] = slots.setdefault((*prefix, int(hours[lo])), len(slots))
+    return group
 
 
 def sequential_sums(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:

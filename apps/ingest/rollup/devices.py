@@ -11,8 +11,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .labels import canonical, device_identity, gpu_fraction, is_time_slice, names_the_exporter, workload_of
-from .records import HOUR_SECONDS, DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series, Window, _finite
-from .arrays import columns, joined_columns, sequential_sums
+from .records import DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series, Window, _finite
+from .arrays import columns, hour_slots, joined_columns, sequential_sums
 from .batch import _Acc, _Batch
 from .health import device_health
 from .timeline import Coverage, StreamGaps, merge_copy_columns
@@ -316,12 +316,7 @@ def _attach_memory(cfg, window, accs, fb_used, workloads: _Workloads):
         at = np.flatnonzero((ts >= window.start) & (ts < window.end) & np.isfinite(vs))
         if not len(at):
             continue
-        hours = (ts[at] // HOUR_SECONDS) * HOUR_SECONDS
-        bounds = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(at)]
-        group = np.empty(len(at), dtype=np.int64)
-        for lo, hi in zip(bounds, bounds[1:]):
-            group[lo:hi] = slots.setdefault((key, namespace, pod, int(hours[lo])), len(slots))
-        groups.append(group)
+        groups.append(hour_slots(ts[at], slots, (key, namespace, pod)))
         values = vs[at] * scale
         totals.append(values)
         counts.append(np.ones(len(at)))

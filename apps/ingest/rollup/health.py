@@ -10,8 +10,8 @@ from collections import defaultdict
 import numpy as np
 
 from .labels import canonical, device_identity
-from .arrays import joined_columns, sequential_sums, stream_columns
-from .records import HOT_TEMPERATURE_C, HOUR_SECONDS, HealthRecord, HourlySeries, hour_of
+from .arrays import hour_slots, joined_columns, sequential_sums, stream_columns
+from .records import HOT_TEMPERATURE_C, HealthRecord, HourlySeries, hour_of
 from .timeline import StreamGaps, merge_copy_columns, spaced_merges
 from .timeline import priority as _priority
 
@@ -122,12 +122,7 @@ def _hour_slots(streams, window, scale) -> tuple[dict, tuple[list, list], list]:
         at = np.flatnonzero((ts >= window.start) & (ts < window.end))
         if not len(at):
             continue
-        hours = (ts[at] // HOUR_SECONDS) * HOUR_SECONDS
-        bounds = [0, *(np.flatnonzero(hours[1:] != hours[:-1]) + 1).tolist(), len(at)]
-        group = np.empty(len(at), dtype=np.int64)
-        for lo, hi in zip(bounds, bounds[1:]):
-            group[lo:hi] = slots.setdefault((key, int(hours[lo])), len(slots))
-        groups.append(group)
+        groups.append(hour_slots(ts[at], slots, (key,)))
         values.append(vs[at] * scale)
         seconds.append(np.asarray(sec, dtype=float)[at])
     return slots, (groups, values), seconds
