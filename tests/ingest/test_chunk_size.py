@@ -25,7 +25,7 @@ NAMES = MetricNames(gpu_util="DCGM_FI_DEV_GPU_UTIL", gr_engine_active="DCGM_FI_P
 @pytest.mark.parametrize("per_hour, budget, hours", [
     (None, 200_000, DEFAULT_CHUNK_HOURS),   # Prometheus could not say
     (12_688, 200_000, 12),                  # 136 GPUs: 12 h hold 152,256 samples
-    (90_000, 200_000, 2),                   # 2 h hold 180,000; 3 h would hold 270,000
+    (86_864, 200_000, 2),                   # 1,000 GPUs: 2 h hold 173,728; 3 h would hold 260,592
     (20_000, 200_000, 8),                   # 10 h would fit, but chunks divide a day
     (250_000, 200_000, 1),                  # not even an hour fits: an hour it is
 ])
