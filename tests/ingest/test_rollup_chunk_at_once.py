@@ -7,6 +7,7 @@ per-stream function (or the per-sample oracle in tests/rollup_oracle/) on random
 a hand-made case shows the chunk-wide step is taken at all.
 """
 import itertools
+import math
 
 import numpy as np
 from hypothesis import given, settings
@@ -138,3 +139,23 @@ def test_only_a_device_whose_streams_overlap_is_tiled():
     seconds = np.full(len(ts), 60.0)
     offsets = np.array([0, 2, 4, 6, 8])
     assert _crossing_devices(heads, ts, seconds, offsets) == {("GPU-1", "")}
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 4), st.sampled_from([0.0, -0.0, 1.0, -1.0, 2.5, math.nan, math.inf])),
+                max_size=40))
+def test_first_maxima_equal_the_loop(pairs):
+    """The largest reading per group as the loop keeps it: the first of equal ones (0.0 or -0.0,
+    whichever came first), NaN only where it came first."""
+    from apps.ingest.rollup.arrays import first_maxima
+
+    loop: dict[int, float] = {}
+    for g, v in pairs:
+        loop[g] = v if g not in loop else max(loop[g], v)
+    got = first_maxima(np.array([g for g, _ in pairs], dtype=np.int64), np.array([v for _, v in pairs]), 5)
+    for g in range(5):
+        want = loop.get(g, math.nan)
+        have = float(got[g])
+        assert (math.isnan(want) and math.isnan(have)) or (
+            have == want and math.copysign(1, have) == math.copysign(1, want)), (g, want, have, pairs)
+

@@ -66,6 +66,27 @@ def hour_slots(ts: np.ndarray, slots: dict, prefix: tuple) -> np.ndarray:
     return group
 
 
+def first_maxima(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
+    """Per group (0 ≤ group < n) what `top = v if top is None else max(top, v)` over its values
+    in order gives: the first of its largest values (of 0.0 and -0.0, whichever came first:
+    numpy's maximum may keep either), NaN where its first value is NaN (nothing is larger than
+    NaN, nor NaN than anything), and NaN for a group with no value."""
+    top = np.full(n, np.nan)
+    if not len(groups):
+        return top
+    np.fmax.at(top, groups, values)              # the largest value, NaNs aside
+    hit = np.flatnonzero(values == top[groups])  # the values equal to it, in order
+    first_hit = np.full(n, -1, dtype=np.int64)
+    first_hit[groups[hit][::-1]] = hit[::-1]     # the last assignment wins: the first of them
+    found = first_hit >= 0
+    top[found] = values[first_hit[found]]
+    first = np.full(n, -1, dtype=np.int64)
+    first[groups[::-1]] = np.arange(len(groups))[::-1]
+    has = first >= 0
+    top[np.flatnonzero(has)[np.isnan(values[first[has]])]] = np.nan
+    return top
+
+
 def sequential_sums(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """Σ of each row of `values` (k × N) per group (0 ≤ group < n), added one after another in
     the order of the samples, starting from 0.0: what `total += v` in a loop gives."""

@@ -12,7 +12,7 @@ import numpy as np
 
 from .labels import canonical, device_identity, gpu_fraction, is_time_slice, names_the_exporter, workload_of
 from .records import DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series, Window, _finite
-from .arrays import columns, hour_slots, joined_columns, sequential_sums
+from .arrays import columns, first_maxima, hour_slots, joined_columns, sequential_sums
 from .batch import _Acc, _Batch
 from .health import device_health
 from .timeline import Coverage, StreamGaps, merge_copy_columns
@@ -325,13 +325,7 @@ def _attach_memory(cfg, window, accs, fb_used, workloads: _Workloads):
         return
     g, peak_of = np.concatenate(groups), np.concatenate(peaks)
     sums = sequential_sums(g, np.vstack([np.concatenate(totals), np.concatenate(counts)]), len(slots))
-    # The largest reading, the first of equal ones (as max() keeps it); a NaN maximum from
-    # Prometheus stays only where it came first, as in the loop.
-    maxima = np.full(len(slots), np.nan)
-    np.fmax.at(maxima, g, peak_of)
-    first = np.full(len(slots), -1, dtype=np.int64)
-    first[g[::-1]] = np.arange(len(g))[::-1]
-    maxima[np.isnan(peak_of[first])] = np.nan
+    maxima = first_maxima(g, peak_of, len(slots))   # as max() keeps it, reading by reading
     for acc_key, i in slots.items():
         acc = accs.get(acc_key)
         if acc is None:

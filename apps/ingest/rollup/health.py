@@ -10,7 +10,7 @@ from collections import defaultdict
 import numpy as np
 
 from .labels import canonical, device_identity
-from .arrays import hour_slots, joined_columns, sequential_sums, stream_columns
+from .arrays import first_maxima, hour_slots, joined_columns, sequential_sums, stream_columns
 from .records import HOT_TEMPERATURE_C, HealthRecord, HourlySeries, hour_of
 from .timeline import StreamGaps, merge_copy_columns, spaced_merges
 from .timeline import priority as _priority
@@ -95,8 +95,7 @@ def _temperatures(records: _Records, cfg, window, devices, temperature, fallback
         n = len(slots)
         sums = sequential_sums(g, np.vstack([v, np.where(v > HOT_TEMPERATURE_C, sec, 0.0)]), n)
         counts = np.bincount(g, minlength=n)
-        peaks = np.full(n, -np.inf)
-        np.maximum.at(peaks, g, v)      # in sample order; an equal later reading keeps the first
+        peaks = first_maxima(g, v, n)   # as max() keeps it, reading by reading
         for slot, i in slots.items():
             temps[slot] = [float(sums[0, i]), int(counts[i]), float(peaks[i]), float(sums[1, i])]
     for key, hour, total, count, peak in _prometheus_hours(temperature, window, cfg.temperature_scale, False):
