@@ -65,64 +65,68 @@ def _loads(item: bytes):
         raise NotCompact from None
 
 
-def matrix_items(content: bytes):
-    """The items of a range vector answer, each parsed from its own bytes when it is needed, or
-    None unless the answer is laid out as Prometheus writes it. Should an item still not parse,
-    the items raise NotCompact and the caller parses the whole answer (which then fails, or
-    not, as it always did)."""
-    items = _item_bytes(content)
-    return None if items is None else (_loads(item) for item in items)
-
-
 _VALUES = b'},"values":[['
 _NUMERIC = b"0123456789.-,"
 
 
-def matrix_columns(content: bytes):
-    """(labels, timestamps, values) of each item of a range vector answer laid out as Prometheus
-    writes it, or None (as `matrix_items`). An item's values are read as numbers straight from
-    its bytes (`_number_columns`: no Python object per sample) when every one is a plain
-    number; otherwise, and for any other layout of the item, through `value_columns` as before."""
+def _halves(item: bytes) -> tuple[bytes, bytes] | None:
+    """An item's labels and values as their own bytes (`{…}` and `[[…]]`) when it is laid out as
+    Prometheus writes it, else None: `},"values":[[` can only end the labels, whose values are
+    strings with every quote escaped."""
+    split = item.find(_VALUES)
+    if split < 0 or not item.endswith(b"]]}"):
+        return None
+    return item[len(_ITEM_HEAD) - 1:split + 1], item[split + len(_VALUES) - 2:-1]
+
+
+def _items(content: bytes, convert_item):
+    """convert_item(labels' bytes, values' bytes) of each item of a range vector answer laid out
+    as Prometheus writes it, one at a time, or None for any other answer; an item laid out
+    otherwise is parsed whole and passed as (its labels, its values), already read."""
     items = _item_bytes(content)
     if items is None:
         return None
 
-    def columns():
+    def each():
         for item in items:
-            split = item.find(_VALUES)
-            numbers = _number_columns(item[split + len(_VALUES) - 2:-1]) \
-                if split > 0 and item.endswith(b"]]}") else None
-            if numbers is not None:
-                yield (_loads(item[len(_ITEM_HEAD) - 1:split + 1]), *numbers)
-            else:
+            halves = _halves(item)
+            if halves is None:
                 parsed = _loads(item)
-                yield (parsed["metric"], *value_columns(parsed["values"]))
-    return columns()
+                yield convert_item(parsed["metric"], parsed["values"])
+            else:
+                yield convert_item(*halves)
+    return each()
+
+
+def matrix_columns(content: bytes):
+    """(labels, timestamps, values) of each item of a range vector answer laid out as Prometheus
+    writes it, or None (the caller parses the answer whole). An item's values are read as
+    numbers straight from its bytes (`_number_columns`: no Python object per sample) when every
+    one is a plain number; otherwise through `value_columns`, as a whole parse reads them. Should
+    an item not parse, the items raise NotCompact and the caller parses the whole answer (which
+    then fails, or not, as it always did)."""
+    def columns(labels, values):
+        if isinstance(values, bytes):
+            numbers = _number_columns(values)
+            return (_loads(labels), *(numbers if numbers is not None else value_columns(_loads(values))))
+        return (labels, *value_columns(values))
+    return _items(content, columns)
 
 
 def matrix_pairs(content: bytes, seen: dict):
     """(labels, [[time, "value"], …]) of each item of a range vector answer laid out as Prometheus
-    writes it, or None (as `matrix_items`): for answers of a few values per series (per-hour
+    writes it, or None (as `matrix_columns`): for answers of a few values per series (per-hour
     aggregates), where parsing the labels is most of the work. `seen`: {labels' bytes: labels}
     shared by the answers about the same series, so that each series' labels are parsed once
     and are one dict."""
-    items = _item_bytes(content)
-    if items is None:
-        return None
-
-    def pairs():
-        for item in items:
-            split = item.find(_VALUES)
-            if split < 0 or not item.endswith(b"]]}"):
-                parsed = _loads(item)
-                yield parsed["metric"], parsed["values"]
-                continue
-            raw_labels = item[len(_ITEM_HEAD) - 1:split + 1]
-            labels = seen.get(raw_labels)
-            if labels is None:
-                labels = seen[raw_labels] = _loads(raw_labels)
-            yield labels, _loads(item[split + len(_VALUES) - 2:-1])
-    return pairs()
+    def pairs(labels, values):
+        if not isinstance(labels, bytes):
+            return labels, values
+        parsed = seen.get(labels)
+        if parsed is None:
+            parsed = seen[labels] = _loads(labels)
+        return parsed, _loads(values)
+    return _items(content, pairs)
 
 
 def _number_columns(pairs: bytes) -> tuple[np.ndarray, np.ndarray] | None:
@@ -156,10 +160,10 @@ def body_of(response) -> bytes:
         response.close()
 
 
-def converted(raw: bytes, convert, whole, items_of=matrix_items):
-    """convert(the answer's items): one at a time from `items_of` (`matrix_items`, or
-    `matrix_columns`) when the answer is laid out as Prometheus writes it, else
-    convert(whole(raw)) of the answer parsed whole."""
+def converted(raw: bytes, convert, whole, items_of):
+    """convert(the answer's items): one at a time from `items_of` (`matrix_columns` or
+    `matrix_pairs`) when the answer is laid out as Prometheus writes it, else convert(whole(raw))
+    of the answer parsed whole."""
     items = items_of(raw)
     if items is not None:
         try:

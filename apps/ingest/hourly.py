@@ -61,7 +61,6 @@ class HourlySums:
         hours: dict[tuple, dict[int, dict]] = {}
         labels_of: dict[tuple, dict] = {}
         seen: dict[bytes, dict] = {}      # a series' labels parsed once for all its aggregates
-        keys: dict[int, tuple] = {}       # …and keyed once: a labels dict → its series
         for agg, agg_params in params.items():
             response = self._call(metric, self._prom._session.get, f"{self.url}/api/v1/query_range",
                                   params=agg_params, timeout=self._prom._timeout, headers=self._prom.headers,
@@ -74,7 +73,7 @@ class HourlySums:
             # as _fast_query: the body read, parsed item by item and converted on the one parsing thread
             exact = on_parsing_thread(lambda: converted(
                 self._call(metric, body_of, pending.pop()),
-                lambda result, agg=agg: self._add_hourly(metric, agg, result, hours, labels_of, keys),
+                lambda result, agg=agg: self._add_hourly(metric, agg, result, hours, labels_of),
                 lambda raw: self._call(metric, json_of, raw), lambda raw: matrix_pairs(raw, seen)))
             if not exact:
                 return None
@@ -83,7 +82,7 @@ class HourlySums:
                     for h, a in by_hour.items() if start <= h < end))
                 for key, by_hour in hours.items()]
 
-    def _add_hourly(self, metric, agg: str, result, hours: dict, labels_of: dict, keys: dict) -> bool:
+    def _add_hourly(self, metric, agg: str, result, hours: dict, labels_of: dict) -> bool:
         """Add one aggregate's answer to `hours` ({series: {hour: {aggregate: value}}}): its
         parsed body, or `matrix_pairs` ((labels, values) of each item, freed once read). False
         when a value is NaN or ±Inf (the raw path skips such samples; Prometheus' sum cannot).
@@ -92,14 +91,10 @@ class HourlySums:
             if not isinstance(result, GeneratorType):
                 result = ((item["metric"], item["values"]) for item in drained(result["data"]["result"]))
             for labels, values in result:
-                key = keys.get(id(labels))
-                # an id names this dict only while the dict it was taken of is alive: kept in labels_of
-                if key is None or labels_of.get(key) is not labels:
-                    labels.pop("__name__", None)
-                    key = tuple(sorted(labels.items()))
-                    if key not in labels_of:    # each series comes once per aggregate: interned once
-                        labels_of[key] = interned(labels)
-                        keys[id(labels)] = key
+                labels.pop("__name__", None)
+                key = tuple(sorted(labels.items()))
+                if key not in labels_of:    # each series comes once per aggregate: interned once
+                    labels_of[key] = interned(labels)
                 by_hour = hours.setdefault(key, {})
                 for ts, value in values:
                     v = float(value)

@@ -19,8 +19,8 @@ from prometheus_api_client import PrometheusApiClientException, PrometheusConnec
 from prometheus_client.parser import text_string_to_metric_families
 from urllib3.util.retry import Retry
 
-from .answer_bytes import (body_of, converted, drained, interned, json_of, matrix_columns, matrix_items,
-                           on_parsing_thread, value_columns)
+from .answer_bytes import (body_of, converted, drained, interned, json_of, matrix_columns, on_parsing_thread,
+                           value_columns)
 from .hourly import HourlySums
 from .prometheus_http import PrometheusError, _one_line, http_session
 from .queries import (HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, OWNER_QUERIES, MetricNames,
@@ -157,12 +157,12 @@ class PrometheusClient(HourlySums):
         """
         query = self.raw_query(metric, matchers, start, end)
         return self._call(metric, self._fast_query, query, {"time": f"{end:.3f}"},
-                          lambda result: self._parse_matrix(metric, result, start, end), matrix_columns)
+                          lambda result: self._parse_matrix(metric, result, start, end))
 
-    def _fast_query(self, query: str, params: dict, convert=None, items_of=matrix_items):
+    def _fast_query(self, query: str, params: dict, convert=None):
         """custom_query's request and errors, with orjson parsing the (large) answer; `convert`
         turns the answer's result into what is kept, while the parsed answer is alive; a range
-        vector laid out as Prometheus writes it comes to it as `items_of(answer)`.
+        vector laid out as Prometheus writes it comes to it as `matrix_columns(answer)`.
 
         The requests run concurrently, but one answer at a time is parsed and converted (a
         parsed answer takes several times its bytes, the converted arrays a fraction of them,
@@ -183,7 +183,7 @@ class PrometheusClient(HourlySums):
             return json_of(raw)["data"]["result"]
         if convert is None:
             return on_parsing_thread(lambda: whole(body_of(pending.pop())))
-        return on_parsing_thread(lambda: converted(body_of(pending.pop()), convert, whole, items_of))
+        return on_parsing_thread(lambda: converted(body_of(pending.pop()), convert, whole, matrix_columns))
 
     def _parse_matrix(self, metric, result, start, end) -> list[Series]:
         """Series of a range vector's items: of the parsed result list, or of `matrix_columns`
