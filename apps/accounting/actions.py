@@ -15,7 +15,8 @@ from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
 from .bulk import beside_in_snapshot, collector_paused, insert_rows, one_snapshot, planner_settings
 from .calc import Line, build_lines, cost_by_currency, last_day, parse_period, period_bounds, period_of, present
 from .checks import closed_in_other_zones, zone_change
-from .models import BillingPeriod, FrozenCell, MonthCell, Rate, StatementLine, UsageHour
+from .frozen import CELL_COLUMNS, booked_elsewhere, freeze_select, unfreeze, write_cells
+from .models import BillingPeriod, MonthCell, Rate, StatementLine, UsageHour
 from .months import closed_before, closed_periods, record_closed
 from .refresh import refresh_after_commit
 from .signals import announce_close, history_starts
@@ -232,11 +233,7 @@ def _close(period: str, actor) -> BillingPeriod:
         freeze_stored_cells(computed.days_answer, bp.pk)
     frozen = [(period, c) for c in computed.cells]
     frozen += [(earlier, c) for earlier, cells in computed.deltas.items() for c in cells]
-    insert_rows(FrozenCell, ("period_id", "booked_in_id", "cluster_id_value", "cluster", "namespace", "team",
-                           "gpu_model", "mig_profile", "price_class", "day", "gpu_seconds", "used_gpu_seconds",
-                           "mig_seconds"),
-              ((targets[p], bp.pk, c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile,
-                c.price_class, c.day, c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds) for p, c in frozen))
+    write_cells((targets[p], bp.pk, c) for p, c in frozen)
     # The closed month and every month whose late data this close booked have none left now.
     record_closed([period, *closed_before(period, closed_periods())])
     bp.closed_at = timezone.now()
@@ -256,14 +253,9 @@ def _close(period: str, actor) -> BillingPeriod:
 
 def freeze_stored_cells(answer_ids: list[int], period_id: int) -> None:
     """A month's stored day parts (proven current in the close's snapshot) become its frozen
-    cells in one INSERT … SELECT: nothing goes through Python. In no particular order: frozen
-    cells are read by key (late data) or summed, and sorting 230,000 rows cost the close time."""
-    columns = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class", "day",
-               "gpu_seconds", "used_gpu_seconds", "mig_seconds")
-    with connection.cursor() as cur:
-        cur.execute(f"INSERT INTO {FrozenCell._meta.db_table} (period_id, booked_in_id, {', '.join(columns)}) "
-                    f"SELECT %s, %s, {', '.join(columns)} FROM {MonthCell._meta.db_table} "
-                    "WHERE answer_id = ANY(%s)", [period_id, period_id, list(answer_ids)])
+    cells in one INSERT … SELECT: nothing goes through Python."""
+    freeze_select(f"SELECT {', '.join(CELL_COLUMNS)}, day FROM {MonthCell._meta.db_table} WHERE answer_id = ANY(%s)",
+                  [list(answer_ids)], period_id)
 
 
 _FROZEN_COLUMNS = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class", "day",
@@ -283,14 +275,12 @@ def freeze_month(period: str, period_id: int) -> list[Line]:
     start, end = period_bounds(period, billing_zone())
     select, rest, starts = fixed_day_cells(UsageFilter(start=start, end=end))
     cells, params = _month_cells_sql(select, rest)
-    columns = ", ".join(_FROZEN_COLUMNS)
+    # The planner cannot know the month's grouped rows are 230,000, not a thousand, and would
+    # sort them by namespace to merge-join the teams (1.3 s); hashing them takes 0.45 s.
     with beside_in_snapshot(lambda: build_lines(merged_in_db(cells, params, starts, idle=False),
                                                 load_rate_card())) as lines:
-        # The planner cannot know the month's grouped rows are 230,000, not a thousand, and would
-        # sort them by namespace to merge-join the teams (1.3 s); hashing them takes 0.45 s.
-        with planner_settings(enable_mergejoin="off"), connection.cursor() as cur:
-            cur.execute(f"INSERT INTO {FrozenCell._meta.db_table} (period_id, booked_in_id, {columns}) "
-                        f"SELECT %s, %s, {columns} FROM ({cells}) AS c", [period_id, period_id, *params])
+        with planner_settings(enable_mergejoin="off"):
+            freeze_select(cells, params, period_id)
     return lines.result()
 
 
@@ -323,14 +313,13 @@ def do_reopen_period(period: str, actor) -> BillingPeriod:
         bp = _lock_period(period)
         if not bp.is_closed:
             raise ActionError(f"{period} is not closed")
-        later = (FrozenCell.objects.filter(period=bp).exclude(booked_in=bp)
-                 .values_list("booked_in__period", flat=True).distinct())
+        later = booked_elsewhere(bp)
         if later:
             raise ActionError(f"{period} has adjustments booked in the closed period(s) "
                               f"{', '.join(sorted(later))}; reopen those first")
         lines = bp.lines.count()
         bp.lines.all().delete()
-        FrozenCell.objects.filter(booked_in=bp).delete()
+        unfreeze(bp)
         old = {"closed": True, "closed_at": bp.closed_at.isoformat(),
                "closed_by": bp.closed_by.username if bp.closed_by else None, "lines": lines}
         bp.closed_at = None

@@ -86,7 +86,7 @@ UNDATED = {
 # Logged on every statement, without transition tables: a close inserts a month's hundreds of
 # thousands of frozen cells at once, and only closes and reopens write them. Only the stored
 # late data of closed months reads them (and a close stores that afresh).
-ALWAYS = {"accounting_frozencell": "frozen"}
+ALWAYS = {"accounting_frozenday": "frozen"}
 
 
 def _trigger(table, name, event, function, args):
@@ -111,14 +111,24 @@ def input_tables() -> set[str]:
     return set(DATED) | set(UNDATED) | set(ALWAYS) | NOT_VERSIONED | set(FOLLOWS)
 
 
-def statements():
+def statements(tables: set[str] | None = None) -> list[str]:
+    """The functions and triggers declared above; only those on `tables`, when given (a migration
+    creates the triggers of the tables that exist at its point in history)."""
     out = [FUNCTIONS]
+
+    def declared(table):
+        return tables is None or table in tables
+
     for table, kind in DATED.items():
+        if not declared(table):
+            continue
         for event in ("INSERT", "UPDATE", "DELETE"):
             out.append(_trigger(table, f"{table}_log_{event.lower()}", event, "accounting_log_dated", f"'{kind}'"))
         out.append(f"CREATE TRIGGER {table}_log_truncate AFTER TRUNCATE ON {table} "
                    f"FOR EACH STATEMENT EXECUTE FUNCTION accounting_log_undated('mapping', '*');")
     for table, rules in UNDATED.items():
+        if not declared(table):
+            continue
         for category, columns, events in rules:
             for letter, event in (("I", "INSERT"), ("U", "UPDATE"), ("D", "DELETE")):
                 if letter in events:
@@ -127,6 +137,8 @@ def statements():
             out.append(f"CREATE TRIGGER {table}_{category}_truncate AFTER TRUNCATE ON {table} "
                        f"FOR EACH STATEMENT EXECUTE FUNCTION accounting_log_undated('{category}', '*');")
     for table, category in ALWAYS.items():
+        if not declared(table):
+            continue
         for event in ("INSERT", "UPDATE", "DELETE", "TRUNCATE"):
             out.append(f"CREATE TRIGGER {table}_{category}_{event.lower()} AFTER {event} ON {table} "
                        f"FOR EACH STATEMENT EXECUTE FUNCTION accounting_log_undated('{category}', 'always');")

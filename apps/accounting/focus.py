@@ -20,9 +20,12 @@ from datetime import date
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
+from django.db.models import Q
+
 from .calc import Line, RateCard, line_sums
-from .models import BillingPeriod, FrozenCell
-from .months import (_FROZEN_AS_CELL, closed_before, closed_periods, frozen_cell, month_late_cells, month_lines,
+from .frozen import frozen_cells
+from .models import BillingPeriod
+from .months import (closed_before, closed_periods, month_late_cells, month_lines,
                      month_zone, own_days)
 from .pricing import load_rate_card, rate_card_at
 from .statements import statement
@@ -79,9 +82,8 @@ def focus_month(period: str) -> FocusMonth:
     card = rate_card_at(bp.rate_card_version)
     booked = defaultdict(list)
     # Read in chunks (a server-side cursor on Postgres): the rows are never all held as well as the cells.
-    frozen = FrozenCell.objects.filter(booked_in=bp).values_list("period__period", *_FROZEN_AS_CELL)
-    for usage_period, *row in frozen.iterator(chunk_size=5000):
-        booked[usage_period].append(frozen_cell(*row))
+    for usage_period, _booked, cell in frozen_cells(Q(booked_in=bp)):
+        booked[usage_period].append(cell)
     days = day_figures(booked.pop(period, []), card)
     for earlier, cells in booked.items():
         days.update(day_figures(cells, card, adjusts_period=earlier))

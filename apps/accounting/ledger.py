@@ -17,10 +17,12 @@ from decimal import Decimal
 
 import orjson
 
+from django.db.models import Q
+
 from .calc import Line, apportion, billed_cost, next_period, present
 from .figures import shown_hours
 from .focus import focus_month, line_key
-from .models import FrozenCell
+from .frozen import frozen_cells
 from .bodies import body
 from .months import closed_periods, month_late_cells, statement_version
 from .statements import Statement, statement
@@ -123,11 +125,9 @@ def late_hours(period: str, teams: set[str] | None = None, cluster: str | None =
         return team and (teams is None or team in teams) and (not cluster or cluster_name == cluster)
 
     by_month: dict[str, float] = defaultdict(float)
-    rows = (FrozenCell.objects.filter(period=bp).exclude(booked_in=bp)
-            .values_list("booked_in__period", "team", "cluster", "gpu_seconds"))
-    for billed_in, team, cluster_name, seconds in rows:
-        if counted(team, cluster_name):
-            by_month[billed_in] += seconds
+    for _period, billed_in, cell in frozen_cells(Q(period=bp) & ~Q(booked_in=bp)):
+        if counted(cell.team, cell.cluster):
+            by_month[billed_in] += cell.gpu_seconds
     out = [LateHours(month, shown_hours(seconds), False) for month, seconds in sorted(by_month.items())
            if shown_hours(seconds)]
     pending = sum(c.gpu_seconds for c in month_late_cells(period, bp) if c.namespace and counted(c.team, c.cluster))

@@ -19,7 +19,8 @@ from .input_versions import CODE_VERSION, Inputs, read_inputs, read_once, stored
 from .calc import Cell, Line, build_lines, last_day, next_period, period_bounds, period_of, prev_period
 from .days import day_start
 from .latedata import delta_cells
-from .models import BillingPeriod, FrozenCell, MonthAnswer
+from . import frozen
+from .models import BillingPeriod, MonthAnswer
 from .resolvers import team_resolver
 from .stored_rows import day_cells, merged_day_cells
 from .pricing import load_rate_card
@@ -43,21 +44,6 @@ def billing_days(period: str) -> list[date]:
     return [first + timedelta(days=i) for i in range((last_day(period) - first).days + 1)]
 
 
-_FROZEN_AS_CELL = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class",
-                   "day", "gpu_seconds", "used_gpu_seconds", "mig_seconds")
-
-
-def frozen_cell(cid, cluster, namespace, team, model, profile, price_class, day, g, u, m) -> Cell:
-    """A `FrozenCell` row (as `_FROZEN_AS_CELL` reads it) as a usage cell."""
-    return Cell(cid, cluster, namespace, team, model, profile, day, g, u, 0.0, m, price_class)
-
-
-def frozen_cells(bp: BillingPeriod) -> list[Cell]:
-    """The cells a closed month's statements carry (its own and its adjustments), as tuples
-    read straight into cells: a month of a large fleet is hundreds of thousands of them."""
-    return [frozen_cell(*row) for row in FrozenCell.objects.filter(period=bp).values_list(*_FROZEN_AS_CELL)]
-
-
 def closed_periods(*, fresh: bool = False) -> dict[str, BillingPeriod]:
     """The closed months (read once within `input_versions.versions_read_once` unless `fresh`)."""
     def read():
@@ -78,7 +64,7 @@ def late_cells(earlier: str, bp: BillingPeriod) -> list[Cell]:
     """A closed month's late data, computed: its live per-day cells minus what statements carry,
     both in the zone the month was closed in (its days are the frozen cells' days)."""
     with in_zone(bp.billing_timezone):
-        return delta_cells(month_cells(earlier), frozen_cells(bp))
+        return delta_cells(month_cells(earlier), frozen.month_cells(bp))
 
 
 def month_zone(period: str, closed: dict[str, BillingPeriod] | None = None):

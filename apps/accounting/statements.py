@@ -18,7 +18,7 @@ from .calc import (Line, RateCard, assign_shown, build_lines, cost_by_currency, 
                    shown_amounts, spread_shared_idle, to_decimal)
 from .input_versions import read_inputs, stored_answers
 from .models import BillingPeriod, Rate, StatementLine, UsageHour
-from .months import (_FROZEN_AS_CELL, billing_days, closed_before, closed_periods, day_parts, frozen_cells, late_cells,
+from .months import (billing_days, closed_before, closed_periods, day_parts, late_cells,
                      month_cells, month_late_cells, month_lines, month_zone, own_lines)
 from .pricing import load_rate_card
 from .usage import billing_zone
@@ -219,5 +219,5 @@ def period_has_ended(period: str) -> bool:
     return period_bounds(period, billing_zone())[1] <= timezone.now()
 
 
-__all__ = ["statement", "statement_head", "compute_open", "closing_computation", "frozen_cells", "_FROZEN_AS_CELL", "line_group",
+__all__ = ["statement", "statement_head", "compute_open", "closing_computation", "line_group",
            "visible", "shown_costs", "UNALLOCATED_KEY", "SHARED_IDLE", "cost_by_currency", "RateCardUsed"]

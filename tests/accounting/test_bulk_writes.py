@@ -11,7 +11,7 @@ import pytest
 from django.db import connection
 
 from apps.accounting.bulk import insert_rows
-from apps.accounting.models import BillingPeriod, FrozenCell, StatementLine
+from apps.accounting.models import BillingPeriod, FrozenDay, StatementLine
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -19,18 +19,22 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.mark.django_db
 def test_rows_go_in_with_their_types_from_a_generator_and_are_counted():
     bp = BillingPeriod.objects.create(period="2026-10")
-    rows = ((bp.pk, bp.pk, 7, "c1", f"ns-{i}", "team-a", "NVIDIA A100-SXM4-80GB", "", "on_demand",
-             date(2026, 10, 1 + i), 3600.0 * (i + 1), 0.1 + 0.2, 0.0) for i in range(3))
-    written = insert_rows(FrozenCell, ("period_id", "booked_in_id", "cluster_id_value", "cluster", "namespace",
-                                       "team", "gpu_model", "mig_profile", "price_class", "day", "gpu_seconds",
-                                       "used_gpu_seconds", "mig_seconds"), rows)
+    rows = ((bp.pk, bp.pk, date(2026, 10, 1 + i), [7, 2**40], ["c1", "c2"], [f"ns-{i}", "é"], ["team-a", ""],
+             ["NVIDIA A100-SXM4-80GB"] * 2, ["", "1g.10gb"], ["on_demand", "spot"], [3600.0 * (i + 1), -0.0],
+             [0.1 + 0.2, 1e-300], [0.0, 5e15]) for i in range(3))
+    written = insert_rows(FrozenDay, ("period_id", "booked_in_id", "day", "cluster_ids", "clusters", "namespaces",
+                                      "teams", "gpu_models", "mig_profiles", "price_classes", "gpu_seconds",
+                                      "used_gpu_seconds", "mig_seconds"), rows)
     assert written == 3
-    got = list(FrozenCell.objects.order_by("day").values_list("namespace", "day", "gpu_seconds", "used_gpu_seconds"))
-    # Floats arrive to the bit (0.1 + 0.2 is 0.30000000000000004, not 0.3), dates as dates.
-    assert got == [("ns-0", date(2026, 10, 1), 3600.0, 0.30000000000000004),
-                   ("ns-1", date(2026, 10, 2), 7200.0, 0.30000000000000004),
-                   ("ns-2", date(2026, 10, 3), 10800.0, 0.30000000000000004)]
-    assert insert_rows(FrozenCell, ("period_id",), iter(())) == 0
+    got = list(FrozenDay.objects.order_by("day").values_list("day", "cluster_ids", "namespaces", "gpu_seconds",
+                                                              "used_gpu_seconds"))
+    # Floats arrive to the bit (0.1 + 0.2 is 0.30000000000000004, not 0.3), dates as dates, lists
+    # as lists in their order.
+    assert got == [(date(2026, 10, 1), [7, 2**40], ["ns-0", "é"], [3600.0, -0.0], [0.30000000000000004, 1e-300]),
+                   (date(2026, 10, 2), [7, 2**40], ["ns-1", "é"], [7200.0, -0.0], [0.30000000000000004, 1e-300]),
+                   (date(2026, 10, 3), [7, 2**40], ["ns-2", "é"], [10800.0, -0.0], [0.30000000000000004, 1e-300])]
+    assert str(got[0][3][1]) == "-0.0"
+    assert insert_rows(FrozenDay, ("period_id",), iter(())) == 0
 
 
 @pytest.mark.django_db

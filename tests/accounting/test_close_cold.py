@@ -7,12 +7,14 @@ from datetime import date, timedelta
 from decimal import Decimal
 
 import pytest
+from django.db.models import Q
 
 from apps.accounting import usage
 from apps.accounting.actions import do_close_period, do_reopen_period
 from apps.accounting.calc import period_bounds
 from apps.accounting.days import rebuild_days
-from apps.accounting.models import FrozenCell, MonthAnswer, StatementLine
+from apps.accounting.frozen import frozen_cells
+from apps.accounting.models import MonthAnswer, StatementLine
 from apps.accounting.months import prepare_month
 from apps.accounting.timeparse import billing_zone
 from apps.teams.models import UNASSIGNED, NamespaceAssignment
@@ -24,8 +26,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 LINE = ("kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model", "mig_profile", "price_class",
         "rate_basis", "hourly_rate", "currency", "allocated_gpu_seconds", "used_gpu_seconds", "billed_seconds", "cost")
-CELL = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class", "day",
-        "gpu_seconds", "used_gpu_seconds", "mig_seconds")
 
 
 @pytest.fixture
@@ -62,7 +62,8 @@ def october():
 
 
 def frozen():
-    return sorted(FrozenCell.objects.values_list(*CELL))
+    return sorted((c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile, c.price_class, c.day,
+                   c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds) for _, _, c in frozen_cells(Q()))
 
 
 def lines():

@@ -13,7 +13,7 @@ from django.db import connection
 
 from apps.accounting import actions
 from apps.accounting.actions import ActionError, do_close_period, do_reopen_period
-from apps.accounting.models import BillingPeriod, FrozenCell
+from apps.accounting.models import BillingPeriod, FrozenDay
 from apps.accounting.statements import statement
 from apps.reports.statement_rows import statement_payload
 
@@ -73,7 +73,7 @@ def test_a_reopen_committed_during_the_close_refuses_the_close(february_closed_w
     assert reopened == ["2026-02"]   # it was closed in the snapshot, and reopened
 
     assert not BillingPeriod.objects.get(period="2026-03").is_closed
-    assert not FrozenCell.objects.filter(booked_in__period="2026-03").exists()
+    assert not FrozenDay.objects.filter(booked_in__period="2026-03").exists()
     assert team_rows("2026-02") == {"A": (5.0, "10.00")}            # live again: 4 + 1 late hour
     do_close_period("2026-03", actor=finance)                       # again, now that it is settled
     assert adjustments("2026-03") == []                            # February's hour is billed once
@@ -158,4 +158,4 @@ def test_inside_a_callers_transaction_a_reopen_before_the_lock_refuses_the_close
     assert reopened == [["2026-02"]]
     assert not BillingPeriod.objects.get(period="2026-02").is_closed
     assert not BillingPeriod.objects.filter(period="2026-03", closed_at__isnull=False).exists()
-    assert not FrozenCell.objects.filter(booked_in__period="2026-03").exists()
+    assert not FrozenDay.objects.filter(booked_in__period="2026-03").exists()

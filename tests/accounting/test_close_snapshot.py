@@ -8,10 +8,12 @@ rows in the middle of `do_close_period` (between its first read of usage and the
 from math import fsum
 
 import pytest
+from django.db.models import Q
 
 from apps.accounting import actions, months
 from apps.accounting.actions import do_close_period
-from apps.accounting.models import BillingPeriod, FrozenCell
+from apps.accounting.frozen import frozen_cells
+from apps.accounting.models import BillingPeriod
 from apps.accounting.statements import statement
 from apps.reports.statement_rows import statement_payload
 
@@ -63,8 +65,8 @@ def adjustments(row):
 
 def frozen_seconds(period, booked_in=None):
     bp = BillingPeriod.objects.get(period=period)
-    cells = FrozenCell.objects.filter(period=bp, booked_in=BillingPeriod.objects.get(period=booked_in or period))
-    return fsum(cells.values_list("gpu_seconds", flat=True))
+    where = Q(period=bp, booked_in=BillingPeriod.objects.get(period=booked_in or period))
+    return fsum(cell.gpu_seconds for _, _, cell in frozen_cells(where))
 
 
 @pytest.fixture

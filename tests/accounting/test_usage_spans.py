@@ -60,7 +60,9 @@ def test_the_statement_is_priced_from_spans_and_closing_freezes_days(moving_mont
     spans; closing freezes exactly those lines and, as the late-data baseline, the six days."""
     from apps.accounting.actions import do_close_period
     from apps.accounting.calc import build_lines
-    from apps.accounting.models import FrozenCell
+    from django.db.models import Q
+
+    from apps.accounting.frozen import frozen_cells
     from apps.accounting.pricing import load_rate_card
     from apps.accounting.statements import compute_open, month_cells, statement
 
@@ -78,4 +80,4 @@ def test_the_statement_is_priced_from_spans_and_closing_freezes_days(moving_mont
     frozen = statement("2026-03")
     assert frozen.closed and [(line.team, line.hourly_rate, line.cost) for line in frozen.lines] == [
         (t, r, c) for t, r, _, c in shown]
-    assert sorted(FrozenCell.objects.values_list("day", flat=True)) == [date(2026, 3, d) for d in range(1, 7)]
+    assert sorted(c.day for _, _, c in frozen_cells(Q())) == [date(2026, 3, d) for d in range(1, 7)]

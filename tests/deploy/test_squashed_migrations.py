@@ -17,6 +17,7 @@ pytestmark = pytest.mark.django_db
 
 teams_migration = importlib.import_module("apps.teams.migrations.0001_squashed_0008")
 accounting_migration = importlib.import_module("apps.accounting.migrations.0001_squashed_0012")
+frozen_days_migration = importlib.import_module("apps.accounting.migrations.0013_frozen_days")
 
 # What django_migrations held for these apps before the fold (frozen here: the names are gone).
 OLD_CHAINS = {
@@ -31,6 +32,8 @@ OLD_CHAINS = {
 }
 SQUASHED = {("clusters", "0001_squashed_0007"), ("teams", "0001_squashed_0008"),
             ("accounting", "0001_squashed_0012")}
+# Written after the fold.
+LATER = [("accounting", "0013_frozen_days")]
 
 
 def state_apps(app, name):
@@ -42,10 +45,10 @@ def test_each_squashed_migration_replaces_its_whole_old_chain():
     loader = MigrationLoader(None, ignore_no_migrations=True)
     for app, name in SQUASHED:
         assert loader.disk_migrations[app, name].replaces == [(app, old) for old in OLD_CHAINS[app]]
-    assert {key for key in loader.disk_migrations if key[0] in OLD_CHAINS} == SQUASHED
+    assert {key for key in loader.disk_migrations if key[0] in OLD_CHAINS} == SQUASHED | set(LATER)
 
 
-def test_a_database_migrated_with_the_old_chains_has_nothing_to_apply():
+def test_a_database_migrated_with_the_old_chains_has_only_the_later_migrations_to_apply():
     recorder = MigrationRecorder(connection)
     recorder.migration_qs.filter(app__in=OLD_CHAINS).delete()
     for app, names in OLD_CHAINS.items():
@@ -56,7 +59,8 @@ def test_a_database_migrated_with_the_old_chains_has_nothing_to_apply():
     loader.check_consistent_history(connection)       # raises InconsistentMigrationHistory
     assert SQUASHED <= set(loader.applied_migrations)
     executor = MigrationExecutor(connection)
-    assert executor.migration_plan(executor.loader.graph.leaf_nodes()) == []
+    plan = executor.migration_plan(executor.loader.graph.leaf_nodes())
+    assert [(m.app_label, m.name) for m, backwards in plan if not backwards] == LATER
 
 
 def test_the_role_groups_are_created_once_and_removed_only_when_empty():
@@ -81,7 +85,7 @@ def triggered_tables():
 
 def range_indexes():
     with connection.cursor() as cur:
-        cur.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'accounting_frozencell' "
+        cur.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'accounting_frozenday' "
                     "AND indexdef LIKE '%USING brin%'")
         return {row[0] for row in cur.fetchall()}
 
@@ -93,23 +97,33 @@ def body_storage():
         return cur.fetchone()[0]
 
 
+def list_storage():
+    with connection.cursor() as cur:
+        cur.execute("SELECT DISTINCT attstorage FROM pg_attribute WHERE attrelid = 'accounting_frozenday'::regclass "
+                    "AND attname = ANY(%s)", [list(frozen_days_migration.LISTS)])
+        return {row[0] for row in cur.fetchall()}
+
+
 @pytest.mark.skipif("connection.vendor != 'postgresql'", reason="triggers, BRIN and column storage are Postgres's")
 def test_the_accounting_sql_goes_and_comes_back():
-    apps = state_apps("accounting", "0001_squashed_0012")
+    """The triggers and the bodies' storage of the fold, the frozen days' indexes and list storage of
+    0013: each dropped, then made again by the migration's own function."""
+    apps = state_apps("accounting", "0013_frozen_days")
+    frozen_days = {"accounting_frozenday_period_id_range", "accounting_frozenday_booked_in_id_range"}
     assert triggered_tables() == set(DATED) | set(UNDATED) | set(ALWAYS)
-    assert range_indexes() == {"accounting_frozencell_period_id_range", "accounting_frozencell_booked_in_id_range"}
-    assert body_storage() == "e"
+    assert (range_indexes(), body_storage(), list_storage()) == (frozen_days, "e", {"e"})
 
     with connection.schema_editor() as editor:
         accounting_migration.drop_input_change_triggers(apps, editor)
-        accounting_migration.drop_block_range_indexes(apps, editor)
+        frozen_days_migration.drop_indexes(apps, editor)
         editor.execute("ALTER TABLE accounting_monthbody ALTER COLUMN body SET STORAGE EXTENDED")
-    assert (triggered_tables(), range_indexes(), body_storage()) == (set(), set(), "x")
+        editor.execute("ALTER TABLE accounting_frozenday " + ", ".join(
+            f"ALTER COLUMN {c} SET STORAGE EXTENDED" for c in frozen_days_migration.LISTS))
+    assert (triggered_tables(), range_indexes(), body_storage(), list_storage()) == (set(), set(), "x", {"x"})
 
     with connection.schema_editor() as editor:
         accounting_migration.input_change_triggers(apps, editor)
-        accounting_migration.block_range_indexes(apps, editor)
+        frozen_days_migration.storage_and_indexes(apps, editor)
         accounting_migration.bodies_uncompressed(apps, editor)
     assert triggered_tables() == set(DATED) | set(UNDATED) | set(ALWAYS)
-    assert range_indexes() == {"accounting_frozencell_period_id_range", "accounting_frozencell_booked_in_id_range"}
-    assert body_storage() == "e"
+    assert (range_indexes(), body_storage(), list_storage()) == (frozen_days, "e", {"e"})

@@ -124,21 +124,28 @@ def test_accounting_imports_no_http_or_template_code():
     assert found == []
 
 
+def product_nodes(allowed: set[str], *, migrations: bool = True):
+    """(path relative to the repo, AST node) of every node of the product's modules (apps/ and
+    gpuportal/), but those in `allowed` (and migrations, unless `migrations`)."""
+    import ast
+
+    for path in sorted([*(ROOT / "apps").rglob("*.py"), *(ROOT / "gpuportal").rglob("*.py")]):
+        rel = str(path.relative_to(ROOT))
+        if rel in allowed or (not migrations and "migrations" in path.parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            yield rel, node
+
+
 def test_only_the_bulk_writer_speaks_copy():
     """Rows are written in bulk in one place (apps/accounting/bulk.py, docs/architecture.md):
     no other product module opens a COPY. The bench's seeder (a test tool) writes its own."""
     import ast
 
-    allowed = {"apps/accounting/bulk.py", "apps/simulator/benchseed.py"}
-    found = []
-    for path in sorted([*(ROOT / "apps").rglob("*.py"), *(ROOT / "gpuportal").rglob("*.py")]):
-        rel = str(path.relative_to(ROOT))
-        if rel in allowed:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "copy" \
-                    and any(isinstance(a, (ast.Constant, ast.JoinedStr)) and "COPY" in ast.unparse(a) for a in node.args):
-                found.append(f"{rel}:{node.lineno}")
+    found = [f"{rel}:{node.lineno}"
+             for rel, node in product_nodes({"apps/accounting/bulk.py", "apps/simulator/benchseed.py"})
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "copy"
+             and any(isinstance(a, (ast.Constant, ast.JoinedStr)) and "COPY" in ast.unparse(a) for a in node.args)]
     assert found == []
 
 
@@ -148,13 +155,23 @@ def test_only_the_resolver_layer_builds_team_resolvers():
     read every label and mapping of the fleet again on each call."""
     import ast
 
-    allowed = {"apps/accounting/resolvers.py"}
+    found = [f"{rel}:{node.lineno}" for rel, node in product_nodes({"apps/accounting/resolvers.py"}, migrations=False)
+             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "TeamResolver"]
+    assert found == []
+
+
+def test_only_the_frozen_module_touches_frozen_cells():
+    """Frozen cells have one home (apps/accounting/frozen.py): it alone knows they are stored by
+    the day as columns. No other product module names their model or table (the models package
+    defines it, migrations create it, the trigger declaration logs its writes)."""
+    import ast
+
+    allowed = {"apps/accounting/frozen.py", "apps/accounting/models/__init__.py", "apps/accounting/models/periods.py",
+               "apps/accounting/answer_inputs.py"}
     found = []
-    for path in sorted([*(ROOT / "apps").rglob("*.py"), *(ROOT / "gpuportal").rglob("*.py")]):
-        rel = str(path.relative_to(ROOT))
-        if rel in allowed or "migrations" in path.parts:
-            continue
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "TeamResolver":
-                found.append(f"{rel}:{node.lineno}")
+    for rel, node in product_nodes(allowed, migrations=False):
+        name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \
+            node.name if isinstance(node, ast.alias) else node.value if isinstance(node, ast.Constant) else None
+        if isinstance(name, str) and ("FrozenDay" in name or "accounting_frozenday" in name):
+            found.append(f"{rel}:{getattr(node, 'lineno', '?')}")
     assert found == []

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from apps.accounting.actions import do_close_period
-from apps.accounting.models import FrozenCell, Rate, UsageHour
+from apps.accounting.models import FrozenDay, Rate, UsageHour
 from apps.accounting.statements import statement
 from apps.reports.statement_rows import statement_payload
 from tests.support.bodies import body_of
@@ -160,7 +160,7 @@ def test_a_line_without_day_figures_is_one_row_for_its_month(fleet, finance, api
     """Should a closed month's frozen cells be missing, each line still gives its cost, as one
     row over the whole month: the total never depends on the day breakdown."""
     do_close_period("2026-03", actor=finance)
-    FrozenCell.objects.all().delete()
+    FrozenDay.objects.all().delete()
     _, rows = export(api(finance), period="2026-03")
     assert billed_by_currency(rows) == {"USD": "32.91"}
     assert {(r["ChargePeriodStart"], r["ChargePeriodEnd"]) for r in rows} == {("2026-03-01T00:00:00Z",
