@@ -54,7 +54,7 @@ def freeze_select(select: str, params: list, period_id: int) -> None:
                     [period_id, period_id, *params])
 
 
-# Days read per query: a few, so a month of a large fleet is never all in memory twice.
+# Days held in memory at a time while reading: a month of a large fleet is never all there twice.
 CHUNK_DAYS = 8
 
 
@@ -67,26 +67,31 @@ def frozen_cells(where: Q) -> Iterator[tuple[str, str, Cell]]:
 
 
 def _days(where: Q) -> Iterator[tuple[str, str, list[Cell]]]:
-    days = list(FrozenDay.objects.filter(where).order_by("id").values_list("id", "period__period", "booked_in__period"))
-    for i in range(0, len(days), CHUNK_DAYS):
-        months = {pk: (period, booked_in) for pk, period, booked_in in days[i:i + CHUNK_DAYS]}
-        for pk, day, *columns in _lists(list(months)):
-            yield *months[pk], [Cell(cid, cluster, namespace, team, model, profile, day, g, u, 0.0, m, price_class)
-                                for cid, cluster, namespace, team, model, profile, price_class, g, u, m
-                                in zip(*columns, strict=True)]
+    rows = (FrozenDay.objects.filter(where).order_by("id")
+            .values_list("period__period", "booked_in__period", "day", *COLUMNS))
+    for period, booked_in, day, *columns in _read(rows):
+        yield period, booked_in, [Cell(cid, cluster, namespace, team, model, profile, day, g, u, 0.0, m, price_class)
+                                  for cid, cluster, namespace, team, model, profile, price_class, g, u, m
+                                  in zip(*columns, strict=True)]
 
 
-def _lists(ids: list[int]) -> list[tuple]:
-    """(id, day, *COLUMNS) of the frozen days `ids`. On Postgres in binary: parsing a month's
-    lists from their text took twice as long as the binary form (floats to the bit either way)."""
+def _read(rows) -> Iterator[tuple]:
+    """The rows of a `values_list` query, CHUNK_DAYS at a time, in one query. On Postgres in
+    binary through a server-side cursor: parsing a month's lists from their text took twice as
+    long as the binary form (floats to the bit either way). Django's own cursors bind parameters
+    client-side, which allows no binary results; this one is wrapped as Django wraps its own, so
+    it is logged and counted like any other query."""
     if connection.vendor != "postgresql":
-        return list(FrozenDay.objects.filter(pk__in=ids).order_by("id").values_list("id", "day", *COLUMNS))
+        yield from rows.iterator(chunk_size=CHUNK_DAYS)
+        return
+    sql, params = rows.query.sql_with_params()
     connection.ensure_connection()
-    # Django's cursors bind parameters client-side, which allows no binary results.
-    with psycopg.Cursor(connection.connection) as cur:
-        cur.execute(f"SELECT id, day, {', '.join(COLUMNS)} FROM {FrozenDay._meta.db_table} WHERE id = ANY(%s) "
-                    "ORDER BY id", [ids], binary=True)
-        return cur.fetchall()
+    raw = psycopg.ServerCursor(connection.connection, "frozen_days", withhold=True)
+    raw.format = psycopg.pq.Format.BINARY
+    with (connection.make_debug_cursor if connection.queries_logged else connection.make_cursor)(raw) as cur:
+        cur.execute(sql, params)
+        while chunk := cur.fetchmany(CHUNK_DAYS):
+            yield from chunk
 
 
 def month_cells(bp) -> list[Cell]:
