@@ -9,6 +9,7 @@ the day").
 """
 from __future__ import annotations
 
+import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 
@@ -54,6 +55,8 @@ def freeze_select(select: str, params: list, period_id: int) -> None:
                     [period_id, period_id, *params])
 
 
+_CURSORS = itertools.count()
+
 # Days held in memory at a time while reading: a month of a large fleet is never all there twice.
 CHUNK_DAYS = 8
 
@@ -86,7 +89,8 @@ def _read(rows) -> Iterator[tuple]:
         return
     sql, params = rows.query.sql_with_params()
     connection.ensure_connection()
-    raw = psycopg.ServerCursor(connection.connection, "frozen_days", withhold=True)
+    # Named afresh each time: a read begun inside another's loop declares a cursor of its own.
+    raw = psycopg.ServerCursor(connection.connection, f"frozen_days_{next(_CURSORS)}", withhold=True)
     raw.format = psycopg.pq.Format.BINARY
     with (connection.make_debug_cursor if connection.queries_logged else connection.make_cursor)(raw) as cur:
         cur.execute(sql, params)

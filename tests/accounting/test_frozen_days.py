@@ -114,3 +114,12 @@ def test_the_migration_moves_frozen_cells_to_days_and_back(months, vendor):
     assert sorted(FrozenCell.objects.values_list(*names)) == sorted(rows)
     with connection.schema_editor() as editor:
         editor.delete_model(FrozenCell)
+
+
+def test_a_read_begun_inside_another_reads_its_own_days(months):
+    """Each read declares its own cursor: one started inside another's loop runs to its end."""
+    feb, mar = months["2026-02"], months["2026-03"]
+    write_cells([(feb.pk, feb.pk, cell("ml", date(2026, 2, d), 60.0 * d)) for d in range(1, 29)]
+                + [(mar.pk, mar.pk, cell("ml", date(2026, 3, d), 1.0)) for d in range(1, 32)])
+    pairs = [(outer.day, len(month_cells(mar))) for _, _, outer in frozen_cells(Q(period=feb))]
+    assert pairs == [(date(2026, 2, d), 31) for d in range(1, 29)]
