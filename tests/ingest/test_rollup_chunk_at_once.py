@@ -66,6 +66,12 @@ def test_merges_where_order_cannot_matter_equal_the_copy_by_copy_merge(groups):
         made = copies_on_a_grid(group)
         members.append(list(range(len(copies), len(copies) + len(made))))
         copies.extend(made)
+    check_merged_at_once(copies, members)
+
+
+def check_merged_at_once(copies, members):
+    """Every group spaced_merges merges at once equals the copy-by-copy merge in every order (up
+    to six orders), and the per-sample oracle's; returns how many groups it merged at once."""
     ts = np.concatenate([c[0] for c in copies])
     values = np.concatenate([c[1] for c in copies])
     offsets = np.concatenate([[0], np.cumsum([len(c[0]) for c in copies])])
@@ -79,6 +85,46 @@ def test_merges_where_order_cannot_matter_equal_the_copy_by_copy_merge(groups):
             assert bits(merged[g][0]) == bits(want_ts) and bits(merged[g][1]) == bits(want_vs)
             pairs = [list(zip(copies[k][0].tolist(), copies[k][1].tolist())) for k in order]
             assert list(zip(merged[g][0].tolist(), merged[g][1].tolist())) == oracle_timeline.merge_copies(pairs)
+    return len(merged)
+
+
+HOLES = st.lists(st.sampled_from([30.0, 30.0, 30.0, 60.0, 29.5, 90.0, 600.0, 3000.0, 10000.0]), min_size=0, max_size=14)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.lists(st.tuples(st.sampled_from([0.0, 30.0, 60.0, 90.0, 15.0, 3030.0, 10030.0]), HOLES,
+                                   st.sampled_from(READINGS)), min_size=1, max_size=4),
+                min_size=1, max_size=4))
+def test_merges_of_irregular_copies_equal_the_copy_by_copy_merge(groups):
+    """Copies with their own irregular gaps — holes of up to 10,000 s, as an idle series has while
+    pods hold its GPU, an odd 29.5 s or 90 s — starting at various instants: every group
+    merged at once (each sample's own spacing kept clear of the other copies) equals the
+    copy-by-copy merge in every order."""
+    copies, members = [], []
+    for group in groups:
+        made = []
+        for offset, gaps, reading in group:
+            ts = np.array(instants(T0 + offset, gaps))
+            made.append((ts, np.array([reading(t) for t in ts.tolist()])))
+        members.append(list(range(len(copies), len(copies) + len(made))))
+        copies.extend(made)
+    check_merged_at_once(copies, members)
+
+
+def test_an_idle_series_around_pods_is_merged_at_once_only_where_no_spacing_is_crossed():
+    """Hand-made (the bench's pod churn): an idle series at 30 s with a 10,000 s hole while two
+    pods hold the GPU in turn, each pod's series 30 s apart from the idle samples around it —
+    merged at once (the hole is not the idle samples' spacing: their median gap is 30 s). Then a
+    pod whose first sample comes 10 s after an idle one, within its spacing: left to the
+    copy-by-copy merge, which keeps the idle sample and drops the pod's."""
+    def series(start, count, step=30.0):
+        ts = T0 + start + step * np.arange(count)
+        return ts, 200.0 + (ts - T0) / 30.0
+    idle = np.concatenate([series(0, 10)[0], series(10_290, 10)[0]])      # 0–270 s, then 10,290–10,560 s
+    copies = [(idle, 200.0 + (idle - T0) / 30.0), series(300, 170), series(5_400, 163)]   # 300–5,370, 5,400–10,260
+    assert check_merged_at_once(copies, [[0, 1, 2]]) == 1
+    late = [(idle, 200.0 + (idle - T0) / 30.0), series(280, 170), series(5_400, 163)]     # the first pod at 280 s
+    assert check_merged_at_once(late, [[0, 1, 2]]) == 0
 
 
 def test_a_gpus_successive_series_and_a_boards_repeated_power_are_merged_at_once():

@@ -265,14 +265,14 @@ def spaced_merges(ts: np.ndarray, values: np.ndarray, offsets: np.ndarray,
     [offsets[k], offsets[k + 1]) of `ts` and `values`; a group lists its copies (any order).
 
     A group of several copies qualifies when every copy that holds any sample holds at least
-    two, in strictly increasing time, no two distinct instants of the group lie closer than
-    the widest gap within any of its copies, and copies agree, bit for bit, at an instant they
-    share. Then a copy's spacing (a median of its own gaps, never wider than its widest) never
-    reaches a kept sample at another instant, so `_additions` adds exactly the instants not yet
-    kept, whatever the order: the merge is the union of the instants, in time order, each with
-    the value every copy holding it gives. That is a GPU's successive series (one per holding
-    pod) and a MIG board's power repeated on its instances. Groups of one copy are left out
-    (merge_copy_columns returns that copy as it is), and so is any group where one of the
+    two, in strictly increasing time, copies agree, bit for bit, at an instant they share, and
+    no sample has a sample of another copy at another instant closer than its own spacing (the
+    median of its copy's gaps around it, as `_additions` takes it). Then, in whatever order the
+    copies are merged, each sample of a copy is added unless its instant is already kept:
+    the merge is the union of the instants, in time order, each with the value every copy
+    holding it gives. That is a GPU's successive series (one per holding pod, an idle series
+    between them), and a MIG board's power repeated on its instances. Groups of one copy are left
+    out (merge_copy_columns returns that copy as it is), and so is any group where one of the
     conditions fails: those are merged copy by copy, in their priority order."""
     multi = [(g, members) for g, members in enumerate(groups) if len(members) > 1]
     if not multi:
@@ -283,8 +283,9 @@ def spaced_merges(ts: np.ndarray, values: np.ndarray, offsets: np.ndarray,
     n = lengths[copies]
     failed = np.zeros(len(multi), dtype=bool)
     failed[group_of_copy[n == 1]] = True                 # a lone sample's spacing is the kept ones'
-    # every sample of the groups, with its group and copy
-    within = np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    # every sample of the groups, with its group and copy, copy by copy
+    first = np.cumsum(n) - n
+    within = np.arange(int(n.sum())) - np.repeat(first, n)
     at = np.repeat(offsets[copies], n) + within
     t, v = ts[at], values[at]
     group = np.repeat(group_of_copy, n)
@@ -292,18 +293,46 @@ def spaced_merges(ts: np.ndarray, values: np.ndarray, offsets: np.ndarray,
     step = np.diff(t)
     same_copy = copy[1:] == copy[:-1]
     failed[group[1:][same_copy & (step <= 0)]] = True    # not strictly increasing
-    widest = np.zeros(len(multi))
-    np.maximum.at(widest, group[1:][same_copy], step[same_copy])
-    order = np.lexsort((t, group))
-    t, v, group = t[order], v[order], group[order]
-    same_group = group[1:] == group[:-1]
-    gap = t[1:] - t[:-1]
-    repeat = same_group & (gap == 0)
+    # each sample's spacing: the median of up to NEIGHBOURS gaps of its copy on each side
+    size = np.repeat(n, n)
+    lo = np.maximum(0, within - NEIGHBOURS)
+    hi = np.minimum(np.maximum(size - 1, 0), within + NEIGHBOURS)
+    spacing = window_medians(step, np.repeat(first, n) + lo, np.maximum(hi - lo, 0))
+    order = np.lexsort((copy, t, group))
+    t, v, group, copy, spacing = t[order], v[order], group[order], copy[order], spacing[order]
+    # instants: runs of one group and time; a copy holds at most one sample of each
+    new_instant = np.ones(len(t), dtype=bool)
+    new_instant[1:] = (group[1:] != group[:-1]) | (t[1:] != t[:-1])
     bits = v.view(np.int64)
-    failed[group[1:][repeat & (bits[1:] != bits[:-1])]] = True
-    failed[group[1:][same_group & (gap > 0) & (gap < widest[group[1:]])]] = True
-    keep = np.ones(len(t), dtype=bool)
-    keep[1:] = ~repeat
+    failed[group[1:][~new_instant[1:] & (bits[1:] != bits[:-1])]] = True
+    block = np.cumsum(new_instant) - 1                   # each sample's instant
+    starts = np.flatnonzero(new_instant)
+    block_t, block_group = t[starts], group[starts]
+    # an instant held by one copy is labelled with it, one held by several with -1 (another copy
+    # than any given one holds it); runs of one label within a group
+    held = np.diff(np.append(starts, len(t)))
+    label = np.where(held == 1, copy[starts], -1)
+    new_run = np.ones(len(starts), dtype=bool)
+    new_run[1:] = (label[1:] != label[:-1]) | (block_group[1:] != block_group[:-1]) | (label[1:] == -1)
+    run_start = np.maximum.accumulate(np.where(new_run, np.arange(len(starts)), 0))
+    run_end = np.minimum.accumulate(np.where(np.append(new_run[1:], True), np.arange(len(starts)),
+                                             len(starts))[::-1])[::-1]
+
+    def nearest_other(neighbour, past):
+        """Per sample: the distance to the nearest instant on one side held by another copy."""
+        b = block + (-1 if past else 1)
+        inside = (b >= 0) & (b < len(starts))
+        b = np.clip(b, 0, len(starts) - 1)
+        own = inside & (label[b] == copy)              # the copy's own previous (next) instant
+        b = np.where(own, neighbour[b] + (-1 if past else 1), b)
+        inside &= (b >= 0) & (b < len(starts))
+        b = np.clip(b, 0, len(starts) - 1)
+        inside &= block_group[b] == group
+        return np.where(inside, np.abs(t - block_t[b]), np.inf)
+
+    near = np.minimum(nearest_other(run_start, True), nearest_other(run_end, False))
+    failed[group[near < spacing]] = True
+    keep = new_instant
     t, v, group = t[keep], v[keep], group[keep]
     bounds = np.searchsorted(group, np.arange(len(multi) + 1), side="left").tolist()
     return {g: (t[bounds[i]:bounds[i + 1]], v[bounds[i]:bounds[i + 1]])
