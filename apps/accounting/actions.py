@@ -219,6 +219,16 @@ def _close(period: str, actor) -> BillingPeriod:
     computed = closing_computation(period)
     if computed.own_in_db:      # nothing stored: the database freezes the month's cells
         computed.lines = sorted(freeze_month(period, bp.pk) + computed.lines, key=Line.sort_key)
+    elif computed.days_answer is not None:
+        # The month's stored per-day cells are copied server-side while a second connection in
+        # this snapshot reads its stored lines (`bulk.beside_in_snapshot`). That read finds none
+        # when they were stale (they are computed and stored here after the copy): it sees none
+        # of this transaction's own writes.
+        with beside_in_snapshot(computed.stored_lines) as stored:
+            freeze_stored_cells(computed.days_answer, bp.pk)
+        own = stored.result()
+        computed.lines = sorted((own if own is not None else computed.own_lines()) + computed.lines,
+                                key=Line.sort_key)
     insert_rows(StatementLine, ("period_id", "kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model",
                               "mig_profile", "price_class", "rate_basis", "hourly_rate", "currency",
                               "allocated_gpu_seconds", "used_gpu_seconds", "billed_seconds", "cost"),
@@ -229,8 +239,6 @@ def _close(period: str, actor) -> BillingPeriod:
     targets = {period: bp.pk}
     for earlier in computed.deltas:
         targets[earlier] = BillingPeriod.objects.get(period=earlier).pk
-    if computed.days_answer is not None:    # the month's stored per-day cells, copied server-side
-        freeze_stored_cells(computed.days_answer, bp.pk)
     frozen = [(period, c) for c in computed.cells]
     frozen += [(earlier, c) for earlier, cells in computed.deltas.items() for c in cells]
     write_cells((targets[p], bp.pk, c) for p, c in frozen)

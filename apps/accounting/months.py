@@ -22,7 +22,7 @@ from .latedata import delta_cells
 from . import frozen
 from .models import BillingPeriod, MonthAnswer
 from .resolvers import team_resolver
-from .stored_rows import day_cells, merged_day_cells
+from .stored_rows import day_cells, merged_day_cells, read_current
 from .pricing import load_rate_card
 from .timeparse import MAX_YEAR, MIN_YEAR, billing_zone, in_zone
 
@@ -141,6 +141,12 @@ def own_lines(period: str, inputs: Inputs | None = None) -> list[Line]:
     # The rate card is read inside, after the version: a rate edit meanwhile makes it stale.
     return answer(period, MonthAnswer.LINES, lambda i: i.lines(period),
                   lambda i: build_lines(own_cells(period, i), load_rate_card()), inputs)
+
+
+def stored_own_lines(period: str, inputs: Inputs) -> list[Line] | None:
+    """The month's own lines if stored and current at `inputs` (a read only: nothing computed or
+    stored, so a second connection in the close's snapshot may run it), else None."""
+    return read_current(period, MonthAnswer.LINES, inputs.lines(period))
 
 
 def month_late_cells(earlier: str, bp: BillingPeriod, inputs: Inputs | None = None) -> list[Cell]:

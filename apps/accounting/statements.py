@@ -7,6 +7,7 @@ shown — the rows the API, the CSV, the XLSX and the HTML page all show — is
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -19,7 +20,7 @@ from .calc import (Line, RateCard, assign_shown, build_lines, cost_by_currency, 
 from .input_versions import read_inputs, stored_answers
 from .models import BillingPeriod, Rate, StatementLine, UsageHour
 from .months import (billing_days, closed_before, closed_periods, day_parts, late_cells,
-                     month_cells, month_late_cells, month_lines, month_zone, own_lines)
+                     month_cells, month_late_cells, month_lines, month_zone, own_lines, stored_own_lines)
 from .pricing import load_rate_card
 from .usage import billing_zone
 
@@ -57,6 +58,11 @@ class OpenComputation:
     cells: list
     deltas: dict[str, list]
     days_answer: list[int] | None = None   # the month's cells are these stored day parts' (MonthAnswer ids)
+    # With `days_answer`: the month's own lines are not in `lines` yet. `stored_lines()` reads them
+    # if stored and current (a read only: the close runs it on a second connection while it
+    # freezes the days); `own_lines()` reads or computes them (when that read found none).
+    stored_lines: Callable[[], list[Line] | None] | None = None
+    own_lines: Callable[[], list[Line]] | None = None
     own_in_db: bool = False    # nothing stored: the close freezes the month's cells in the database and
                                # prices its own lines from them (`actions.freeze_month`); `lines` are the adjustments
 
@@ -122,12 +128,12 @@ def closing_computation(period: str) -> OpenComputation:
         # months before it.
         adjustments, deltas = _adjustments(period, load_rate_card(), lambda earlier, bp: late_cells(earlier, bp))
         return OpenComputation(lines=adjustments, cells=[], deltas=deltas, own_in_db=True)
-    lines = list(own_lines(period, inputs))
     days = day_parts(period, inputs, hold=True)
     adjustments, deltas = _adjustments(period, load_rate_card(),
                                        lambda earlier, bp: month_late_cells(earlier, bp, inputs))
-    return OpenComputation(lines=sorted(lines + adjustments, key=Line.sort_key), cells=[], deltas=deltas,
-                           days_answer=days)
+    return OpenComputation(lines=adjustments, cells=[], deltas=deltas, days_answer=days,
+                           stored_lines=lambda: stored_own_lines(period, inputs),
+                           own_lines=lambda: list(own_lines(period, inputs)))
 
 
 def line_from_row(r: StatementLine) -> Line:

@@ -151,3 +151,52 @@ def test_a_close_that_loses_a_race_with_another_close_is_refused(fleet, monkeypa
     assert raced == [False]
     assert team_rows("2026-03")["A"]["cost"] == "20.00"
     assert BillingPeriod.objects.get(period="2026-03").lines.count() == 1
+
+
+def lines_read_beside(monkeypatch):
+    """Record where the close's read of the month's stored lines ran and what it found."""
+    import threading
+
+    from apps.accounting import statements
+
+    seen = []
+    original = statements.stored_own_lines
+
+    def recorded(*args):
+        found = original(*args)
+        seen.append((threading.current_thread().name.startswith("snapshot"), found is not None))
+        return found
+    monkeypatch.setattr(statements, "stored_own_lines", recorded)
+    return seen
+
+
+def test_a_prepared_month_reads_its_stored_lines_beside_the_freeze(fleet, monkeypatch):
+    """The worker kept March current: the close reads the stored lines on a second connection in
+    its snapshot while it copies the stored days; the statement is the one computed afresh."""
+    from apps.accounting.statements import compute_open
+
+    make_usage(fleet, "ml", utc(2026, 3, 10), hours=10)           # 10 GPU-hours: 20.00
+    months.prepare_month("2026-03")
+    def shown(lines):
+        return [(x.kind, x.team, x.hourly_rate, x.allocated_gpu_seconds, x.used_gpu_seconds, x.cost) for x in lines]
+    expected = shown(compute_open("2026-03", for_closing=True).lines)
+    seen = lines_read_beside(monkeypatch)
+    do_close_period("2026-03")
+    assert seen == [(True, True)]
+    assert shown(statement("2026-03").lines) == expected
+    assert team_rows("2026-03")["A"]["cost"] == "20.00" and frozen_seconds("2026-03") == 10 * 3600.0
+
+
+def test_stale_stored_lines_are_computed_by_the_close_itself(fleet, monkeypatch):
+    """March's days are stored and current but its lines are not (dropped here, as a rate edit
+    leaves them until the worker runs): the second connection finds none, and the close
+    computes and prices them on its own connection."""
+    from apps.accounting.models import MonthAnswer
+
+    make_usage(fleet, "ml", utc(2026, 3, 10), hours=10)
+    months.prepare_month("2026-03")
+    MonthAnswer.objects.filter(period="2026-03", part=MonthAnswer.LINES).delete()
+    seen = lines_read_beside(monkeypatch)
+    do_close_period("2026-03")
+    assert seen == [(True, False)]
+    assert team_rows("2026-03")["A"]["cost"] == "20.00" and frozen_seconds("2026-03") == 10 * 3600.0
