@@ -266,8 +266,8 @@ def freeze_stored_cells(answer_ids: list[int], period_id: int) -> None:
                   [list(answer_ids)], period_id)
 
 
-_FROZEN_COLUMNS = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class", "day",
-                   "gpu_seconds", "used_gpu_seconds", "mig_seconds")
+# A frozen cell's columns with its day among them, as `_month_cells_sql` selects them.
+_FROZEN_COLUMNS = (*CELL_COLUMNS[:7], "day", *CELL_COLUMNS[7:])
 
 
 def freeze_month(period: str, period_id: int) -> list[Line]:

@@ -98,7 +98,7 @@ def _read(rows) -> Iterator[tuple]:
             yield from chunk
 
 
-def month_cells(bp) -> list[Cell]:
+def carried_cells(bp) -> list[Cell]:
     """The cells a closed month's statements carry (its own and its adjustments)."""
     return [cell for _period, _booked, cells in _days(Q(period=bp)) for cell in cells]
 

@@ -64,7 +64,7 @@ def late_cells(earlier: str, bp: BillingPeriod) -> list[Cell]:
     """A closed month's late data, computed: its live per-day cells minus what statements carry,
     both in the zone the month was closed in (its days are the frozen cells' days)."""
     with in_zone(bp.billing_timezone):
-        return delta_cells(month_cells(earlier), frozen.month_cells(bp))
+        return delta_cells(month_cells(earlier), frozen.carried_cells(bp))
 
 
 def month_zone(period: str, closed: dict[str, BillingPeriod] | None = None):

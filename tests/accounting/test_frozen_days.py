@@ -11,7 +11,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Q
 
 from apps.accounting.calc import Cell
-from apps.accounting.frozen import booked_elsewhere, freeze_select, frozen_cells, month_cells, unfreeze, write_cells
+from apps.accounting.frozen import booked_elsewhere, freeze_select, frozen_cells, carried_cells, unfreeze, write_cells
 from apps.accounting.models import BillingPeriod, FrozenDay
 
 pytestmark = pytest.mark.django_db
@@ -43,11 +43,11 @@ def test_cells_written_by_the_day_come_back_as_they_went_in(months):
     assert write_cells([(mar.pk, mar.pk, c) for c in own] + [(feb.pk, mar.pk, c) for c in late]) == 5
     # One row per (month, statement, day): March's 1st and 2nd, February's 28th booked in March.
     assert FrozenDay.objects.count() == 3
-    assert as_tuples(month_cells(mar)) == as_tuples(own)
-    assert as_tuples(month_cells(feb)) == as_tuples(late)
+    assert as_tuples(carried_cells(mar)) == as_tuples(own)
+    assert as_tuples(carried_cells(feb)) == as_tuples(late)
     assert {(p, b) for p, b, _ in frozen_cells(Q(booked_in=mar))} == {("2026-03", "2026-03"), ("2026-02", "2026-03")}
     assert booked_elsewhere(feb) == ["2026-03"] and booked_elsewhere(mar) == []
-    zero = next(c for c in month_cells(mar) if c.namespace == "nlp").gpu_seconds
+    zero = next(c for c in carried_cells(mar) if c.namespace == "nlp").gpu_seconds
     assert str(zero) == "-0.0"                      # to the bit
     unfreeze(mar)
     assert not FrozenDay.objects.exists()
@@ -63,7 +63,7 @@ def test_a_select_of_cells_is_frozen_in_the_database(months):
               "used_gpu_seconds, mig_seconds, day)")
     freeze_select(select, ["B"], mar.pk)
     assert FrozenDay.objects.count() == 2
-    assert as_tuples(month_cells(mar)) == as_tuples([
+    assert as_tuples(carried_cells(mar)) == as_tuples([
         cell("ml", date(2026, 3, 1), 3600.5, u=0.25, model="H100"),
         cell("ml", date(2026, 3, 2), 7200.0, u=1.0, model="H100"),
         cell("nlp", date(2026, 3, 1), 60.0, team="B", m=60.0, cid=2, cluster="lab", model="A100",
@@ -106,8 +106,8 @@ def test_the_migration_moves_frozen_cells_to_days_and_back(months, vendor):
     assert FrozenDay.objects.count() == 3
     expected = as_tuples(Cell(r[2], r[3], r[4], r[5], r[6], r[7], r[9], r[10], r[11], 0.0, r[12], r[8])
                          for r in rows[:3])
-    assert as_tuples(month_cells(mar)) == expected
-    assert [c.gpu_seconds for c in month_cells(feb)] == [-0.0] and str(month_cells(feb)[0].gpu_seconds) == "-0.0"
+    assert as_tuples(carried_cells(mar)) == expected
+    assert [c.gpu_seconds for c in carried_cells(feb)] == [-0.0] and str(carried_cells(feb)[0].gpu_seconds) == "-0.0"
 
     FrozenCell.objects.all().delete()
     migration.days_to_cells(apps, editor)
@@ -121,5 +121,5 @@ def test_a_read_begun_inside_another_reads_its_own_days(months):
     feb, mar = months["2026-02"], months["2026-03"]
     write_cells([(feb.pk, feb.pk, cell("ml", date(2026, 2, d), 60.0 * d)) for d in range(1, 29)]
                 + [(mar.pk, mar.pk, cell("ml", date(2026, 3, d), 1.0)) for d in range(1, 32)])
-    pairs = [(outer.day, len(month_cells(mar))) for _, _, outer in frozen_cells(Q(period=feb))]
+    pairs = [(outer.day, len(carried_cells(mar))) for _, _, outer in frozen_cells(Q(period=feb))]
     assert pairs == [(date(2026, 2, d), 31) for d in range(1, 29)]
