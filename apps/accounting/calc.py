@@ -19,6 +19,7 @@ import re
 from bisect import bisect_right
 from collections import defaultdict
 from dataclasses import dataclass, field
+from functools import cached_property
 from datetime import date, datetime, time
 from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from math import fsum
@@ -139,8 +140,9 @@ class Line:
     def priced(self) -> bool:
         return self.hourly_rate is not None or self.fixed_cost is not None
 
-    @property
+    @cached_property
     def cost(self) -> Decimal | None:
+        """Worked out once: a statement asks each line's cost several times (its rows, its totals)."""
         if self.fixed_cost is not None:
             return self.fixed_cost
         if self.hourly_rate is None:

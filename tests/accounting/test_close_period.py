@@ -205,3 +205,15 @@ def test_a_month_before_history_is_refused_by_api_command_and_admin(march, finan
                        follow=True)
     assert "2020-01: 2020-01 ends before the fleet&#x27;s history begins" in page.content.decode()
     assert not BillingPeriod.objects.get(pk=bp.pk).is_closed
+
+
+def test_a_deleted_period_takes_its_statement_lines_and_frozen_days_with_it(march, finance):
+    """Neither table has a database foreign key to its period (the close alone writes them, in
+    the transaction holding the period's row): Django's cascade is what removes them."""
+    from apps.accounting.models import FrozenDay, StatementLine
+
+    do_close_period("2026-03", actor=finance)
+    period = BillingPeriod.objects.get(period="2026-03")
+    assert period.lines.count() == 1 and FrozenDay.objects.filter(period=period).count() == 1
+    period.delete()
+    assert StatementLine.objects.count() == 0 and FrozenDay.objects.count() == 0
