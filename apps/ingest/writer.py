@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from django.db import connection
 
-from apps.accounting.bulk import insert_rows
+from apps.accounting.bulk import insert_rows, upsert_rows
 from apps.accounting.models import DeviceHealthHour, PodOwner, QueuedDemandHour, QuotaHour, UsageHour
 from apps.clusters.models import Cluster, ClusterQueueQuota, Device
 from apps.teams.labels import LabelsSeen, ensure_label_teams, label_team_names, record_labels_seen
@@ -355,18 +355,11 @@ class _Writer:
         """The run's owners in one upsert (once per run, not per chunk: a pod seen in every chunk
         was rewritten each time); a pod keeps its owner for life, so a re-run writes the same."""
         owners, self.owners = self.owners, {}
-        keys = sorted(owners)
-        for at in range(0, len(keys), BULK):   # a batch's model instances at a time
-            rows = [PodOwner(cluster=self.cluster, namespace=namespace, pod=pod, owner_kind=owner_kind,
-                             owner_name=owner_name, workload_kind=workload_kind, workload_name=workload_name,
-                             last_seen=last_seen)
-                    for namespace, pod in keys[at:at + BULK]
-                    for owner_kind, owner_name, workload_kind, workload_name, last_seen in (owners[(namespace, pod)],)]
-            PodOwner.objects.bulk_create(rows, batch_size=BULK, update_conflicts=True,
-                                         unique_fields=["cluster", "namespace", "pod"],
-                                         update_fields=["owner_kind", "owner_name", "workload_kind", "workload_name",
-                                                        "last_seen"])
-        self.run.rows_written += len(keys)
+        self.run.rows_written += upsert_rows(
+            PodOwner, ("cluster_id", "namespace", "pod", "owner_kind", "owner_name", "workload_kind", "workload_name",
+                       "last_seen"),
+            [(self.cluster.pk, namespace, pod, *owners[(namespace, pod)]) for namespace, pod in sorted(owners)],
+            unique=("cluster_id", "namespace", "pod"))
 
     def _upsert_cluster_queues(self, queues) -> None:
         for q in queues:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from apps.accounting.bulk import insert_rows
+from apps.accounting.bulk import insert_rows, upsert_rows
 from apps.accounting.models import BillingPeriod, FrozenDay, StatementLine
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -35,6 +35,29 @@ def test_rows_go_in_with_their_types_from_a_generator_and_are_counted():
                    (date(2026, 10, 3), [7, 2**40], ["ns-2", "é"], [10800.0, -0.0], [0.30000000000000004, 1e-300])]
     assert str(got[0][3][1]) == "-0.0"
     assert insert_rows(FrozenDay, ("period_id",), iter(())) == 0
+
+
+@pytest.mark.django_db
+def test_an_upsert_inserts_new_rows_and_replaces_the_others_fields_of_stored_ones():
+    from datetime import datetime, timezone
+
+    from apps.accounting.models import PodOwner
+    from apps.clusters.models import Cluster
+
+    prod, other = (Cluster.objects.create(name=n, prometheus_url="http://p:9090") for n in ("prod", "other"))
+    seen = [datetime(2026, 3, d, tzinfo=timezone.utc) for d in (1, 2)]
+    fields = ("cluster_id", "namespace", "pod", "owner_kind", "owner_name", "workload_kind", "workload_name",
+              "last_seen")
+    assert upsert_rows(PodOwner, fields, [(prod.pk, "ml", "a", "ReplicaSet", "rs-1", "Deployment", "train", seen[0]),
+                                          (other.pk, "ml", "a", "Job", "j", "Job", "j", seen[0])],
+                       unique=("cluster_id", "namespace", "pod")) == 2
+    assert upsert_rows(PodOwner, fields, [(prod.pk, "ml", "a", "ReplicaSet", "rs-2", "Deployment", "serve", seen[1]),
+                                          (prod.pk, "ml", "b", "", "b", "Pod", "b", seen[1])],
+                       unique=("cluster_id", "namespace", "pod")) == 2
+    assert upsert_rows(PodOwner, fields, [], unique=("cluster_id", "namespace", "pod")) == 0
+    got = sorted(PodOwner.objects.values_list("cluster__name", "pod", "owner_name", "workload_name", "last_seen"))
+    assert got == [("other", "a", "j", "j", seen[0]), ("prod", "a", "rs-2", "serve", seen[1]),
+                   ("prod", "b", "b", "b", seen[1])]
 
 
 @pytest.mark.django_db

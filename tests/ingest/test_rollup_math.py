@@ -269,3 +269,36 @@ def test_two_copies_with_one_sample_each_at_the_same_instant_count_once(pinned, 
     assert rows[("ml", "p")].gpu_seconds == pytest.approx(30.0)
     assert rows[("ml", "p")].used_gpu_seconds == pytest.approx(15.0)
     assert result.duplicates == 1
+
+
+def test_sequential_sums_add_each_group_in_sample_order():
+    """`arrays.sequential_sums` gives the floats of `total += v` over each group's samples in
+    order: 1e16 + 1.0 + 1.0 - 1e16 is 0.0 that way (each 1.0 is lost against 1e16) and 2.0 added
+    pairwise or sorted; NaN, ±inf and -0.0 as the loop has them."""
+    import numpy as np
+
+    from apps.ingest.rollup.arrays import sequential_sums
+
+    groups = np.array([1, 0, 1, 1, 1, 2, 0, 3, 3])
+    values = np.array([[1e16, -0.0, 1.0, 1.0, -1e16, math.nan, 5.5, math.inf, -math.inf],
+                       [0.1, 0.2, 0.2, 0.3, 0.4, 1.0, 0.7, 2.0, 3.0]])
+    got = sequential_sums(groups, values, 5)
+    expected = np.zeros((2, 5))
+    with np.errstate(invalid="ignore"):        # inf + -inf: NaN, as the loop has it
+        for row in range(2):
+            for g, v in zip(groups.tolist(), values[row].tolist()):
+                expected[row, g] += v
+    assert got[0, 1] == 0.0 and math.fsum([1e16, 1.0, 1.0, -1e16]) == 2.0
+    assert got[0, 0] == 5.5 and math.isnan(got[0, 2]) and math.isnan(got[0, 3]) and got[0, 4] == 0.0
+    assert got[1, 1] == ((0.1 + 0.2) + 0.3) + 0.4
+    assert got.tobytes() == expected.tobytes()           # to the bit, NaNs and signs of zero too
+
+    rng = np.random.default_rng(7)
+    groups = rng.integers(0, 50, 4000)
+    values = rng.normal(size=(3, 4000)) * 10.0 ** rng.integers(-8, 17, size=(3, 4000))
+    expected = np.zeros((3, 50))
+    for row in range(3):
+        for g, v in zip(groups.tolist(), values[row].tolist()):
+            expected[row, g] += v
+    assert sequential_sums(groups, values, 50).tobytes() == expected.tobytes()
+    assert sequential_sums(np.array([], dtype=np.int64), np.zeros((2, 0)), 3).tobytes() == np.zeros((2, 3)).tobytes()

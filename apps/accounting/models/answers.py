@@ -39,6 +39,10 @@ class InputChange(models.Model):
 
 
 class MonthAnswer(models.Model):
+    """A stored part of a month's answer. Its cells and lines (`MonthCell`, `MonthLine`) point
+    at it without a database key: `answers.py` alone writes them, with the answer row in the same
+    transaction, and deletes them before it (a deferred key checked each of a 10,000-GPU month's
+    253,000 cells one by one at the commit, docs/performance.md "Bulk writes")."""
     CELLS = "cells"      # usage_cells(month, per_day=False): the usage API's and the lines' cells
     LINES = "lines"      # build_lines of those cells: the month's own statement lines
     DAYS = "days"        # usage_cells(month): the per-day cells closing freezes and FOCUS splits by day
@@ -56,7 +60,8 @@ class MonthAnswer(models.Model):
 
 class MonthCell(models.Model):
     """A stored usage cell (`calc.Cell`), in the order it was computed."""
-    answer = models.ForeignKey(MonthAnswer, on_delete=models.CASCADE, related_name="+", db_index=False)
+    answer = models.ForeignKey(MonthAnswer, on_delete=models.CASCADE, related_name="+", db_index=False,
+                               db_constraint=False)   # see MonthAnswer
     position = models.PositiveIntegerField()
     cluster_id_value = models.BigIntegerField()
     cluster = models.CharField(max_length=100)
@@ -77,7 +82,8 @@ class MonthCell(models.Model):
 
 class MonthLine(models.Model):
     """A stored statement line (`calc.Line`), in the order it was computed."""
-    answer = models.ForeignKey(MonthAnswer, on_delete=models.CASCADE, related_name="+", db_index=False)
+    answer = models.ForeignKey(MonthAnswer, on_delete=models.CASCADE, related_name="+", db_index=False,
+                               db_constraint=False)   # see MonthAnswer
     position = models.PositiveIntegerField()
     kind = models.CharField(max_length=20)
     adjusts_period = models.CharField(max_length=7, blank=True)

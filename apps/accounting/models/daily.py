@@ -16,8 +16,10 @@ from apps.clusters.models import Cluster
 
 
 class UsageDay(models.Model):
-    # No separate FK index: the unique index leads with cluster.
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # No separate FK index: the unique index leads with cluster. Not enforced by the database, as
+    # the hourly rollups' (models/rollups.py): ingest and `rebuild_rollups` write these rows.
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_index=False,
+                                db_constraint=False)
     day = models.DateField(help_text="billing-zone day")
     namespace = models.CharField(max_length=253, blank=True)
     gpu_model = models.CharField(max_length=200)
@@ -43,7 +45,8 @@ class UsageDay(models.Model):
 
 
 class UsageDayBuilt(models.Model):
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_index=False)
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_index=False,
+                                db_constraint=False)
     day = models.DateField()
     zone = models.CharField(max_length=64)
     built_at = models.DateTimeField(auto_now=True)

