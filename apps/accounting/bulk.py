@@ -57,8 +57,9 @@ def upsert_rows(model, fields: Sequence[str], rows: Sequence[tuple], unique: Seq
     """Insert `rows` (as `insert_rows` takes them) into `model`'s table, a row whose `unique`
     fields match a stored one replacing that row's other fields; returns how many. On Postgres
     one `INSERT … SELECT FROM unnest(…) ON CONFLICT DO UPDATE`, each column sent as one array in
-    binary (6,800 pods' owners: 0.05 s, where `bulk_create(update_conflicts=True)`, building a
-    model instance and a parameter per value, took 0.4 s). Rows must not repeat a `unique` key."""
+    binary, where `bulk_create(update_conflicts=True)` builds a model instance and a parameter
+    per value (the end of an ingest run writing 6,793 pods' owners: 0.36 s → 0.15 s,
+    docs/performance.md). Rows must not repeat a `unique` key."""
     model_fields = [model._meta.get_field(f) for f in fields]
     if connection.vendor != "postgresql":
         attnames = [f.attname for f in model_fields]
