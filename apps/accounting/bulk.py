@@ -62,13 +62,10 @@ def upsert_rows(model, fields: Sequence[str], rows: Sequence[tuple], unique: Seq
     docs/performance.md). Rows must not repeat a `unique` key."""
     model_fields = [model._meta.get_field(f) for f in fields]
     if connection.vendor != "postgresql":
-        attnames = [f.attname for f in model_fields]
         unique_names = [model._meta.get_field(f).name for f in unique]
-        updates = [f.name for f in model_fields if f.name not in unique_names]
-        for at in range(0, len(rows), BULK):
-            model.objects.bulk_create([model(**dict(zip(attnames, r))) for r in rows[at:at + BULK]],
-                                      update_conflicts=True, unique_fields=unique_names, update_fields=updates)
-        return len(rows)
+        return _bulk_create(model, [f.attname for f in model_fields], rows, update_conflicts=True,
+                            unique_fields=unique_names,
+                            update_fields=[f.name for f in model_fields if f.name not in unique_names])
     if not rows:
         return 0
     table = model._meta.db_table
@@ -86,11 +83,12 @@ def upsert_rows(model, fields: Sequence[str], rows: Sequence[tuple], unique: Seq
     return len(rows)
 
 
-def _bulk_create(model, attnames: list[str], rows: Iterable[tuple]) -> int:
+def _bulk_create(model, attnames: list[str], rows: Iterable[tuple], **options) -> int:
+    """`rows` through the ORM, BULK at a time (SQLite, the demo); `options` as `bulk_create` takes them."""
     written = 0
     rows = iter(rows)
     while batch := list(islice(rows, BULK)):
-        model.objects.bulk_create([model(**dict(zip(attnames, r))) for r in batch], batch_size=BULK)
+        model.objects.bulk_create([model(**dict(zip(attnames, r))) for r in batch], batch_size=BULK, **options)
         written += len(batch)
     return written
 
