@@ -300,13 +300,13 @@ def as_deployed(env: dict):
 
 
 def bench_ingest_floor(env: dict, results: dict, cache: Path) -> None:
-    """BENCH_FLOOR_GPUS=136 BENCH_FLOOR_DAYS=3 BENCH_FLOOR_ROUNDS=1 (with more, the best round is kept)."""
+    """BENCH_FLOOR_GPUS=136 BENCH_FLOOR_DAYS=3 BENCH_FLOOR_ROUNDS=3 (the round of the median ratio is kept)."""
     from apps.simulator.builders import build_fleet
     from apps.simulator.promserver import prepare_tsdb, serve_scenario
 
     gpus = int(os.environ.get("BENCH_FLOOR_GPUS", 136))
     days = int(os.environ.get("BENCH_FLOOR_DAYS", 3))
-    rounds = int(os.environ.get("BENCH_FLOOR_ROUNDS", 1))
+    rounds = int(os.environ.get("BENCH_FLOOR_ROUNDS", 3))
     start_ts = int(datetime(2026, 9, 1, tzinfo=timezone.utc).timestamp())
     scenario = build_fleet(gpus=gpus, mig_share=0.15, hours=24 * days, interval_seconds=60, seed=11,
                            name=f"bench{gpus}", start=start_ts)
@@ -317,7 +317,7 @@ def bench_ingest_floor(env: dict, results: dict, cache: Path) -> None:
     lo = datetime.fromtimestamp(scenario.start, tz=timezone.utc)
     hi = lo + timedelta(days=days)
     span = ["--url", "", "--start", lo.isoformat(), "--end", hi.isoformat()]
-    best = None
+    measured = []
     with serve_scenario(scenario, cache) as prom, as_deployed(env) as (deployed, broker):
         span[1] = prom.url
         _child(["rawfloor", *span], env)   # warm Prometheus' page cache
@@ -327,24 +327,28 @@ def bench_ingest_floor(env: dict, results: dict, cache: Path) -> None:
             step, _ = _child(["steps", "--cluster", f"steps-{r}", *span], deployed)
             print(f"  round {r + 1}: single raw fetch {floor['wall_seconds']} s, manage.py ingest {process:.2f} s "
                   f"({process / floor['wall_seconds']:.2f}×), instrumented {step['wall_seconds']} s", flush=True)
-            if best is None or process / floor["wall_seconds"] < best[1] / best[0]["wall_seconds"]:
-                best = (floor, process, step)
+            measured.append((floor, process, step))
         # for the record: the same single fetch with gzipped answers (ingest's transport before
         # PROMETHEUS_COMPRESSION: docs/performance.md, "Answers uncompressed"), and the ingest
         # with no broker (the demo's: it runs the month's recompute itself)
         gzipped, _ = _child(["rawfloor", *span], {**env, "PROMETHEUS_COMPRESSION": "true"})
         no_broker = manage_ingest("floor-no-broker", prom.url, lo, hi, {**env, "REDIS_URL": ""})
-    floor, process, step = best
+    # the round of the median ratio: one round moves by ±0.15 on this kind of host, the floor
+    # as much as the ingest (docs/performance.md, "make bench")
+    measured.sort(key=lambda m: m[1] / m[0]["wall_seconds"])
+    floor, process, step = measured[len(measured) // 2]
     ratio = round(process / floor["wall_seconds"], 3)
+    all_ratios = [round(p / f["wall_seconds"], 3) for f, p, _ in measured]
     results["ingest_floor"] = {
         "gpus": gpus, "devices": len(scenario.devices), "days": days, "floor": floor,
         "process_seconds": round(process, 3), "ratio": ratio, "target": TARGET_RATIO, "steps": step,
         "floor_gzipped_seconds": gzipped["wall_seconds"], "broker": broker,
-        "process_no_broker_seconds": round(no_broker, 3),
+        "process_no_broker_seconds": round(no_broker, 3), "round_ratios": all_ratios,
     }
     print(f"  single raw fetch of the window: {floor['wall_seconds']} s (HTTP {floor['fetch_seconds']} s, "
           f"parse into arrays {floor['parse_seconds']} s; {floor['samples']:,} samples in {floor['series']:,} "
           f"series, {floor['answer_bytes'] / 1e6:.0f} MB)")
+    print(f"  the round of the median ratio of {len(measured)} ({', '.join(f'{r}×' for r in all_ratios)}):")
     print(f"  manage.py ingest, whole process: {process:.2f} s = {ratio}× the single raw fetch "
           f"(target ≤ {TARGET_RATIO}×: {'met' if ratio <= TARGET_RATIO else 'MISSED'}); "
           f"{step['chunks']} chunks (the first of at most 2 h, then {step['chunk_hours']} h); "

@@ -24,6 +24,6 @@ def test_a_command_runs_with_the_collector_on_and_start_up_frozen():
 
 
 def test_a_failing_command_still_exits_with_its_error():
-    result = manage("ingest", "--cluster", "nowhere-such", "--start", "2026-01-01", "--end", "2026-01-02")
+    result = manage("ingest", "--cluster", "any", "--start", "not-a-date", "--end", "2026-01-02")
     assert result.returncode == 1
-    assert "give --prometheus-url" in result.stderr
+    assert "--start='not-a-date' is not an ISO 8601 date or instant" in result.stderr
