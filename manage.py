@@ -10,7 +10,7 @@ def main():
     # collector is off while they are made, and they are frozen out of its reach once the
     # command is loaded; frozen again at exit, the interpreter's last collections over
     # everything are skipped (0.1 s and 0.25 s of every command: docs/performance.md,
-    # "Process start-up").
+    # "The collector at start-up and exit").
     gc.disable()
     from django.core.management import ManagementUtility
 

@@ -1,6 +1,7 @@
 """`manage.py`'s process: the cyclic collector is off during start-up only, start-up's objects
 are frozen out of its reach before the command runs, and a command's exit skips the final
-collections (docs/performance.md, "Process start-up"). Runs manage.py in a child process."""
+collections (docs/performance.md, "The collector at start-up and exit"). Runs manage.py in a
+child process."""
 import os
 import subprocess
 import sys
