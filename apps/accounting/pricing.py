@@ -48,7 +48,7 @@ def rate_for(gpu_model: str, mig_profile: str, price_class: str, day: date, *, c
     own rate per instance-hour if the card has one, else the parent model's rate per GPU-hour
     (multiply by the instance's fraction for an instance-hour; `rate_basis_for` tells which).
     `price_class` is one of PRICE_CLASSES (a node's is its first matching NodePool's, see
-    `usage.price_class_expr`). The card is portal-wide. Pass `card=load_rate_card()` to price many
+    `price_classes.price_class_expr`). The card is portal-wide. Pass `card=load_rate_card()` to price many
     GPUs with one query.
     """
     card = card or load_rate_card()

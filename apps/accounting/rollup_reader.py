@@ -26,9 +26,10 @@ from apps.clusters.models import Cluster
 from apps.teams.resolve import TeamResolver
 
 from .models.rollups import DeviceHealthHour, QueuedDemandHour, QuotaHour, UsageHour
+from .price_classes import price_class_expr
 from .resolvers import team_resolver
 from .timeparse import billing_zone
-from .usage import NARROW_MAX_NAMESPACES, UsageFilter, price_class_expr
+from .usage import NARROW_MAX_NAMESPACES, UsageFilter
 
 
 class HourTeams:

@@ -14,13 +14,12 @@ and it is small (days × namespaces × models), whatever the number of devices o
 """
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from datetime import date, datetime, time, timedelta
 
 from django.core.exceptions import EmptyResultSet
 from django.db import connections
-from django.db.models import Case, CharField, DateTimeField, Q, Sum, Value, When
+from django.db.models import Case, DateTimeField, Q, Sum, Value, When
 from django.db.models.functions import TruncDate
 
 from apps.clusters.models import Cluster
@@ -31,8 +30,9 @@ from .days import day_start
 from .figures import efficiency
 from .calc import Cell
 from .spans import merge_spans
-from .models import ON_DEMAND, NodePool, UsageDay, UsageDayBuilt, UsageHour
+from .models import UsageDay, UsageDayBuilt, UsageHour
 from .resolvers import team_resolver
+from .price_classes import price_class_expr
 from .timeparse import billing_zone
 
 GROUP_BYS = ("namespace", "team", "cluster", "gpu_model")
@@ -246,43 +246,6 @@ def _filtered(qs, f: UsageFilter):
     if f.gpu_models is not None:
         qs = qs.filter(gpu_model__in=f.gpu_models)
     return qs
-
-
-def glob_regex(pattern: str) -> str:
-    """A NodePool glob (fnmatchcase) as an anchored regex both Postgres and Python read alike."""
-    out, i = ["^"], 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "*":
-            out.append(".*")
-        elif ch == "?":
-            out.append(".")
-        elif ch == "[" and pattern.find("]", i + 2) != -1:
-            close = pattern.find("]", i + 2)
-            body = pattern[i + 1:close]
-            if body.startswith("!"):
-                body = "^" + body[1:]
-            out.append("[" + body.replace("\\", "\\\\") + "]")
-            i = close
-        else:
-            out.append(re.escape(ch))
-        i += 1
-    return "".join(out) + "$"
-
-
-def price_class_expr(cluster_ids: set[int]):
-    """node → price class in SQL: the first pool of the node's cluster, in (priority, name)
-    order, whose glob matches the node name; no match is on-demand (models/rates.py NodePool).
-
-    Grouping by the class instead of the node lets the database merge nodes away: a month of a
-    big fleet comes back as one row per cell, not one per node.
-    """
-    pools = NodePool.objects.filter(cluster_id__in=cluster_ids).order_by("cluster_id", "priority", "name")
-    whens = [When(Q(cluster_id=p.cluster_id) & Q(node__regex=glob_regex(p.host_pattern)), then=Value(p.price_class))
-             for p in pools]
-    if not whens:
-        return Value(ON_DEMAND, output_field=CharField())
-    return Case(*whens, default=Value(ON_DEMAND), output_field=CharField())
 
 
 _SUMS = dict(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"),

@@ -1,0 +1,49 @@
+"""A node's price class, from the node pools of its cluster (models/rates.py `NodePool`): the
+first pool, in (priority, name) order, whose glob matches the node's name; none is on-demand.
+Worked out in SQL, so that the rollups are read grouped by class, not by node
+(docs/accounting.md; usage.py and rollup_reader.py read through it).
+"""
+from __future__ import annotations
+
+import re
+
+from django.db.models import Case, CharField, Q, Value, When
+
+from .models import ON_DEMAND, NodePool
+
+
+def glob_regex(pattern: str) -> str:
+    """A NodePool glob (fnmatchcase) as an anchored regex both Postgres and Python read alike."""
+    out, i = ["^"], 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "*":
+            out.append(".*")
+        elif ch == "?":
+            out.append(".")
+        elif ch == "[" and pattern.find("]", i + 2) != -1:
+            close = pattern.find("]", i + 2)
+            body = pattern[i + 1:close]
+            if body.startswith("!"):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = close
+        else:
+            out.append(re.escape(ch))
+        i += 1
+    return "".join(out) + "$"
+
+
+def price_class_expr(cluster_ids: set[int]):
+    """node → price class in SQL: the first pool of the node's cluster, in (priority, name)
+    order, whose glob matches the node name; no match is on-demand (models/rates.py NodePool).
+
+    Grouping by the class instead of the node lets the database merge nodes away: a month of a
+    big fleet comes back as one row per cell, not one per node.
+    """
+    pools = NodePool.objects.filter(cluster_id__in=cluster_ids).order_by("cluster_id", "priority", "name")
+    whens = [When(Q(cluster_id=p.cluster_id) & Q(node__regex=glob_regex(p.host_pattern)), then=Value(p.price_class))
+             for p in pools]
+    if not whens:
+        return Value(ON_DEMAND, output_field=CharField())
+    return Case(*whens, default=Value(ON_DEMAND), output_field=CharField())
