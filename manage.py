@@ -6,7 +6,7 @@ import sys
 
 def main():
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "gpuportal.settings")
-    # Start-up makes some 100,000 objects that live as long as the process: the cyclic
+    # Start-up makes some 160,000 objects that live as long as the process: the cyclic
     # collector is off while they are made, and they are frozen out of its reach once the
     # command is loaded; frozen again at exit, the interpreter's last collections over
     # everything are skipped (0.1 s and 0.25 s of every command: docs/performance.md,
