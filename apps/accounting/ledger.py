@@ -24,6 +24,7 @@ from .figures import shown_hours
 from .focus import focus_month, line_key
 from .frozen import frozen_cells
 from .bodies import body
+from .input_versions import read_inputs, stored_answers
 from .months import closed_periods, month_late_cells, statement_version
 from .statements import Statement, statement
 from .usage import UNASSIGNED
@@ -115,11 +116,22 @@ class LateHours:
 def late_hours(period: str, teams: set[str] | None = None, cluster: str | None = None) -> list[LateHours]:
     """For a closed month, the allocated GPU-hours that arrived (or vanished, negative) after its
     close, per month they were billed in: those booked by later closes, then those waiting in the
-    first open month after it. Empty for an open month, or when live usage is what was frozen."""
+    first open month after it. Empty for an open month, or when live usage is what was frozen.
+    Every team's or one team's of every cluster: from the month's late hours per team, stored at
+    the version of its late data (`late_by_team`); any other scope is summed live."""
     closed = closed_periods()
     bp = closed.get(period)
     if bp is None:
         return []
+    if cluster is None and (teams is None or len(teams) == 1):
+        kept = late_by_team(period, closed)
+        if kept is not None:
+            return _late_of(kept, None if teams is None else next(iter(teams)))
+    return _late_live(period, closed, teams, cluster)
+
+
+def _late_live(period: str, closed: dict, teams: set[str] | None, cluster: str | None) -> list[LateHours]:
+    bp = closed[period]
 
     def counted(team, cluster_name):
         return team and (teams is None or team in teams) and (not cluster or cluster_name == cluster)
@@ -132,10 +144,62 @@ def late_hours(period: str, teams: set[str] | None = None, cluster: str | None =
            if shown_hours(seconds)]
     pending = sum(c.gpu_seconds for c in month_late_cells(period, bp) if c.namespace and counted(c.team, c.cluster))
     if shown_hours(pending):
-        first_open = next_period(period)
-        while first_open in closed:
-            first_open = next_period(first_open)
-        out.append(LateHours(first_open, shown_hours(pending), True))
+        out.append(LateHours(_first_open(period, closed), shown_hours(pending), True))
+    return out
+
+
+def _first_open(period: str, closed: dict) -> str:
+    first_open = next_period(period)
+    while first_open in closed:
+        first_open = next_period(first_open)
+    return first_open
+
+
+LATE_HOURS = "ledger-late?scope=all"     # its MonthBody key: a closed month's late hours per team
+
+
+def late_by_team(period: str, closed: dict) -> dict | None:
+    """A closed month's late GPU-seconds (as `_late_live` sums them) of every team together and
+    of each team: booked by each later close, and pending. Stored at the version of the month's
+    late data — its cells' inputs and the frozen cells (`Inputs.delta`, as `month_late_cells`)
+    and every month's close — so a team's page reads one small body, not the frozen cells; None
+    where nothing is stored (SQLite). Each sum adds its cells in the order `_late_live` does,
+    so the figures are the same floats."""
+    if not stored_answers():
+        return None
+    bp = closed[period]
+    closes = ",".join(f"{p}@{closed[p].closed_at.isoformat()}" for p in sorted(closed))
+    version = f"{read_inputs([period]).delta(period)}|closes {closes}"
+
+    def render() -> bytes:
+        booked_all: dict[str, float] = defaultdict(float)
+        booked: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
+        for _period, billed_in, cell in frozen_cells(Q(period=bp) & ~Q(booked_in=bp)):
+            if cell.team:
+                booked_all[billed_in] += cell.gpu_seconds
+                booked[billed_in][cell.team] += cell.gpu_seconds
+        pending_all = 0.0
+        pending: dict[str, float] = defaultdict(float)
+        for c in month_late_cells(period, bp):
+            if c.namespace and c.team:
+                pending_all += c.gpu_seconds
+                pending[c.team] += c.gpu_seconds
+        return orjson.dumps({"first_open": _first_open(period, closed), "booked_all": booked_all,
+                             "booked": booked, "pending_all": pending_all, "pending": pending})
+    return orjson.loads(body(period, LATE_HOURS, version, render))
+
+
+def _late_of(kept: dict, team: str | None) -> list[LateHours]:
+    """`late_hours` of every team (None) or of one, from `late_by_team`."""
+    if team is None:
+        by_month, pending = kept["booked_all"], kept["pending_all"]
+    else:
+        by_month = {month: teams[team] for month, teams in kept["booked"].items() if team in teams}
+        pending = kept["pending"].get(team, 0.0)
+    out = [LateHours(month, shown_hours(seconds), False) for month, seconds in sorted(by_month.items())
+           if shown_hours(seconds)]
+    if shown_hours(pending):
+        out.append(LateHours(kept["first_open"], shown_hours(pending), True))
     return out
 
 
@@ -206,4 +270,4 @@ def _figures_back(data: dict) -> dict:
     return {**data, "money": {c: Decimal(a) for c, a in data["money"].items()}}
 
 
-__all__ = ["month_ledger", "money_by", "closed_money_by_day", "usage_money", "late_hours", "team_month", "team_months", "Money", "LateHours", "OWN_USAGE"]
+__all__ = ["month_ledger", "money_by", "closed_money_by_day", "usage_money", "late_hours", "late_by_team", "team_month", "team_months", "Money", "LateHours", "OWN_USAGE"]
