@@ -131,20 +131,35 @@ def late_hours(period: str, teams: set[str] | None = None, cluster: str | None =
 
 
 def _late_live(period: str, closed: dict, teams: set[str] | None, cluster: str | None) -> list[LateHours]:
-    bp = closed[period]
-
-    def counted(team, cluster_name):
-        return team and (teams is None or team in teams) and (not cluster or cluster_name == cluster)
-
     by_month: dict[str, float] = defaultdict(float)
+    pending = 0.0
+    for billed_in, team, cluster_name, seconds in _late_cells(period, closed[period]):
+        if (teams is None or team in teams) and (not cluster or cluster_name == cluster):
+            if billed_in is None:
+                pending += seconds
+            else:
+                by_month[billed_in] += seconds
+    return _late_list(by_month, pending, _first_open(period, closed))
+
+
+def _late_cells(period: str, bp):
+    """(the month that booked it or None while pending, team, cluster, GPU-seconds) of each late
+    cell of the closed month that counts for a team — the cells later closes booked, then those
+    waiting — in the order every sum of them adds them (`_late_live`, `late_by_team`)."""
     for _period, billed_in, cell in frozen_cells(Q(period=bp) & ~Q(booked_in=bp)):
-        if counted(cell.team, cell.cluster):
-            by_month[billed_in] += cell.gpu_seconds
+        if cell.team:
+            yield billed_in, cell.team, cell.cluster, cell.gpu_seconds
+    for cell in month_late_cells(period, bp):
+        if cell.namespace and cell.team:
+            yield None, cell.team, cell.cluster, cell.gpu_seconds
+
+
+def _late_list(by_month: dict[str, float], pending: float, first_open: str) -> list[LateHours]:
+    """The late hours shown: per month that booked them, then those pending in `first_open`."""
     out = [LateHours(month, shown_hours(seconds), False) for month, seconds in sorted(by_month.items())
            if shown_hours(seconds)]
-    pending = sum(c.gpu_seconds for c in month_late_cells(period, bp) if c.namespace and counted(c.team, c.cluster))
     if shown_hours(pending):
-        out.append(LateHours(_first_open(period, closed), shown_hours(pending), True))
+        out.append(LateHours(first_open, shown_hours(pending), True))
     return out
 
 
@@ -159,48 +174,35 @@ LATE_HOURS = "ledger-late?scope=all"     # its MonthBody key: a closed month's l
 
 
 def late_by_team(period: str, closed: dict) -> dict | None:
-    """A closed month's late GPU-seconds (as `_late_live` sums them) of every team together and
-    of each team: booked by each later close, and pending. Stored at the version of the month's
-    late data — its cells' inputs and the frozen cells (`Inputs.delta`, as `month_late_cells`)
-    and every month's close — so a team's page reads one small body, not the frozen cells; None
-    where nothing is stored (SQLite). Each sum adds its cells in the order `_late_live` does,
+    """A closed month's late GPU-seconds (`_late_cells`) of every team together and of each
+    team: per month that booked them, and pending. Stored at the version of the month's late
+    data — its cells' inputs and the frozen cells (`Inputs.delta`, as `month_late_cells`) and
+    every month's close — so a team's page reads one small body, not the frozen cells; None
+    where nothing is stored (SQLite). Every sum adds its cells in the order `_late_live` does,
     so the figures are the same floats."""
     if not stored_answers():
         return None
-    bp = closed[period]
     closes = ",".join(f"{p}@{closed[p].closed_at.isoformat()}" for p in sorted(closed))
     version = f"{read_inputs([period]).delta(period)}|closes {closes}"
 
     def render() -> bytes:
-        booked_all: dict[str, float] = defaultdict(float)
-        booked: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-        for _period, billed_in, cell in frozen_cells(Q(period=bp) & ~Q(booked_in=bp)):
-            if cell.team:
-                booked_all[billed_in] += cell.gpu_seconds
-                booked[billed_in][cell.team] += cell.gpu_seconds
-        pending_all = 0.0
-        pending: dict[str, float] = defaultdict(float)
-        for c in month_late_cells(period, bp):
-            if c.namespace and c.team:
-                pending_all += c.gpu_seconds
-                pending[c.team] += c.gpu_seconds
-        return orjson.dumps({"first_open": _first_open(period, closed), "booked_all": booked_all,
-                             "booked": booked, "pending_all": pending_all, "pending": pending})
+        sums = {None: ({}, 0.0)}            # team (None: every team) -> (per booking month, pending)
+        for billed_in, team, _cluster, seconds in _late_cells(period, closed[period]):
+            for key in (None, team):
+                by_month, pending = sums.setdefault(key, ({}, 0.0))
+                if billed_in is None:
+                    sums[key] = (by_month, pending + seconds)
+                else:
+                    by_month[billed_in] = by_month.get(billed_in, 0.0) + seconds
+        every = sums.pop(None)
+        return orjson.dumps({"first_open": _first_open(period, closed), "every": every, "teams": sums})
     return orjson.loads(body(period, LATE_HOURS, version, render))
 
 
 def _late_of(kept: dict, team: str | None) -> list[LateHours]:
     """`late_hours` of every team (None) or of one, from `late_by_team`."""
-    if team is None:
-        by_month, pending = kept["booked_all"], kept["pending_all"]
-    else:
-        by_month = {month: teams[team] for month, teams in kept["booked"].items() if team in teams}
-        pending = kept["pending"].get(team, 0.0)
-    out = [LateHours(month, shown_hours(seconds), False) for month, seconds in sorted(by_month.items())
-           if shown_hours(seconds)]
-    if shown_hours(pending):
-        out.append(LateHours(kept["first_open"], shown_hours(pending), True))
-    return out
+    by_month, pending = kept["every"] if team is None else kept["teams"].get(team, ({}, 0.0))
+    return _late_list(by_month, pending, kept["first_open"])
 
 
 def team_month(period: str, team: str, cluster: str | None = None) -> dict:
