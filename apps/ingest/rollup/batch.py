@@ -117,11 +117,12 @@ class _Batch:
     @staticmethod
     def _per_sample(values, lengths) -> np.ndarray:
         """Per-stream numbers (a float, or an array of one per sample) as one per sample."""
-        out = np.repeat(np.array([float(v) if np.ndim(v) == 0 else np.nan for v in values]), lengths)
-        offsets = np.concatenate([[0], np.cumsum(lengths)])
-        for i, v in enumerate(values):
-            if np.ndim(v):
-                out[offsets[i]:offsets[i + 1]] = v
+        arrays = [i for i, v in enumerate(values) if isinstance(v, np.ndarray)]
+        out = np.repeat(np.array([np.nan if isinstance(v, np.ndarray) else float(v) for v in values]), lengths)
+        if arrays:
+            offsets = np.concatenate([[0], np.cumsum(lengths)])
+            for i in arrays:
+                out[offsets[i]:offsets[i + 1]] = values[i]
         return out
 
     def _idle(self, record, ts, seconds, named, known, idle):

@@ -10,7 +10,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .labels import canonical, device_identity, gpu_fraction, is_time_slice, names_the_exporter, workload_of
+from .labels import canonical, device_identity, device_key, gpu_fraction, is_time_slice, names_the_exporter, workload_of
 from .records import DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series, Window, _finite
 from .arrays import columns, first_maxima, hour_slots, joined_columns, sequential_sums
 from .batch import _Acc, _Batch
@@ -122,7 +122,7 @@ def _chosen_series(cfg: RollupConfig, whole_util: list, mig_util: list, warnings
         labels = canonical(s.labels)
         if not labels.get("GPU_I_PROFILE"):
             continue
-        key, _ = device_identity(labels)
+        key = device_key(labels)
         mig_uuids.add(key[0])
         chosen.append((labels, s, cfg.mig_util_scale))
     dropped_parents = set()
@@ -130,7 +130,7 @@ def _chosen_series(cfg: RollupConfig, whole_util: list, mig_util: list, warnings
         labels = canonical(s.labels)
         if labels.get("GPU_I_PROFILE"):
             continue
-        key, _ = device_identity(labels)
+        key = device_key(labels)
         if key[0] in mig_uuids:
             # A MIG-mode GPU is accounted through its instances; its parent would count twice.
             dropped_parents.add(key[0])
@@ -301,7 +301,7 @@ def _attach_memory(cfg, window, accs, fb_used, workloads: _Workloads):
     scale = cfg.fb_scale
     for s in fb_used:
         labels = canonical(s.labels)
-        key, _ = device_identity(labels)
+        key = device_key(labels)
         namespace, pod = workloads.of(labels)
         if isinstance(s, HourlySeries):
             hours = [(hour, total, count, peak) for hour, total, count, peak in s.hours

@@ -9,7 +9,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from .labels import canonical, device_identity
+from .labels import canonical, device_key
 from .arrays import first_maxima, hour_slots, joined_columns, sequential_sums, stream_columns
 from .records import HOT_TEMPERATURE_C, HealthRecord, HourlySeries, hour_of
 from .timeline import StreamGaps, merge_copy_columns, spaced_merges
@@ -35,7 +35,7 @@ def _board_streams(series_list, replica_labels, fallback, pinned, per_board=True
     labels_of = []
     for k, s in enumerate(raw):
         labels = canonical(s.labels)
-        key, _ = device_identity(labels)
+        key = device_key(labels)
         labels_of.append(labels)
         by_uuid[key[0] if per_board else key].append(k)
     members_of = list(by_uuid.values())
@@ -199,7 +199,7 @@ def _prometheus_hours(series_list, window, scale, per_board=True):
         if not isinstance(s, HourlySeries):
             continue
         labels = canonical(s.labels)
-        key, _ = device_identity(labels)
+        key = device_key(labels)
         ident = key[0] if per_board else key
         sliced = bool(labels.get("vgpu"))
         holder = () if sliced else tuple(labels.get(n, "") for n in _POD_LABELS)

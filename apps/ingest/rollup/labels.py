@@ -27,7 +27,7 @@ def detect_spelling(label_names: Iterable[str]) -> str:
 def canonical(labels: Mapping[str, str]) -> Mapping[str, str]:
     """Labels with the lower-cased DCGM names some exporters emit (`gpu_i_profile`, `modelname`,
     `uuid`, `hostname`) spelled the usual way; the labels themselves when nothing changes."""
-    if not any(k in CANONICAL_LABELS for k in labels):
+    if CANONICAL_LABELS.keys().isdisjoint(labels):
         return labels
     out = dict(labels)
     for low, usual in CANONICAL_LABELS.items():
@@ -121,18 +121,24 @@ def sanitize_label_key(key: str) -> str:
     return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
 
 
+def device_key(labels: Mapping[str, str]) -> tuple[str, str]:
+    """The device a series is about: (its GPU's UUID, its MIG instance's id or "")."""
+    uuid = labels.get("UUID") or labels.get("uuid")
+    if not uuid:
+        uuid = f"{labels.get('Hostname') or labels.get('hostname') or ''}:gpu{labels.get('gpu', '')}"
+    return uuid, (labels.get("GPU_I_ID", "") if labels.get("GPU_I_PROFILE") else "")
+
+
 def device_identity(labels: Mapping[str, str]) -> tuple[tuple[str, str], dict]:
-    host = labels.get("Hostname") or labels.get("hostname") or ""
-    gpu = labels.get("gpu", "")
-    uuid = labels.get("UUID") or labels.get("uuid") or f"{host}:gpu{gpu}"
-    profile = labels.get("GPU_I_PROFILE", "")
-    instance = labels.get("GPU_I_ID", "") if profile else ""
+    """`device_key`, and what the series says of its device (the inventory's columns)."""
+    key = device_key(labels)
     info = {
-        "uuid": uuid, "mig_instance_id": instance, "gpu_index": gpu, "host": host,
-        "model_name": labels.get("modelName", ""), "mig_profile": profile,
+        "uuid": key[0], "mig_instance_id": key[1], "gpu_index": labels.get("gpu", ""),
+        "host": labels.get("Hostname") or labels.get("hostname") or "",
+        "model_name": labels.get("modelName", ""), "mig_profile": labels.get("GPU_I_PROFILE", ""),
         "pci_bus_id": labels.get("pci_bus_id", ""),
     }
-    return (uuid, instance), info
+    return key, info
 
 
 def workload_of(labels: Mapping[str, str], spelling: str) -> tuple[str, str]:

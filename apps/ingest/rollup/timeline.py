@@ -22,7 +22,6 @@ on where chunks begin.
 """
 from __future__ import annotations
 
-from bisect import bisect_left
 from statistics import median
 from typing import Sequence
 
@@ -293,13 +292,14 @@ def spaced_merges(ts: np.ndarray, values: np.ndarray, offsets: np.ndarray,
     step = np.diff(t)
     same_copy = copy[1:] == copy[:-1]
     failed[group[1:][same_copy & (step <= 0)]] = True    # not strictly increasing
-    # each sample's spacing: the median of up to NEIGHBOURS gaps of its copy on each side
-    size = np.repeat(n, n)
-    lo = np.maximum(0, within - NEIGHBOURS)
-    hi = np.minimum(np.maximum(size - 1, 0), within + NEIGHBOURS)
-    spacing = window_medians(step, np.repeat(first, n) + lo, np.maximum(hi - lo, 0))
+    # each copy's widest gap: no sample's spacing (a median of some of its copy's gaps) exceeds it
+    # (copies of one sample have no gap, and their groups failed above)
+    widest = np.full(len(copies), -np.inf)
+    spaced = np.flatnonzero(n > 1)
+    if len(spaced):
+        widest[spaced] = np.maximum.reduceat(np.where(same_copy, step, -np.inf), first[spaced])
     order = np.lexsort((copy, t, group))
-    t, v, group, copy, spacing = t[order], v[order], group[order], copy[order], spacing[order]
+    t, v, group, copy = t[order], v[order], group[order], copy[order]
     # instants: runs of one group and time; a copy holds at most one sample of each
     new_instant = np.ones(len(t), dtype=bool)
     new_instant[1:] = (group[1:] != group[:-1]) | (t[1:] != t[:-1])
@@ -331,7 +331,16 @@ def spaced_merges(ts: np.ndarray, values: np.ndarray, offsets: np.ndarray,
         return np.where(inside, np.abs(t - block_t[b]), np.inf)
 
     near = np.minimum(nearest_other(run_start, True), nearest_other(run_end, False))
-    failed[group[near < spacing]] = True
+    # each sample's spacing, the median of up to NEIGHBOURS gaps of its copy on each side, only
+    # where another copy's instant lies nearer than the copy's widest gap: elsewhere it is not
+    # nearer than the spacing either
+    close = np.flatnonzero(near < widest[copy])
+    at = order[close]                                    # those samples, copy by copy
+    size, place = n[copy[close]], within[at]
+    lo = np.maximum(0, place - NEIGHBOURS)
+    hi = np.minimum(np.maximum(size - 1, 0), place + NEIGHBOURS)
+    spacing = window_medians(step, first[copy[close]] + lo, np.maximum(hi - lo, 0))
+    failed[group[close[near[close] < spacing]]] = True
     keep = new_instant
     t, v, group = t[keep], v[keep], group[keep]
     bounds = np.searchsorted(group, np.arange(len(multi) + 1), side="left").tolist()
