@@ -113,19 +113,20 @@ def matrix_columns(content: bytes):
     return _items(content, columns)
 
 
-def matrix_pairs(content: bytes, seen: dict):
-    """(labels, [[time, "value"], …]) of each item of a range vector answer laid out as Prometheus
-    writes it, or None (as `matrix_columns`): for answers of a few values per series (per-hour
-    aggregates), where parsing the labels is most of the work. `seen`: {labels' bytes: labels}
-    shared by the answers about the same series, so that each series' labels are parsed once
-    and are one dict."""
+def matrix_pairs(content: bytes, seen: dict, key_of):
+    """(labels, key_of(labels), [[time, "value"], …]) of each item of a range vector answer laid
+    out as Prometheus writes it, or None (as `matrix_columns`): for answers of a few values per
+    series (per-hour aggregates), where parsing the labels is most of the work. `seen`: {labels'
+    bytes: (labels, key)} shared by the answers about the same series, so that each series'
+    labels are parsed, and its key made, once, and are one dict."""
     def pairs(labels, values):
         if not isinstance(labels, bytes):
-            return labels, values
-        parsed = seen.get(labels)
-        if parsed is None:
-            parsed = seen[labels] = _loads(labels)
-        return parsed, _loads(values)
+            return labels, key_of(labels), values
+        known = seen.get(labels)
+        if known is None:
+            parsed = _loads(labels)
+            known = seen[labels] = (parsed, key_of(parsed))
+        return known[0], known[1], _loads(values)
     return _items(content, pairs)
 
 

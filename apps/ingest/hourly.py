@@ -58,9 +58,9 @@ class HourlySums:
         params = self.hourly_params(metric, matchers, start, end, aggs)
         if params is None:
             return None
-        hours: dict[tuple, dict[int, dict]] = {}
+        hours: dict[tuple, dict[str, dict[int, float]]] = {}
         labels_of: dict[tuple, dict] = {}
-        seen: dict[bytes, dict] = {}      # a series' labels parsed once for all its aggregates
+        seen: dict[bytes, tuple] = {}     # a series' labels parsed once for all its aggregates
         for agg, agg_params in params.items():
             response = self._call(metric, self._prom._session.get, f"{self.url}/api/v1/query_range",
                                   params=agg_params, timeout=self._prom._timeout, headers=self._prom.headers,
@@ -74,33 +74,35 @@ class HourlySums:
             exact = on_parsing_thread(lambda: converted(
                 self._call(metric, body_of, pending.pop()),
                 lambda result, agg=agg: self._add_hourly(metric, agg, result, hours, labels_of),
-                lambda raw: self._call(metric, json_of, raw), lambda raw: matrix_pairs(raw, seen)))
+                lambda raw: self._call(metric, json_of, raw), lambda raw: matrix_pairs(raw, seen, _series_key)))
             if not exact:
                 return None
-        return [HourlySeries(labels=labels_of[key], hours=sorted(
-                    (h, a.get("sum", 0.0), int(a.get("count", 0)), a.get("max", a.get("sum", 0.0)))
-                    for h, a in by_hour.items() if start <= h < end))
-                for key, by_hour in hours.items()]
+        return [HourlySeries(labels=labels_of[key], hours=_hour_rows(by_agg, start, end))
+                for key, by_agg in hours.items()]
 
     def _add_hourly(self, metric, agg: str, result, hours: dict, labels_of: dict) -> bool:
-        """Add one aggregate's answer to `hours` ({series: {hour: {aggregate: value}}}): its
-        parsed body, or `matrix_pairs` ((labels, values) of each item, freed once read). False
-        when a value is NaN or ±Inf (the raw path skips such samples; Prometheus' sum cannot).
-        Safe to repeat."""
+        """Add one aggregate's answer to `hours` ({series: {aggregate: {hour: value}}}): its
+        parsed body, or `matrix_pairs` ((labels, series key, values) of each item, freed once
+        read). False when a value is NaN or ±Inf (the raw path skips such samples; Prometheus'
+        sum cannot). Safe to repeat."""
+        isfinite = math.isfinite
         try:
             if not isinstance(result, GeneratorType):
-                result = ((item["metric"], item["values"]) for item in drained(result["data"]["result"]))
-            for labels, values in result:
-                labels.pop("__name__", None)
-                key = tuple(sorted(labels.items()))
-                if key not in labels_of:    # each series comes once per aggregate: interned once
+                result = ((item["metric"], _series_key(item["metric"]), item["values"])
+                          for item in drained(result["data"]["result"]))
+            for labels, key, values in result:
+                by_agg = hours.get(key)
+                if by_agg is None:        # each series comes once per aggregate: interned once
+                    by_agg = hours[key] = {}
                     labels_of[key] = interned(labels)
-                by_hour = hours.setdefault(key, {})
+                column = by_agg.get(agg)
+                if column is None:
+                    column = by_agg[agg] = {}
                 for ts, value in values:
                     v = float(value)
-                    if not math.isfinite(v):
+                    if not isfinite(v):
                         return False
-                    by_hour.setdefault(int(round(float(ts) + 0.001)) - 3600, {})[agg] = v
+                    column[int(round(float(ts) + 0.001)) - 3600] = v
         except (KeyError, TypeError, ValueError, AttributeError):
             raise PrometheusError(f"the answer from {self.url} for {metric} is not a range query result") from None
         return True
@@ -136,3 +138,19 @@ class HourlySums:
             raw.extend(self.raw_samples(metric, (*matchers, f'{key}=~"{alternation}"'), start - lookaround,
                                         end + lookaround))
         return rest + raw
+
+
+def _series_key(labels: dict) -> tuple:
+    """A per-hour series' identity across its aggregates' answers: its labels, sorted (without
+    `__name__`, which the `*_over_time` functions drop anyway)."""
+    labels.pop("__name__", None)
+    return tuple(sorted(labels.items()))
+
+
+def _hour_rows(by_agg: dict[str, dict[int, float]], start: int, end: int) -> list[tuple]:
+    """(hour, sum, count, max) of each hour in [start, end) that any aggregate answered, in
+    time order: 0 for a sum or count not asked for (or not answered), the sum for such a max."""
+    sums, counts, maxima = (by_agg.get(agg) or {} for agg in ("sum", "count", "max"))
+    hours = set(sums).union(counts, maxima)
+    return sorted((h, sums.get(h, 0.0), int(counts.get(h, 0)), maxima[h] if h in maxima else sums.get(h, 0.0))
+                  for h in hours if start <= h < end)
