@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from typing import Callable
 
@@ -51,6 +51,10 @@ def ceil_hour(dt: datetime) -> datetime:
 
 def to_unix(dt: datetime) -> int:
     return int(dt.timestamp())
+
+
+def to_datetime(ts: float) -> datetime:
+    return datetime.fromtimestamp(ts, tz=timezone.utc)
 
 
 def _close_abandoned_runs(cluster: Cluster, current: IngestRun) -> None:
@@ -105,23 +109,29 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
     started = time.monotonic()
     try:
         days = days_touched(window_start, window_end)
-        with cluster_lock(cluster.pk, days=days) as lock:
+        with cluster_lock(cluster.pk, days=days) as lock, collector_paused(), \
+                ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-prefetch") as pool:
             _close_abandoned_runs(cluster, run)
             holds_from = None
+            first = None
             if fetcher is None:
                 client = PrometheusClient.for_cluster(cluster, settings.PROMETHEUS_TIMEOUT_SECONDS)
                 client.check()
                 holds_from = client.lowest_timestamp()
                 _detect_spelling(cluster, client, window_start, window_end)
                 names = metric_names(cluster)
+                fetcher = prometheus_fetcher(client, names, cluster.metric("temperature")[1])
                 if not chunk_hours:
-                    chunks = chunk_plan(client, names, window_start, window_end)
+                    # the first hour is fetched while Prometheus is asked how long the chunks after it can be
+                    head = first_chunk(window_start, window_end)
+                    if settings.INGEST_PREFETCH:
+                        first = pool.submit(fetcher, head)
+                    chunks = [head, *chunk_plan(client, names, to_datetime(head.end), window_end)]
                     run.chunks_total = len(chunks)
                     run.save(update_fields=["chunks_total"])
-                fetcher = prometheus_fetcher(client, names, cluster.metric("temperature")[1])
-            with transaction.atomic(), collector_paused():
+            with transaction.atomic():
                 writer = _Writer(cluster, run, holds_from)
-                for i, (window, data) in enumerate(prefetched(fetcher, chunks), 1):
+                for i, (window, data) in enumerate(prefetched(fetcher, chunks, pool, first), 1):
                     writer.write_chunk(window, data)
                     del data
                     lock.renew()
@@ -156,6 +166,7 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
 
 
 DEFAULT_CHUNK_HOURS = 2         # when Prometheus cannot say how many samples an hour holds
+FIRST_CHUNK_HOURS = 1           # fetched while the chunks after it are planned
 CHUNK_HOURS = (1, 2, 3, 4, 6, 8, 12)
 
 
@@ -174,22 +185,29 @@ def sized_chunk_hours(samples_per_hour: float | None) -> int:
 def chunk_plan(client: PrometheusClient, names: MetricNames, window_start: datetime,
                window_end: datetime) -> list[rollup.Window]:
     """The chunks ingest reads [window_start, window_end) in, unless INGEST_CHUNK_HOURS fixes
-    them: `sized_chunk_hours` of the window's busiest hour, the first chunk short (nothing
-    overlaps its fetch)."""
+    them: `sized_chunk_hours` of the window's busiest hour (ingest reads its first hour before
+    them: docs/ingest.md, "Chunks")."""
     if settings.INGEST_CHUNK_HOURS:
         return _chunks(window_start, window_end, settings.INGEST_CHUNK_HOURS)
-    sized = sized_chunk_hours(client.busiest_hour(names, to_unix(window_start), to_unix(window_end)))
-    return _chunks(window_start, window_end, sized, min(sized, DEFAULT_CHUNK_HOURS))
+    if window_start >= window_end:
+        return []
+    return _chunks(window_start, window_end,
+                   sized_chunk_hours(client.busiest_hour(names, to_unix(window_start), to_unix(window_end))))
 
 
-def _chunks(window_start: datetime, window_end: datetime, hours: int, first: int | None = None) -> list[rollup.Window]:
-    """The window in chunks of `hours`; the first of `first` hours when given (the roll-up starts
-    on it while the next, full-size chunk is fetched)."""
-    chunks, cursor, size = [], window_start, first or hours
+def first_chunk(window_start: datetime, window_end: datetime) -> rollup.Window:
+    """The chunk a run sized from Prometheus reads first, while it plans the rest (`chunk_plan`
+    from the end of it): its first FIRST_CHUNK_HOURS, within any budget of samples."""
+    return _chunks(window_start, window_end, FIRST_CHUNK_HOURS)[0]
+
+
+def _chunks(window_start: datetime, window_end: datetime, hours: int) -> list[rollup.Window]:
+    """The window in chunks of `hours` (the last one shorter where the window ends)."""
+    chunks, cursor = [], window_start
     while cursor < window_end:
-        chunk_end = min(cursor + timedelta(hours=size), window_end)
+        chunk_end = min(cursor + timedelta(hours=hours), window_end)
         chunks.append(rollup.Window(to_unix(cursor), to_unix(chunk_end)))
-        cursor, size = chunk_end, hours
+        cursor = chunk_end
     return chunks
 
 
@@ -201,22 +219,22 @@ def database_failure(exc: Exception) -> str:
     return f"the database {db.get('NAME')} at {where} failed during the ingest: {first}"
 
 
-def prefetched(fetcher: Fetcher, chunks: list[rollup.Window]):
-    """Yield (window, data), fetching the next chunk while the caller writes this one.
+def prefetched(fetcher: Fetcher, chunks: list[rollup.Window], pool: ThreadPoolExecutor, first: Future | None = None):
+    """Yield (window, data), fetching the next chunk on `pool` while the caller writes this one;
+    `first`: the first chunk's fetch, already under way.
 
     At most two chunks are in memory at once, whatever the window's length.
     """
-    if len(chunks) <= 1 or not settings.INGEST_PREFETCH:
+    if first is None and (len(chunks) <= 1 or not settings.INGEST_PREFETCH):
         for window in chunks:
             yield window, fetcher(window)
         return
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="ingest-prefetch") as pool:
-        pending = pool.submit(fetcher, chunks[0])
-        for i, window in enumerate(chunks):
-            data = pending.result()
-            pending = pool.submit(fetcher, chunks[i + 1]) if i + 1 < len(chunks) else None
-            yield window, data
-            del data
+    pending = first or pool.submit(fetcher, chunks[0])
+    for i, window in enumerate(chunks):
+        data = pending.result()
+        pending = pool.submit(fetcher, chunks[i + 1]) if i + 1 < len(chunks) else None
+        yield window, data
+        del data
 
 
 def _finish(run: IngestRun, started: float, status: str, error: str = "") -> None:

@@ -2,11 +2,13 @@
 of the window's busiest hour, and INGEST_CHUNK_SAMPLES, give the most hours (a divisor of a day,
 up to 12) a chunk may hold; a set INGEST_CHUNK_HOURS or an answer that says nothing keeps a
 fixed size."""
+import threading
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from apps.clusters.models import Cluster
+from apps.ingest import pipeline
 from apps.ingest.pipeline import DEFAULT_CHUNK_HOURS, ingest, sized_chunk_hours
 from apps.ingest.prometheus import PrometheusClient
 from apps.ingest.queries import MetricNames
@@ -61,8 +63,8 @@ def test_the_busiest_hour_counts_every_utilization_sample(tmp_path):
 @pytest.mark.django_db
 @pytest.mark.parametrize("budget, chunks", [(10**9, 2), (1, 6)])
 def test_ingest_sizes_its_chunks_from_prometheus(settings, budget, chunks):
-    """Six hours: when any size fits (12 hours), a first chunk of two (nothing overlaps its fetch)
-    and the four others in one; when none does, six of an hour."""
+    """Six hours: when any size fits (12 hours), a first chunk of one (fetched while the rest is
+    planned) and the five others in one; when none does, six of an hour."""
     settings.INGEST_CHUNK_HOURS = 0
     settings.INGEST_CHUNK_SAMPLES = budget
     scenario = build_scenario(name="chunks", hours=6, interval_seconds=60, seed=3)
@@ -72,3 +74,42 @@ def test_ingest_sizes_its_chunks_from_prometheus(settings, budget, chunks):
         run = ingest(cluster, start, start + timedelta(hours=6))
     assert run.status == "succeeded"
     assert (run.chunks_total, run.chunks_done) == (chunks, chunks)
+
+
+@pytest.mark.prometheus
+@pytest.mark.django_db
+def test_the_first_hour_is_fetched_while_the_rest_is_planned(settings, monkeypatch):
+    """The question that sizes the chunks waits on Prometheus as long as the first chunk's
+    queries do: ingest asks it only once the first hour's fetch is under way, and plans the
+    window after that hour."""
+    settings.INGEST_CHUNK_HOURS = 0
+    settings.INGEST_PREFETCH = True
+    events, first_started = [], threading.Event()
+    make_fetcher, busiest_hour = pipeline.prometheus_fetcher, PrometheusClient.busiest_hour
+
+    def prometheus_fetcher(*args, **kwargs):
+        fetch = make_fetcher(*args, **kwargs)
+
+        def fetched(window):
+            events.append(("fetch", window.start, window.end))
+            first_started.set()
+            return fetch(window)
+        return fetched
+
+    def planned(client, names, start, end):
+        # never set, were the plan asked before the first fetch began: the test fails here
+        assert first_started.wait(10), "the chunks were planned before the first hour was fetched"
+        events.append(("plan", int(start), int(end)))
+        return busiest_hour(client, names, start, end)
+
+    monkeypatch.setattr(pipeline, "prometheus_fetcher", prometheus_fetcher)
+    monkeypatch.setattr(PrometheusClient, "busiest_hour", planned)
+    scenario = build_scenario(name="first-hour", hours=6, interval_seconds=60, seed=3)
+    start = scenario.start
+    with served(scenario) as server:
+        cluster = Cluster.objects.create(name="first-hour", prometheus_url=server.url)
+        run = ingest(cluster, datetime.fromtimestamp(start, tz=timezone.utc),
+                     datetime.fromtimestamp(start + 6 * H, tz=timezone.utc))
+    assert run.status == "succeeded", run.error
+    assert events == [("fetch", start, start + H), ("plan", start + H, start + 6 * H),
+                      ("fetch", start + H, start + 6 * H)]
