@@ -11,7 +11,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .labels import canonical, device_identity, device_key, gpu_fraction, is_time_slice, names_the_exporter, workload_of
-from .records import DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series, Window, _finite
+from .records import WORKLOAD_LABELS, DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series, Window, _finite
 from .arrays import columns, first_maxima, hour_slots, joined_columns, sequential_sums
 from .batch import _Acc, _Batch
 from .health import device_health
@@ -55,21 +55,34 @@ class _Workloads:
 
     def __init__(self, cfg: RollupConfig, candidates: set | None = None):
         self.cfg = cfg
+        self.names = WORKLOAD_LABELS[cfg.spelling]
         self.distrusted: dict[tuple[str, str], int] = {}
+        self.known: dict[tuple, tuple[str, str, bool]] = {}   # the verdict on each set of workload labels
         # kube-state-metrics' requests are evidence only when they name some of the pods DCGM
         # names: a source that lists no running pod at all (pending ones only) proves nothing.
         self.gpu_pods = cfg.gpu_pods if cfg.gpu_pods and (candidates is None or candidates & cfg.gpu_pods) else None
 
     def of(self, labels) -> tuple[str, str]:
-        cfg = self.cfg
-        namespace, pod = workload_of(labels, cfg.spelling)
-        if not namespace:
-            return "", ""
-        if names_the_exporter(labels, cfg.spelling) or (
-                self.gpu_pods is not None and (namespace, pod) not in self.gpu_pods):
+        ns_label, pod_label, container_label = self.names
+        seen = (labels.get(ns_label), labels.get(pod_label), labels.get(container_label))
+        verdict = self.known.get(seen)
+        if verdict is None:
+            verdict = self.known[seen] = self._judged(labels)
+        namespace, pod, distrusted = verdict
+        if distrusted:
             self.distrusted[(namespace, pod)] = self.distrusted.get((namespace, pod), 0) + 1
             return "", ""
         return namespace, pod
+
+    def _judged(self, labels) -> tuple[str, str, bool]:
+        """(namespace, pod, distrusted?) of a series' workload labels."""
+        cfg = self.cfg
+        namespace, pod = workload_of(labels, cfg.spelling)
+        if not namespace:
+            return "", "", False
+        distrusted = names_the_exporter(labels, cfg.spelling) or (
+            self.gpu_pods is not None and (namespace, pod) not in self.gpu_pods)
+        return namespace, pod, distrusted
 
     def warnings(self) -> list[str]:
         if not self.distrusted:
@@ -297,21 +310,30 @@ def _attach_memory(cfg, window, accs, fb_used, workloads: _Workloads):
     tests/rollup_oracle/devices.py); Prometheus' per-hour sums, where asked for, take their place
     in that order as one reading each (their sum, count and maximum)."""
     slots: dict[tuple, int] = {}
-    groups, totals, counts, peaks = [], [], [], []
+    groups, totals, counts, peaks = [], [], [], []      # arrays of readings, in the series' order
+    hourly: tuple[list, list, list, list] = ([], [], [], [])   # Prometheus' hours not yet in them
+
+    def flush():
+        if hourly[0]:
+            for arrays, values, dtype in zip((groups, totals, counts, peaks), hourly, (np.int64, float, float, float)):
+                arrays.append(np.array(values, dtype=dtype))
+                values.clear()
+
     scale = cfg.fb_scale
     for s in fb_used:
         labels = canonical(s.labels)
         key = device_key(labels)
         namespace, pod = workloads.of(labels)
         if isinstance(s, HourlySeries):
-            hours = [(hour, total, count, peak) for hour, total, count, peak in s.hours
-                     if count and window.contains(hour)]
-            groups.append(np.array([slots.setdefault((key, namespace, pod, h[0]), len(slots)) for h in hours],
-                                   dtype=np.int64))
-            totals.append(np.array([h[1] * scale for h in hours], dtype=float))
-            counts.append(np.array([h[2] for h in hours], dtype=float))
-            peaks.append(np.array([h[3] * scale for h in hours], dtype=float))
+            g, t, c, p = hourly
+            for hour, total, count, peak in s.hours:
+                if count and window.start <= hour < window.end:
+                    g.append(slots.setdefault((key, namespace, pod, hour), len(slots)))
+                    t.append(total * scale)
+                    c.append(count)
+                    p.append(peak * scale)
             continue
+        flush()
         ts, vs = columns(s.samples)
         at = np.flatnonzero((ts >= window.start) & (ts < window.end) & np.isfinite(vs))
         if not len(at):
@@ -321,6 +343,7 @@ def _attach_memory(cfg, window, accs, fb_used, workloads: _Workloads):
         totals.append(values)
         counts.append(np.ones(len(at)))
         peaks.append(values)
+    flush()
     if not slots:
         return
     g, peak_of = np.concatenate(groups), np.concatenate(peaks)
