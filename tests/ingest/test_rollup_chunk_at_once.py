@@ -69,22 +69,22 @@ def test_merges_where_order_cannot_matter_equal_the_copy_by_copy_merge(groups):
     check_merged_at_once(copies, members)
 
 
-def check_merged_at_once(copies, members):
+def check_merged_at_once(copies, members, lone=60.0):
     """Every group spaced_merges merges at once equals the copy-by-copy merge in every order (up
     to six orders), and the per-sample oracle's; returns how many groups it merged at once."""
     ts = np.concatenate([c[0] for c in copies])
     values = np.concatenate([c[1] for c in copies])
     offsets = np.concatenate([[0], np.cumsum([len(c[0]) for c in copies])])
-    merged = spaced_merges(ts, values, offsets, members)
+    merged = spaced_merges(ts, values, offsets, members, lone)
     for g, group in enumerate(members):
         if g not in merged:
             continue
         assert len(group) > 1
         for order in itertools.islice(itertools.permutations(group), 6):
-            want_ts, want_vs = merge_copy_columns([copies[k] for k in order])
+            want_ts, want_vs = merge_copy_columns([copies[k] for k in order], lone)
             assert bits(merged[g][0]) == bits(want_ts) and bits(merged[g][1]) == bits(want_vs)
             pairs = [list(zip(copies[k][0].tolist(), copies[k][1].tolist())) for k in order]
-            assert list(zip(merged[g][0].tolist(), merged[g][1].tolist())) == oracle_timeline.merge_copies(pairs)
+            assert list(zip(merged[g][0].tolist(), merged[g][1].tolist())) == oracle_timeline.merge_copies(pairs, lone)
     return len(merged)
 
 
@@ -143,7 +143,7 @@ def test_a_gpus_successive_series_and_a_boards_repeated_power_are_merged_at_once
     ts = np.concatenate([c[0] for c in copies])
     values = np.concatenate([c[1] for c in copies])
     offsets = np.concatenate([[0], np.cumsum([len(c[0]) for c in copies])])
-    merged = spaced_merges(ts, values, offsets, [[0, 1, 2], [3, 4], [5, 6], [7, 8]])
+    merged = spaced_merges(ts, values, offsets, [[0, 1, 2], [3, 4], [5, 6], [7, 8]], 60.0)
     assert sorted(merged) == [0, 1]
     assert merged[0][0].tolist() == [T0 + 60.0 * m for m in range(30)]
     assert merged[1][1].tolist() == [100.0 + m for m in range(30)]

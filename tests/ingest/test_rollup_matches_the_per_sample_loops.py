@@ -181,7 +181,7 @@ def test_the_oracle_and_the_rollup_agree_on_a_plain_hour():
     assert (rec.gpu_seconds, rec.idle_gpu_seconds, rec.idle_prefix_seconds) == (3600.0, 1800.0, 1800.0)
 
 
-GAPS = st.lists(st.sampled_from([15.0, 30.0, 30.0, 30.0, 60.0, 0.001, 1.5, 29.998, 30.004, 130.0, 400.0, 7.25]),
+GAPS = st.lists(st.sampled_from([15.0, 30.0, 30.0, 30.0, 60.0, 0.001, 1.5, 29.998, 30.004, 130.0, 400.0, 7.25, 3840.0]),
                 min_size=0, max_size=40)
 
 
@@ -201,17 +201,17 @@ def test_durations_equal_the_per_sample_loop(gaps, fallback, pinned):
 
 @settings(max_examples=500, deadline=None)
 @given(st.lists(st.tuples(GAPS, st.sampled_from([0.0, 0.0, 3.0, 7.5, 29.0, 61.0, 600.0]), st.sets(st.integers(0, 40))),
-                min_size=1, max_size=4))
-def test_merging_copies_equals_the_per_sample_loop(copies):
+                min_size=1, max_size=4), st.sampled_from([30.0, 60.0, 17.5]))
+def test_merging_copies_equals_the_per_sample_loop(copies, lone):
     streams = []
     for n, (gaps, offset, drop) in enumerate(copies):
         ts = [t for i, t in enumerate(instants(T0 + offset, gaps)) if i not in drop]
         streams.append([(t, float(n * 100 + i)) for i, t in enumerate(ts)])
-    merged = rollup.merge_copies(streams)
-    assert same(merged, oracle_timeline.merge_copies(streams))
+    merged = rollup.merge_copies(streams, lone)
+    assert same(merged, oracle_timeline.merge_copies(streams, lone))
     # the columns version (health's) keeps the same samples: both apply timeline._additions
     ts, vs = rollup.timeline.merge_copy_columns([(np.array([t for t, _ in s], dtype=float),
-                                                  np.array([v for _, v in s], dtype=float)) for s in streams])
+                                                  np.array([v for _, v in s], dtype=float)) for s in streams], lone)
     assert same(list(zip(ts.tolist(), vs.tolist())), merged)
 
 

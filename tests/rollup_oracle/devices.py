@@ -134,7 +134,7 @@ def rollup_devices(
         members.sort(key=lambda m: m[0])
         for m in members:
             raw_in_window += sum(1 for ts, _ in m[2].samples if window.contains(ts))
-        merged = merge_copies([list(m[2].samples) for m in members])
+        merged = merge_copies([list(m[2].samples) for m in members], cfg.interval_seconds)
         streams.append(_Stream(key, members[0][4], namespace, pod, members[0][3], merged, sliced))
     fallback = typical_spacing([[t for t, _ in st.samples] for st in streams]) or cfg.interval_seconds
     for st in streams:

@@ -34,7 +34,7 @@ def _board_streams(series_list, replica_labels, fallback, pinned, per_board=True
     out = {}
     for uuid, members in by_uuid.items():
         members.sort(key=lambda m: m[0])
-        merged = merge_copies([[(t, v) for t, v in m[1] if _finite(v)] for m in members])
+        merged = merge_copies([[(t, v) for t, v in m[1] if _finite(v)] for m in members], fallback)
         out[uuid] = (merged, durations([t for t, _ in merged], fallback, pinned))
     return out
 

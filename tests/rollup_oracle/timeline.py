@@ -7,8 +7,10 @@ counts", "Replicas and duplicates"). In short:
   that gap is plausible for the stream's own scrape interval (at most `GAP_FACTOR` local
   spacings, at least `MIN_STALE_SECONDS`, never beyond Prometheus' `STALENESS_SECONDS`);
   past that, the stream is taken to have stopped, and the sample counts one local spacing.
-  The last sample of a stream counts one local spacing. An admin-pinned interval replaces
-  all of this with a fixed duration per sample.
+  The last sample of a stream counts one local spacing. A local spacing is measured within
+  the sample's run: a silence (a gap longer than `STALENESS_SECONDS`) ends one, and a sample
+  alone in its run counts the chunk's interval. An admin-pinned interval replaces all of
+  this with a fixed duration per sample.
 * Copies of one stream (an HA Prometheus pair, two scrape jobs, an exporter restart) are
   merged first: the copies are ordered by a fixed priority, the first is kept whole, and a
   later copy's sample is kept only where no kept sample lies within one spacing of it — so a
@@ -30,7 +32,7 @@ STALENESS_SECONDS = 300.0     # Prometheus' default lookback: no sample stands f
 MIN_STALE_SECONDS = 120.0     # a gap this short is a missed scrape or a restart, never an absence
 GAP_FACTOR = 4.0              # ... and so is a gap of up to four local spacings
 NEIGHBOURS = 3                # gaps on each side that estimate the local spacing
-LOOKAROUND_SECONDS = 900      # read this much before and after a chunk (>= STALENESS + spacing)
+LOOKAROUND_SECONDS = 2100     # read this much before and after a chunk (timeline.py says why)
 
 
 def priority(labels, replica_labels) -> tuple:
@@ -49,6 +51,18 @@ def typical_spacing(streams: Sequence[Sequence[float]]) -> float | None:
     return round(median(medians), 3) if medians else None
 
 
+def run_of(gaps: Sequence[float], i: int) -> tuple[int, int]:
+    """The gaps [lo, hi) of the run sample i belongs to: a silence (a gap longer than
+    STALENESS_SECONDS) ends a run, and no spacing is measured across one."""
+    lo = i
+    while lo > 0 and gaps[lo - 1] <= STALENESS_SECONDS:
+        lo -= 1
+    hi = i
+    while hi < len(gaps) and gaps[hi] <= STALENESS_SECONDS:
+        hi += 1
+    return lo, hi
+
+
 def durations(ts: Sequence[float], fallback: float, pinned: float | None = None) -> list[float]:
     """Seconds each sample of one time-ordered stream stands for (docs/accounting.md)."""
     n = len(ts)
@@ -59,21 +73,24 @@ def durations(ts: Sequence[float], fallback: float, pinned: float | None = None)
     if n == 1:
         return [float(fallback)]
     gaps = gaps_of(ts)
-    if max(gaps) - min(gaps) <= 1e-3:
+    if max(gaps) - min(gaps) <= 1e-3 and max(gaps) <= STALENESS_SECONDS:
         # a regular stream (the common case): every sample counts the one gap; the rules below
         # give exactly this, since a gap is never longer than its own spacings' limit
         return [gaps[0]] * (n - 1) + [median(gaps[-NEIGHBOURS:])]
     out = []
     for i in range(n):
-        before = gaps[max(0, i - NEIGHBOURS):i]
-        after = gaps[i + 1:i + 1 + NEIGHBOURS]
+        lo, hi = run_of(gaps, i)
+        before = gaps[max(lo, i - NEIGHBOURS):i]
+        after = gaps[i + 1:min(hi, i + 1 + NEIGHBOURS)]
         spacing_before = median(before) if before else None
         spacing_after = median(after) if after else None
-        local = spacing_before if spacing_before is not None else spacing_after
-        if i == n - 1:
-            out.append(local if local is not None else float(fallback))
+        if i == hi:
+            # the last sample of its run (of the stream, or before a silence): one local spacing,
+            # the chunk's interval for a sample alone in its run
+            out.append(spacing_before if spacing_before is not None else float(fallback))
             continue
         gap = gaps[i]
+        local = spacing_before if spacing_before is not None else spacing_after
         if local is None:   # two samples only
             local = gap
         widest = max(x for x in (spacing_before, spacing_after, local) if x is not None)
@@ -82,11 +99,13 @@ def durations(ts: Sequence[float], fallback: float, pinned: float | None = None)
     return out
 
 
-def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple[float, float]]:
+def merge_copies(streams: Sequence[Sequence[tuple[float, float]]], lone: float) -> list[tuple[float, float]]:
     """One stream from several copies of it, listed in priority order (docs/accounting.md).
 
     The first copy is kept whole; a sample of a later copy is kept only where no kept sample
-    lies within one of its own spacings (so only where the earlier copies have a gap).
+    lies within one of its own spacings (so only where the earlier copies have a gap): the
+    median of the gaps of its run around it, `lone` (the chunk's interval) for a sample alone
+    in its run.
     """
     if len(streams) == 1:
         return list(streams[0])
@@ -95,13 +114,11 @@ def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple
     for stream in streams[1:]:
         ts = [t for t, _ in stream]
         gaps = gaps_of(ts)
-        spacing_all = median(gaps) if gaps else None
         additions = []
         for i, (t, v) in enumerate(stream):
-            near = gaps[max(0, i - NEIGHBOURS):i + NEIGHBOURS]
-            spacing = median(near) if near else spacing_all
-            if spacing is None:
-                spacing = _nearest_gap(kept_ts) or 0.0
+            lo, hi = run_of(gaps, i)
+            near = gaps[max(lo, i - NEIGHBOURS):min(hi, i + NEIGHBOURS)]
+            spacing = median(near) if near else float(lone)
             j = bisect_left(kept_ts, t)
             close = ((j < len(kept_ts) and kept_ts[j] - t < spacing)
                      or (j < len(kept_ts) and kept_ts[j] == t)
@@ -112,11 +129,6 @@ def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple
             kept = sorted(kept + additions)
             kept_ts = [t for t, _ in kept]
     return kept
-
-
-def _nearest_gap(ts):
-    g = gaps_of(ts)
-    return median(g) if g else None
 
 
 class Coverage:

@@ -174,7 +174,7 @@ def _merged_streams(cfg: RollupConfig, window: Window, chosen: list[tuple],
         for ts, _ in copies:
             raw_in_window += _count_in(ts, window)
         heads.append((key, members[0][3], namespace, pod, members[0][2], sliced))
-        merged_all.append(merge_copy_columns(copies))
+        merged_all.append(merge_copy_columns(copies, cfg.interval_seconds))
     # One set of arrays for all the chunk's streams; each stream's columns are views of it.
     ts_all, values_all, offsets = joined_columns(merged_all)
     del merged_all

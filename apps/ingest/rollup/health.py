@@ -39,7 +39,7 @@ def _board_streams(series_list, replica_labels, fallback, pinned, per_board=True
         labels_of.append(labels)
         by_uuid[key[0] if per_board else key].append(k)
     members_of = list(by_uuid.values())
-    spaced = spaced_merges(ts_f, vs_f, offs, members_of)
+    spaced = spaced_merges(ts_f, vs_f, offs, members_of, fallback)
     bounds = offs.tolist()
     merged = {}
     for g, (uuid, members) in enumerate(by_uuid.items()):
@@ -54,7 +54,7 @@ def _board_streams(series_list, replica_labels, fallback, pinned, per_board=True
                                                      bool(labels_of[k].get("GPU_I_PROFILE")),
                                                      _priority(labels_of[k], replica_labels)))
             merged[uuid] = merge_copy_columns([(ts_f[bounds[k]:bounds[k + 1]], vs_f[bounds[k]:bounds[k + 1]])
-                                               for k in members])
+                                               for k in members], fallback)
     # the merged streams' durations, all at once (the same floats as durations() of each)
     ts_m, _, offs = joined_columns(list(merged.values()))
     seconds = StreamGaps(ts_m, offs).durations(fallback, pinned)

@@ -22,7 +22,7 @@ def _merged(series: Iterable[Series], identity, replica_labels, fallback, pinned
     out = {}
     for ident, members in groups.items():
         members.sort(key=lambda m: m[0])
-        merged = merge_copies([list(m[1]) for m in members])
+        merged = merge_copies([list(m[1]) for m in members], fallback)
         out[ident] = (merged, durations([t for t, _ in merged], fallback, pinned))
     return out
 

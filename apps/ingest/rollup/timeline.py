@@ -7,8 +7,10 @@ counts", "Replicas and duplicates"). In short:
   that gap is plausible for the stream's own scrape interval (at most `GAP_FACTOR` local
   spacings, at least `MIN_STALE_SECONDS`, never beyond Prometheus' `STALENESS_SECONDS`);
   past that, the stream is taken to have stopped, and the sample counts one local spacing.
-  The last sample of a stream counts one local spacing. An admin-pinned interval replaces
-  all of this with a fixed duration per sample.
+  The last sample of a stream counts one local spacing. A local spacing is measured within
+  the sample's run: a silence (a gap longer than `STALENESS_SECONDS`) ends one, and a sample
+  alone in its run counts the chunk's interval. An admin-pinned interval replaces all of
+  this with a fixed duration per sample.
 * Copies of one stream (an HA Prometheus pair, two scrape jobs, an exporter restart) are
   merged first: the copies are ordered by a fixed priority, the first is kept whole, and a
   later copy's sample is kept only where no kept sample lies within one spacing of it — so a
@@ -18,7 +20,10 @@ counts", "Replicas and duplicates"). In short:
 
 Everything here looks only at samples near the one being measured, so the ingest reads a
 lookaround (`LOOKAROUND_SECONDS`) on both sides of each chunk and the figures do not depend
-on where chunks begin.
+on where chunks begin. How near: a sample's duration reads its own gap and up to three more
+of its run after it, three before it (each gap of a run at most `STALENESS_SECONDS`: 4 × 300 s
+ahead, 3 × 300 s behind); whether a copy's sample is in the merged stream at all reads up to
+three gaps of its copy's run on either side (3 × 300 s). Hence 7 × 300 s.
 """
 from __future__ import annotations
 
@@ -31,7 +36,7 @@ STALENESS_SECONDS = 300.0     # Prometheus' default lookback: no sample stands f
 MIN_STALE_SECONDS = 120.0     # a gap this short is a missed scrape or a restart, never an absence
 GAP_FACTOR = 4.0              # ... and so is a gap of up to four local spacings
 NEIGHBOURS = 3                # gaps on each side that estimate the local spacing
-LOOKAROUND_SECONDS = 900      # read this much before and after a chunk (>= STALENESS + spacing)
+LOOKAROUND_SECONDS = 7 * 300  # read this much before and after a chunk (see above)
 
 
 def priority(labels, replica_labels) -> tuple:
@@ -53,32 +58,23 @@ def typical_spacing(streams: Sequence[Sequence[float]]) -> float | None:
 def durations(ts: Sequence[float], fallback: float, pinned: float | None = None) -> list[float]:
     """Seconds each sample of one time-ordered stream stands for (docs/accounting.md)."""
     n = len(ts)
-    if pinned:
-        return [float(pinned)] * n
-    if n == 0:
-        return []
-    if n == 1:
-        return [float(fallback)]
-    gaps = gaps_of(ts)
-    if max(gaps) - min(gaps) <= 1e-3:
-        # a regular stream (the common case): every sample counts the one gap; the rules below
-        # give exactly this, since a gap is never longer than its own spacings' limit
-        return [gaps[0]] * (n - 1) + [median(gaps[-NEIGHBOURS:])]
-    # The rules, for every sample at once (NaN: no such spacing).
-    gaps = np.array(gaps)
-    i = np.arange(n)
-    before_start = np.maximum(0, i - NEIGHBOURS)
-    spacing_before = window_medians(gaps, before_start, i - before_start)
-    spacing_after = window_medians(gaps, i + 1, np.clip(n - 1 - (i + 1), 0, NEIGHBOURS))
-    local = np.where(np.isnan(spacing_before), spacing_after, spacing_before)
-    last = local[-1] if not np.isnan(local[-1]) else float(fallback)
-    gap = gaps
-    local = local[:-1]
-    local = np.where(np.isnan(local), gap, local)   # two samples only
-    widest = np.fmax(np.fmax(spacing_before[:-1], spacing_after[:-1]), local)
-    limit = np.minimum(STALENESS_SECONDS, np.maximum(MIN_STALE_SECONDS, GAP_FACTOR * widest))
-    out = np.where(gap <= limit, gap, np.minimum(local, gap))
-    return [*out.tolist(), float(last)]
+    return StreamGaps(np.asarray(ts, dtype=float), np.array([0, n])).seconds(fallback, pinned).tolist()
+
+
+def run_windows(gaps: np.ndarray, g: np.ndarray, first: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The gaps [lo, hi) of each sample's run: a sample whose own gap is gaps[g] (none when
+    g == end), in a stream whose gaps are gaps[first:end]. A silence (a gap longer than
+    STALENESS_SECONDS) ends a run; no spacing is measured across one (docs/accounting.md)."""
+    n = len(gaps)
+    if not n:
+        return g.copy(), g.copy()
+    at = np.arange(n)
+    silent = gaps > STALENESS_SECONDS
+    last_silence = np.maximum.accumulate(np.where(silent, at, -1))           # at or before each gap
+    next_silence = np.minimum.accumulate(np.where(silent, at, n)[::-1])[::-1]   # at or after each gap
+    lo = np.maximum(first, np.where(g > first, last_silence[np.clip(g - 1, 0, n - 1)] + 1, first))
+    hi = np.where(g < end, np.minimum(end, next_silence[np.clip(g, 0, n - 1)]), g)
+    return lo, hi
 
 
 class StreamGaps:
@@ -126,7 +122,8 @@ class StreamGaps:
             multi = self.multi
             if len(multi):
                 lo, c = self.start[multi], self.count[multi]
-                regular = (np.maximum.reduceat(self.gaps, lo) - np.minimum.reduceat(self.gaps, lo)) <= 1e-3
+                widest = np.maximum.reduceat(self.gaps, lo)
+                regular = ((widest - np.minimum.reduceat(self.gaps, lo)) <= 1e-3) & (widest <= STALENESS_SECONDS)
                 first[multi] = self.gaps[lo]
                 out[:] = np.repeat(first, self.n)
                 # the last sample of a regular stream: the median of its last NEIGHBOURS gaps
@@ -143,29 +140,31 @@ class StreamGaps:
 
 
     def _irregular(self, out: np.ndarray, streams: np.ndarray, fallback: float) -> None:
-        """durations() of the irregular streams (at least three samples each), the rules applied
-        to all their samples at once: each window of gaps lies inside its own stream, so
-        window_medians over the chunk's gaps gives the very floats it gives per stream."""
+        """durations() of the irregular streams (at least two samples each, or a silence), the
+        rules applied to all their samples at once: each window of gaps lies inside its own
+        stream's run, so window_medians over the chunk's gaps gives the very floats it gives
+        per stream."""
         n = self.n[streams]
         first = self.offsets[streams]
         j = np.repeat(first, n) + (np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n))   # each sample
         i = j - np.repeat(first, n)                          # its place in its stream
-        size = np.repeat(n, n)
         gap0 = np.repeat(self.start[streams], n)             # its stream's first gap
-        before_start = np.maximum(0, i - NEIGHBOURS)
-        spacing_before = window_medians(self.gaps, gap0 + before_start, i - before_start)
-        spacing_after = window_medians(self.gaps, gap0 + i + 1, np.clip(size - 1 - (i + 1), 0, NEIGHBOURS))
-        local = np.where(np.isnan(spacing_before), spacing_after, spacing_before)
-        is_last = i == size - 1
-        inner = ~is_last
-        gap = self.gaps[(gap0 + i)[inner]]
-        loc = local[inner]
-        loc = np.where(np.isnan(loc), gap, loc)
-        widest = np.fmax(np.fmax(spacing_before[inner], spacing_after[inner]), loc)
+        g = gap0 + i                                         # its own gap (none for the last sample)
+        lo, hi = run_windows(self.gaps, g, gap0, gap0 + np.repeat(self.count[streams], n))
+        before_start = np.maximum(lo, g - NEIGHBOURS)
+        spacing_before = window_medians(self.gaps, before_start, g - before_start)
+        spacing_after = window_medians(self.gaps, g + 1, np.clip(hi - (g + 1), 0, NEIGHBOURS))
+        ends_run = g == hi                                   # the stream's last sample, or one before a silence
+        inner = ~ends_run
+        gap = self.gaps[g[inner]]
+        before, after = spacing_before[inner], spacing_after[inner]
+        loc = np.where(np.isnan(before), after, before)
+        loc = np.where(np.isnan(loc), gap, loc)              # two samples only
+        widest = np.fmax(np.fmax(before, after), loc)
         limit = np.minimum(STALENESS_SECONDS, np.maximum(MIN_STALE_SECONDS, GAP_FACTOR * widest))
         out[j[inner]] = np.where(gap <= limit, gap, np.minimum(loc, gap))
-        last = local[is_last]
-        out[j[is_last]] = np.where(np.isnan(last), float(fallback), last)
+        last = spacing_before[ends_run]
+        out[j[ends_run]] = np.where(np.isnan(last), float(fallback), last)
 
 
 def window_medians(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
@@ -190,11 +189,28 @@ def window_medians(values: np.ndarray, starts: np.ndarray, counts: np.ndarray) -
     return out
 
 
-def _additions(kept_ts: np.ndarray, ts: np.ndarray) -> np.ndarray | None:
+def copy_spacings(ts: np.ndarray, lone: float) -> np.ndarray | float:
+    """Each sample's spacing in a copy of a stream (sorted times `ts`), as the copy rule takes it:
+    the median of the gaps of its run around it (up to NEIGHBOURS before it, its own and the
+    next ones), `lone` (the chunk's interval) for a sample alone in its run. One float when every
+    sample's spacing is the one gap of a regular copy."""
+    gaps = np.diff(ts)
+    if not len(gaps):
+        return float(lone)
+    if gaps.max() == gaps.min() and gaps[0] <= STALENESS_SECONDS:
+        return gaps[0]   # the median of equal gaps is that gap
+    i = np.arange(len(ts))
+    lo, hi = run_windows(gaps, i, np.zeros_like(i), np.full_like(i, len(gaps)))
+    lo, hi = np.maximum(lo, i - NEIGHBOURS), np.minimum(hi, i + NEIGHBOURS)
+    spacing = window_medians(gaps, lo, np.maximum(hi - lo, 0))
+    return np.where(np.isnan(spacing), float(lone), spacing)
+
+
+def _additions(kept_ts: np.ndarray, ts: np.ndarray, lone: float) -> np.ndarray | None:
     """The copy rule, for both shapes of merge below: which samples of a later copy (sorted times
     `ts`) join the kept ones (sorted times `kept_ts`): those with no kept sample within one of
-    the copy's own spacings (so only where the earlier copies have a gap). None when none may:
-    an empty copy, or one whose every instant is a kept sample's."""
+    the copy's own spacings (`copy_spacings`; so only where the earlier copies have a gap).
+    None when none may: an empty copy, or one whose every instant is a kept sample's."""
     if not len(ts):
         return None
     m = len(kept_ts)
@@ -203,43 +219,34 @@ def _additions(kept_ts: np.ndarray, ts: np.ndarray) -> np.ndarray | None:
         # every instant is a kept sample's (a board's power on each MIG instance or on a pod's
         # copy): each is that sample again, never kept twice (see below)
         return None
-    gaps = np.diff(ts)
-    if len(gaps) and gaps.max() == gaps.min():
-        spacing = gaps[0]   # the median of equal gaps is that gap
-    elif len(gaps):
-        # the median of the gaps around each sample (up to NEIGHBOURS on each side)
-        i = np.arange(len(ts))
-        lo = np.maximum(0, i - NEIGHBOURS)
-        hi = np.minimum(len(gaps), i + NEIGHBOURS)
-        spacing = window_medians(gaps, lo, hi - lo)
-    else:
-        spacing = _nearest_gap(kept_ts.tolist()) or 0.0
+    spacing = copy_spacings(ts, lone)
     after = np.where(j < m, kept_ts[np.minimum(j, m - 1)] - ts, np.inf) if m else np.full(len(ts), np.inf)
     before = np.where(j > 0, ts - kept_ts[np.maximum(j - 1, 0)], np.inf) if m else np.full(len(ts), np.inf)
-    # a sample at the very instant of a kept one is that sample again, whatever the spacing
-    # (0 when every copy holds a single sample): never kept twice
+    # a sample at the very instant of a kept one is that sample again, whatever the spacing: never
+    # kept twice
     return ~((after < spacing) | (before < spacing) | (after == 0))
 
 
-def merge_copies(streams: Sequence[Sequence[tuple[float, float]]]) -> list[tuple[float, float]]:
+def merge_copies(streams: Sequence[Sequence[tuple[float, float]]], lone: float) -> list[tuple[float, float]]:
     """One stream from several copies of it, listed in priority order (docs/accounting.md).
 
     The first copy is kept whole; a sample of a later copy is kept only where no kept sample
-    lies within one of its own spacings (`_additions`). Samples as (time, value) tuples.
+    lies within one of its own spacings (`_additions`). Samples as (time, value) tuples; `lone`:
+    the spacing of a sample alone in its run (the chunk's interval).
     """
     if len(streams) == 1:
         return list(streams[0])
     kept = sorted(streams[0])
     kept_ts = np.array([t for t, _ in kept], dtype=float)
     for stream in streams[1:]:
-        add = _additions(kept_ts, np.array([t for t, _ in stream], dtype=float))
+        add = _additions(kept_ts, np.array([t for t, _ in stream], dtype=float), lone)
         if add is not None and add.any():
             kept = sorted(kept + [stream[k] for k in np.flatnonzero(add).tolist()])
             kept_ts = np.array([t for t, _ in kept], dtype=float)
     return kept
 
 
-def merge_copy_columns(copies: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+def merge_copy_columns(copies: Sequence[tuple[np.ndarray, np.ndarray]], lone: float) -> tuple[np.ndarray, np.ndarray]:
     """merge_copies of copies given as (timestamps, values) arrays: the same samples, as two
     arrays (sorted by time then value, as merge_copies sorts them; the two orders can differ
     only for a NaN value at an instant a copy repeats, which Prometheus never answers)."""
@@ -248,7 +255,7 @@ def merge_copy_columns(copies: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple
     order = np.lexsort((copies[0][1], copies[0][0]))
     kept_ts, kept_vs = copies[0][0][order], copies[0][1][order]
     for ts, vs in copies[1:]:
-        add = _additions(kept_ts, ts)
+        add = _additions(kept_ts, ts, lone)
         if add is not None and add.any():
             all_ts = np.concatenate([kept_ts, ts[add]])
             all_vs = np.concatenate([kept_vs, vs[add]])
@@ -258,15 +265,15 @@ def merge_copy_columns(copies: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple
 
 
 def spaced_merges(ts: np.ndarray, values: np.ndarray, offsets: np.ndarray,
-                  groups: list[list[int]]) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+                  groups: list[list[int]], lone: float) -> dict[int, tuple[np.ndarray, np.ndarray]]:
     """merge_copy_columns of many groups of copies at once, for the groups where the order of
     the copies cannot matter; {group's index: (timestamps, values)}. Copy k is
     [offsets[k], offsets[k + 1]) of `ts` and `values`; a group lists its copies (any order).
 
     A group of several copies qualifies when every copy that holds any sample holds at least
     two, in strictly increasing time, copies agree, bit for bit, at an instant they share, and
-    no sample has a sample of another copy at another instant closer than its own spacing (the
-    median of its copy's gaps around it, as `_additions` takes it). Then, in whatever order the
+    no sample has a sample of another copy at another instant closer than its own spacing (as
+    `copy_spacings` takes it, `lone` for a sample alone in its run). Then, in whatever order the
     copies are merged, each sample of a copy is added unless its instant is already kept:
     the merge is the union of the instants, in time order, each with the value every copy
     holding it gives. That is a GPU's successive series (one per holding pod, an idle series
@@ -281,7 +288,7 @@ def spaced_merges(ts: np.ndarray, values: np.ndarray, offsets: np.ndarray,
     group_of_copy = np.repeat(np.arange(len(multi)), [len(members) for _, members in multi])
     n = lengths[copies]
     failed = np.zeros(len(multi), dtype=bool)
-    failed[group_of_copy[n == 1]] = True                 # a lone sample's spacing is the kept ones'
+    failed[group_of_copy[n == 1]] = True                 # merged copy by copy, as ever
     # every sample of the groups, with its group and copy, copy by copy
     first = np.cumsum(n) - n
     within = np.arange(int(n.sum())) - np.repeat(first, n)
@@ -292,12 +299,19 @@ def spaced_merges(ts: np.ndarray, values: np.ndarray, offsets: np.ndarray,
     step = np.diff(t)
     same_copy = copy[1:] == copy[:-1]
     failed[group[1:][same_copy & (step <= 0)]] = True    # not strictly increasing
-    # each copy's widest gap: no sample's spacing (a median of some of its copy's gaps) exceeds it
-    # (copies of one sample have no gap, and their groups failed above)
+    # each sample's run (its copy's gaps are step[first:first + n - 1]), and each copy's widest
+    # gap within a run: no sample's spacing (a median of some of those gaps, or `lone` for a
+    # sample alone in its run) exceeds it, or `lone` (copies of one sample failed above)
+    own = np.repeat(first, n) + within
+    run_lo, run_hi = run_windows(step, own, np.repeat(first, n), np.repeat(first + n - 1, n))
+    lo, hi = np.maximum(run_lo, own - NEIGHBOURS), np.minimum(run_hi, own + NEIGHBOURS)
+    alone = hi <= lo
     widest = np.full(len(copies), -np.inf)
     spaced = np.flatnonzero(n > 1)
     if len(spaced):
-        widest[spaced] = np.maximum.reduceat(np.where(same_copy, step, -np.inf), first[spaced])
+        in_run = np.where(same_copy & (step <= STALENESS_SECONDS), step, -np.inf)
+        widest[spaced] = np.maximum.reduceat(in_run, first[spaced])
+    widest[np.unique(copy[alone])] = np.fmax(widest[np.unique(copy[alone])], float(lone))
     order = np.lexsort((copy, t, group))
     t, v, group, copy = t[order], v[order], group[order], copy[order]
     # instants: runs of one group and time; a copy holds at most one sample of each
@@ -331,26 +345,18 @@ def spaced_merges(ts: np.ndarray, values: np.ndarray, offsets: np.ndarray,
         return np.where(inside, np.abs(t - block_t[b]), np.inf)
 
     near = np.minimum(nearest_other(run_start, True), nearest_other(run_end, False))
-    # each sample's spacing, the median of up to NEIGHBOURS gaps of its copy on each side, only
-    # where another copy's instant lies nearer than the copy's widest gap: elsewhere it is not
-    # nearer than the spacing either
+    # each sample's spacing (`copy_spacings`), only where another copy's instant lies nearer than
+    # the copy's widest gap: elsewhere it is not nearer than the spacing either
     close = np.flatnonzero(near < widest[copy])
     at = order[close]                                    # those samples, copy by copy
-    size, place = n[copy[close]], within[at]
-    lo = np.maximum(0, place - NEIGHBOURS)
-    hi = np.minimum(np.maximum(size - 1, 0), place + NEIGHBOURS)
-    spacing = window_medians(step, first[copy[close]] + lo, np.maximum(hi - lo, 0))
+    spacing = window_medians(step, lo[at], np.maximum(hi[at] - lo[at], 0))
+    spacing = np.where(alone[at], float(lone), spacing)
     failed[group[close[near[close] < spacing]]] = True
     keep = new_instant
     t, v, group = t[keep], v[keep], group[keep]
     bounds = np.searchsorted(group, np.arange(len(multi) + 1), side="left").tolist()
     return {g: (t[bounds[i]:bounds[i + 1]], v[bounds[i]:bounds[i + 1]])
             for i, (g, _) in enumerate(multi) if not failed[i]}
-
-
-def _nearest_gap(ts):
-    g = gaps_of(ts)
-    return median(g) if g else None
 
 
 class Coverage:
