@@ -30,32 +30,37 @@ class HourlySums:
             self._left_closed = None if major is None else major < 3
         return self._left_closed
 
-    def hourly_queries(self, metric: str, matchers: tuple[str, ...], aggs: tuple[str, ...]) -> dict[str, str] | None:
+    def hourly_queries(self, metric: str, matchers: tuple[str, ...], aggs: tuple[str, ...],
+                       nonzero: bool = False) -> dict[str, str] | None:
         """One query per aggregate, each answering it over [hour start, hour end) when evaluated
         at hour end − 1 ms. Separate queries, not one joined by `or` (each aggregate's series
         relabelled to tell them apart): the join and the relabelling cost Prometheus more than
-        the three aggregates themselves (docs/performance.md, "Chunks sized from Prometheus")."""
+        the three aggregates themselves (docs/performance.md, "Chunks sized from Prometheus").
+        `nonzero`: only the hours whose aggregate is not 0 (NaN included, which makes the answer
+        inexact as ever)."""
         left_closed = self.range_closed_on_left()
         if left_closed is None:
             return None
         span = "3599999ms" if left_closed else "3600s"   # both cover [start, end − 1 ms] on the ms grid
         sel = f"{metric}{selector(self.selector, *matchers)}[{span}]"
-        return {agg: f"{agg}_over_time({sel})" for agg in aggs}
+        return {agg: f"{agg}_over_time({sel})" + (" != 0" if nonzero else "") for agg in aggs}
 
-    def hourly_params(self, metric, matchers, start: int, end: int, aggs) -> dict[str, dict] | None:
+    def hourly_params(self, metric, matchers, start: int, end: int, aggs, nonzero: bool = False
+                      ) -> dict[str, dict] | None:
         """The /api/v1/query_range parameters of `hourly`, per aggregate (the bench's floor issues
         the same)."""
-        queries = self.hourly_queries(metric, matchers, aggs)
+        queries = self.hourly_queries(metric, matchers, aggs, nonzero)
         if queries is None:
             return None
         return {agg: {"query": query, "start": f"{start + 3600 - 0.001:.3f}", "end": f"{end - 0.001:.3f}",
                       "step": "3600"} for agg, query in queries.items()}
 
     def hourly(self, metric: str, matchers: tuple[str, ...], start: int, end: int,
-               aggs: tuple[str, ...] = ("sum", "count", "max")) -> list[HourlySeries] | None:
-        """Per-hour sum / count / max of each series in [start, end) (whole hours), or None when
-        Prometheus cannot answer exactly (unknown version, or a NaN/Inf among the samples)."""
-        params = self.hourly_params(metric, matchers, start, end, aggs)
+               aggs: tuple[str, ...] = ("sum", "count", "max"), nonzero: bool = False) -> list[HourlySeries] | None:
+        """Per-hour sum / count / max of each series in [start, end) (whole hours; with `nonzero`,
+        only the hours and series where they are not 0), or None when Prometheus cannot answer
+        exactly (unknown version, or a NaN/Inf among the samples)."""
+        params = self.hourly_params(metric, matchers, start, end, aggs, nonzero)
         if params is None:
             return None
         hours: dict[tuple, dict[str, dict[int, float]]] = {}
@@ -108,12 +113,12 @@ class HourlySums:
         return True
 
     def hourly_or_raw(self, metric, matchers, start: int, end: int, aggs, needs_raw=None, keep_rest=True,
-                      lookaround: float = 0.0):
+                      lookaround: float = 0.0, nonzero: bool = False):
         """Hourly sums per series; every series of a device (by UUID) for which `needs_raw(hourly)`
         holds on any of its series as raw samples instead (a few: fetched by device; all of the
         device's series, so its samples' durations are measured against each other), the other
-        devices' series kept (`keep_rest`) or dropped."""
-        hourly = self.hourly(metric, matchers, start, end, aggs)
+        devices' series kept (`keep_rest`) or dropped; `nonzero` as `hourly`."""
+        hourly = self.hourly(metric, matchers, start, end, aggs, nonzero)
         if hourly is None:
             return self.raw_samples(metric, matchers, start, end)
         if needs_raw is None:

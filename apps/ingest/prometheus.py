@@ -23,7 +23,7 @@ from .answer_bytes import (body_of, converted, drained, interned, json_of, matri
                            value_columns)
 from .hourly import HourlySums
 from .prometheus_http import PrometheusError, _one_line, http_session
-from .queries import (HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, OWNER_QUERIES, MetricNames,
+from .queries import (HOURLY_NONZERO, HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, OWNER_QUERIES, MetricNames,
                       dcgm_queries, pending_pods, promql_regex_literal, selector)
 from .rollup import HOT_TEMPERATURE_C, Samples, Series
 
@@ -239,7 +239,7 @@ class PrometheusClient(HourlySums):
             raw = {role: pool.submit(self.raw_samples, m, matchers, start - lookaround, end + lookaround)
                    for role, (m, matchers) in queries.items()}
             agg = {role: pool.submit(self.hourly_or_raw, m, matchers, int(start), int(end), HOURLY_ROLES[role],
-                                     *(hot[role] or (None, True)), lookaround)
+                                     *(hot[role] or (None, True)), lookaround, role in HOURLY_NONZERO)
                    for role, (m, matchers) in hourly.items()}
             out = {role: f.result() for role, f in raw.items()}
             out.update({role: f.result() for role, f in agg.items()})

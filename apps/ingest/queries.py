@@ -39,6 +39,9 @@ def pending_pods(phase: list[Series]) -> set[tuple[str, str]]:
 # Roles whose rollups need only per-hour sum / count / max of each series (rollup.HourlySeries).
 # Power is read raw: energy needs each sample's own duration, once per board (docs/accounting.md).
 HOURLY_ROLES = {"fb_used": ("sum", "count", "max"), "temperature": ("sum", "count", "max"), "xid": ("max",)}
+# Roles whose hours without a non-zero aggregate are never read: XID errors matter only where
+# there was one, so Prometheus answers those hours alone (`!= 0`), and the rest never travel.
+HOURLY_NONZERO = frozenset({"xid"})
 MAX_RAW_DEVICES = 200   # beyond this many devices in a chunk, one raw query for the whole metric
 
 

@@ -35,7 +35,7 @@ def floor(url: str, start: datetime, end: datetime) -> dict:
 
     from apps.ingest.prometheus import PrometheusClient
     from apps.ingest.queries import (
-        HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, dcgm_queries, pending_pods, promql_regex_literal,
+        HOURLY_NONZERO, HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, dcgm_queries, pending_pods, promql_regex_literal,
     )
     from apps.ingest.rollup import Series
 
@@ -60,7 +60,7 @@ def floor(url: str, start: datetime, end: datetime) -> dict:
             if aggregate and role == "requests":
                 continue   # sent after the phase answer, as ingest does
             if aggregate and role in HOURLY_ROLES:
-                params = client.hourly_params(m, matchers, lo, hi, HOURLY_ROLES[role])
+                params = client.hourly_params(m, matchers, lo, hi, HOURLY_ROLES[role], role in HOURLY_NONZERO)
                 if params is not None:
                     for agg, agg_params in params.items():
                         yield f"{role}:{agg}", "query_range", agg_params

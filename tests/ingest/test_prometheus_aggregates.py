@@ -30,7 +30,7 @@ def test_hourly_aggregates_equal_raw_rollups(settings, monkeypatch):
 
     def spy(self, *args, **kwargs):
         out = original(self, *args, **kwargs)
-        answered.append(out is not None and len(out) > 0)
+        answered.append(out)   # None: Prometheus could not answer exactly, and the series came raw
         return out
 
     monkeypatch.setattr(PrometheusClient, "hourly", spy)
@@ -47,7 +47,8 @@ def test_hourly_aggregates_equal_raw_rollups(settings, monkeypatch):
                                              metric_overrides={"temperature": {"scale": 1.15}})
             ingest(cluster, start, end)
             results[aggregate] = figures(cluster)
-    assert answered and all(answered)   # the aggregated path was taken, not the raw fallback
+    # the aggregated path was taken, not the raw fallback (XID errors: only the erroring hours)
+    assert answered and all(out is not None for out in answered) and any(answered)
     (raw_usage, raw_health), (agg_usage, agg_health) = results[False], results[True]
     assert raw_usage.keys() == agg_usage.keys() and len(raw_usage) > 20
     assert raw_health.keys() == agg_health.keys()
@@ -58,3 +59,17 @@ def test_hourly_aggregates_equal_raw_rollups(settings, monkeypatch):
     assert any(v[5] > 0 for v in raw_health.values())   # XIDs seen
     for key, raw in raw_health.items():
         assert agg_health[key] == pytest.approx(raw, rel=1e-9, abs=1e-9), key
+
+
+def test_xid_hours_without_an_error_never_travel(settings):
+    """XID errors matter only where there was one: Prometheus answers the per-hour maxima that are
+    not 0 (`max_over_time(…) != 0`), so an answer holds the erroring series alone."""
+    scenario = build_scenario(name="xid-hours", hours=5, interval_seconds=60, seed=9)
+    with served(scenario) as server:
+        client = PrometheusClient(server.url)
+        both = {nonzero: client.hourly("DCGM_FI_DEV_XID_ERRORS", (), scenario.start, scenario.end, ("max",), nonzero)
+                for nonzero in (False, True)}
+    erroring = [h for h in both[False] if any(mx != 0 for *_, mx in h.hours)]
+    assert erroring and len(erroring) < len(both[False])
+    assert sorted((tuple(sorted(h.labels.items())), [x for x in h.hours if x[3] != 0]) for h in erroring) == \
+        sorted((tuple(sorted(h.labels.items())), h.hours) for h in both[True])
