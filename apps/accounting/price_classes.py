@@ -9,6 +9,7 @@ import re
 
 from django.db.models import Case, CharField, Q, Value, When
 
+from .input_versions import read_once
 from .models import ON_DEMAND, NodePool
 
 
@@ -41,9 +42,12 @@ def price_class_expr(cluster_ids: set[int]):
     Grouping by the class instead of the node lets the database merge nodes away: a month of a
     big fleet comes back as one row per cell, not one per node.
     """
-    pools = NodePool.objects.filter(cluster_id__in=cluster_ids).order_by("cluster_id", "priority", "name")
-    whens = [When(Q(cluster_id=p.cluster_id) & Q(node__regex=glob_regex(p.host_pattern)), then=Value(p.price_class))
-             for p in pools]
+    ids = frozenset(cluster_ids)
+    pools = read_once(("node pools", ids), lambda: list(
+        NodePool.objects.filter(cluster_id__in=ids).order_by("cluster_id", "priority", "name")
+        .values_list("cluster_id", "host_pattern", "price_class")))   # once a page (read_once)
+    whens = [When(Q(cluster_id=cluster_id) & Q(node__regex=glob_regex(pattern)), then=Value(price_class))
+             for cluster_id, pattern, price_class in pools]
     if not whens:
         return Value(ON_DEMAND, output_field=CharField())
     return Case(*whens, default=Value(ON_DEMAND), output_field=CharField())

@@ -33,6 +33,7 @@ from .spans import merge_spans
 from .models import UsageDay, UsageDayBuilt, UsageHour
 from .resolvers import team_resolver
 from .price_classes import price_class_expr
+from .input_versions import read_once
 from .timeparse import billing_zone
 
 GROUP_BYS = ("namespace", "team", "cluster", "gpu_model")
@@ -47,6 +48,11 @@ class UsageFilter:
     teams: frozenset[str] | None = None        # None: all teams (scoping for team leads)
     namespaces: frozenset[str] | None = None
     gpu_models: frozenset[str] | None = None
+
+
+def cluster_names() -> dict[int, str]:
+    """{cluster id: name} of every cluster, read once a page (`input_versions.read_once`)."""
+    return read_once("cluster names", lambda: dict(Cluster.objects.values_list("id", "name")))
 
 
 def usage_cells(f: UsageFilter, *, per_day: bool = True, resolver: TeamResolver | None = None) -> list[Cell]:

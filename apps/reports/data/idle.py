@@ -21,8 +21,7 @@ from django.conf import settings
 from apps.accounting import rollup_reader
 from apps.accounting.figures import efficiency, longest_idle_seconds, share, shown_hours, shown_ratio
 from apps.accounting.rollup_reader import HourTeams
-from apps.accounting.usage import Cell
-from apps.clusters.models import Cluster
+from apps.accounting.usage import Cell, cluster_names
 from apps.web.params import BadParameters
 from apps.accounting.filters import ReportFilter
 
@@ -118,7 +117,7 @@ def idle_pods(sel: ReportFilter, opts: IdleOptions) -> list[IdlePod]:
     A pod whose namespace changed team in the window is listed once per team, with that
     team's hours (docs/teams-and-relabels.md, "Which team owns an hour")."""
     f, rule = sel.usage_filter(), HourTeams()
-    names = dict(Cluster.objects.values_list("id", "name"))
+    names = cluster_names()
     pods: dict[tuple[int, str, str, str], IdlePod] = {}
     for t in rollup_reader.pod_totals(f, rule):
         if not t["idle_s"] or efficiency(t["used_s"], t["gpu_s"]) >= opts.max_utilization:
@@ -195,7 +194,7 @@ class Unallocated:
 def unallocated_capacity(sel: ReportFilter) -> list[Unallocated]:
     """Capacity no pod held, per cluster and GPU model (fleet-wide: not for team leads), with
     the unallocated usage cells that price it."""
-    clusters = dict(Cluster.objects.values_list("id", "name"))
+    clusters = cluster_names()
     rows = rollup_reader.unallocated_rows(sel.usage_filter(), set(clusters))
     out: dict[tuple[str, str], Unallocated] = {}
     for r in rows:
