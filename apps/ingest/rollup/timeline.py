@@ -23,7 +23,8 @@ lookaround (`LOOKAROUND_SECONDS`) on both sides of each chunk and the figures do
 on where chunks begin. How near: a sample's duration reads its own gap and up to three more
 of its run after it, three before it (each gap of a run at most `STALENESS_SECONDS`: 4 × 300 s
 ahead, 3 × 300 s behind); whether a copy's sample is in the merged stream at all reads up to
-three gaps of its copy's run on either side (3 × 300 s). Hence 7 × 300 s.
+three gaps of its copy's run on either side (3 × 300 s). Hence 7 × 300 s: exact for a stream and
+one level of copies (a third copy merged against a second's additions reaches 300 s further).
 """
 from __future__ import annotations
 
