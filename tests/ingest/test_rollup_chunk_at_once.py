@@ -15,7 +15,8 @@ from hypothesis import strategies as st
 
 from apps.ingest import rollup
 from apps.ingest.rollup.devices import _crossing_devices
-from apps.ingest.rollup.timeline import Coverage, StreamGaps, merge_copy_columns, spaced_merges
+from apps.ingest.rollup.copies import merge_copy_columns, spaced_merges
+from apps.ingest.rollup.timeline import Coverage, StreamGaps
 from tests.ingest.test_rollup_matches_the_per_sample_loops import instants
 from tests.rollup_oracle import timeline as oracle_timeline
 

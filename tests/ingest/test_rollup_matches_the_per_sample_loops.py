@@ -209,8 +209,8 @@ def test_merging_copies_equals_the_per_sample_loop(copies, lone):
         streams.append([(t, float(n * 100 + i)) for i, t in enumerate(ts)])
     merged = rollup.merge_copies(streams, lone)
     assert same(merged, oracle_timeline.merge_copies(streams, lone))
-    # the columns version (health's) keeps the same samples: both apply timeline._additions
-    ts, vs = rollup.timeline.merge_copy_columns([(np.array([t for t, _ in s], dtype=float),
+    # the columns version (health's) keeps the same samples: both apply copies._additions
+    ts, vs = rollup.copies.merge_copy_columns([(np.array([t for t, _ in s], dtype=float),
                                                   np.array([v for _, v in s], dtype=float)) for s in streams], lone)
     assert same(list(zip(ts.tolist(), vs.tolist())), merged)
 

@@ -12,4 +12,5 @@ from .labels import (canonical, detect_interval, detect_spelling, device_identit
                      workload_of)
 from .records import *  # noqa: F401,F403
 from .records import _finite  # noqa: F401
-from .timeline import LOOKAROUND_SECONDS, durations, merge_copies, typical_spacing  # noqa: F401
+from .copies import merge_copies  # noqa: F401
+from .timeline import LOOKAROUND_SECONDS, durations, typical_spacing  # noqa: F401

@@ -15,8 +15,9 @@ from .records import WORKLOAD_LABELS, DeviceInfo, DeviceRollup, HourlySeries, Ro
 from .arrays import columns, first_maxima, hour_slots, joined_columns, sequential_sums
 from .batch import _Acc, _Batch
 from .health import device_health
-from .timeline import Coverage, StreamGaps, merge_copy_columns
-from .timeline import priority as _priority
+from .copies import merge_copy_columns
+from .copies import priority as _priority
+from .timeline import Coverage, StreamGaps
 
 
 class _Stream:

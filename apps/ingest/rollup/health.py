@@ -12,8 +12,9 @@ import numpy as np
 from .labels import canonical, device_key
 from .arrays import first_maxima, hour_slots, joined_columns, sequential_sums, stream_columns
 from .records import HOT_TEMPERATURE_C, HealthRecord, HourlySeries, hour_of
-from .timeline import StreamGaps, merge_copy_columns, spaced_merges
-from .timeline import priority as _priority
+from .copies import merge_copy_columns, spaced_merges
+from .copies import priority as _priority
+from .timeline import StreamGaps
 
 
 def _board_streams(series_list, replica_labels, fallback, pinned, per_board=True):

@@ -8,7 +8,8 @@ from typing import Iterable
 from .labels import is_gpu_resource, resource_fraction, sanitize_label_key
 from .records import (DEFAULT_REPLICA_LABELS, ClusterQueueRecord, NamespaceLabelRecord, PodOwnerRecord, QueuedRecord,
                       QuotaRecord, Series, Window, _finite, hour_of)
-from .timeline import STALENESS_SECONDS, durations, merge_copies, priority as _priority
+from .copies import merge_copies, priority as _priority
+from .timeline import STALENESS_SECONDS, durations
 
 
 def _merged(series: Iterable[Series], identity, replica_labels, fallback, pinned=None):
