@@ -22,9 +22,11 @@ USES = re.compile(r"""{%\s*(?:extends|include)\s+["']([^"']+)["']""")
 
 
 def layer_of_module() -> dict[str, int]:
-    """Top-level package -> its layer, 0 the top, from the layers contract."""
+    """Top-level package -> its layer, 0 the top, from the project's layers contract (the one
+    over the apps themselves; others layer the modules inside one app, in a `containers`)."""
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"] if c["type"] == "layers"]
+    (contract,) = [c for c in config["tool"]["importlinter"]["contracts"]
+                   if c["type"] == "layers" and not c.get("containers")]
     return {name.strip(): depth for depth, layer in enumerate(contract["layers"])
             for name in re.split(r"[|:]", layer)}
 
