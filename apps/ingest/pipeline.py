@@ -30,7 +30,7 @@ from .models import IngestRun
 from .prometheus import PrometheusClient
 from .prometheus_http import PrometheusError
 from .queries import MetricNames
-from .writer import ChunkData, _Writer
+from .writer import ChunkData, _Writer, from_unix
 
 __all__ = ["ingest", "IngestError", "IngestBusy", "cluster_lock", "ChunkData", "floor_hour", "ceil_hour"]
 log = logging.getLogger(__name__)
@@ -51,10 +51,6 @@ def ceil_hour(dt: datetime) -> datetime:
 
 def to_unix(dt: datetime) -> int:
     return int(dt.timestamp())
-
-
-def to_datetime(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, tz=timezone.utc)
 
 
 def _close_abandoned_runs(cluster: Cluster, current: IngestRun) -> None:
@@ -126,7 +122,7 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
                     head = first_chunk(window_start, window_end)
                     if settings.INGEST_PREFETCH:
                         first = pool.submit(fetcher, head)
-                    chunks = [head, *chunk_plan(client, names, to_datetime(head.end), window_end)]
+                    chunks = [head, *chunk_plan(client, names, from_unix(head.end), window_end)]
                     run.chunks_total = len(chunks)
                     run.save(update_fields=["chunks_total"])
             with transaction.atomic():

@@ -30,7 +30,8 @@ def floor(url: str, start: datetime, end: datetime) -> dict:
     from django.conf import settings
 
     from apps.clusters.models import Cluster
-    from apps.ingest.pipeline import chunk_plan, first_chunk, metric_names, to_datetime
+    from apps.ingest.pipeline import chunk_plan, first_chunk, metric_names
+    from apps.ingest.writer import from_unix
     import orjson
 
     from apps.ingest.prometheus import PrometheusClient
@@ -82,7 +83,7 @@ def floor(url: str, start: datetime, end: datetime) -> dict:
 
     with ThreadPoolExecutor(max_workers=settings.INGEST_QUERY_CONCURRENCY) as pool:
         head = first_chunk(start, end)   # as ingest reads them: its first hour, then the planned chunks
-        for chunk in [head, *chunk_plan(client, names, to_datetime(head.end), end)]:
+        for chunk in [head, *chunk_plan(client, names, from_unix(head.end), end)]:
             lo, hi = chunk.start, chunk.end
             futures = {role: pool.submit(one, path, params, role == "phase")
                        for role, path, params in requests_of(lo, hi)}

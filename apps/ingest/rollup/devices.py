@@ -328,7 +328,7 @@ def _attach_memory(cfg, window, accs, fb_used, workloads: _Workloads):
         if isinstance(s, HourlySeries):
             g, t, c, p = hourly
             for hour, total, count, peak in s.hours:
-                if count and window.start <= hour < window.end:
+                if count and window.contains(hour):
                     g.append(slots.setdefault((key, namespace, pod, hour), len(slots)))
                     t.append(total * scale)
                     c.append(count)

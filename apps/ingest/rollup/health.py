@@ -205,7 +205,7 @@ def _prometheus_hours(series_list, window, scale, per_board=True):
         sliced = bool(labels.get("vgpu"))
         holder = () if sliced else tuple(labels.get(n, "") for n in _POD_LABELS)
         for hour, total, count, peak in s.hours:
-            if count and window.start <= hour < window.end:
+            if count and window.contains(hour):
                 slot = (ident, hour, sliced, holder)
                 seen = best.get(slot)
                 if seen is None or count > seen[1]:

@@ -7,8 +7,7 @@ from datetime import date, datetime, timedelta
 from apps.accounting import rollup_reader
 from apps.accounting.figures import efficiency, shown_hours, shown_ratio
 from apps.accounting.rollup_reader import HourTeams
-from apps.accounting.usage import Cell, billing_zone, usage_cells
-from apps.clusters.models import Cluster
+from apps.accounting.usage import Cell, billing_zone, cluster_names, usage_cells
 from apps.web.params import BadParameters
 from apps.accounting.filters import ReportFilter
 
@@ -101,7 +100,7 @@ def parse_options(params, sel: ReportFilter) -> ExploreOptions:
 
 def _hourly_cells(sel: ReportFilter, opts: ExploreOptions):
     """Usage cells of one hour each, straight from the hourly rows: (bucket, cell)."""
-    names = dict(Cluster.objects.values_list("id", "name"))
+    names = cluster_names()
     f = sel.usage_filter(namespaces=frozenset({opts.namespace}) if opts.namespace else None,
                          gpu_models=frozenset({opts.gpu_model}) if opts.gpu_model else None)
     zone = billing_zone()
