@@ -110,6 +110,7 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
             _close_abandoned_runs(cluster, run)
             holds_from = None
             first = None
+            notes: list[str] = []   # what planning the run had to fall back on, for its log
             if fetcher is None:
                 client = PrometheusClient.for_cluster(cluster, settings.PROMETHEUS_TIMEOUT_SECONDS)
                 client.check()
@@ -122,11 +123,12 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
                     head = first_chunk(window_start, window_end)
                     if settings.INGEST_PREFETCH:
                         first = pool.submit(fetcher, head)
-                    chunks = [head, *chunk_plan(client, names, from_unix(head.end), window_end)]
+                    chunks = [head, *chunk_plan(client, names, from_unix(head.end), window_end, notes)]
                     run.chunks_total = len(chunks)
                     run.save(update_fields=["chunks_total"])
             with transaction.atomic():
                 writer = _Writer(cluster, run, holds_from)
+                writer.warnings.extend(notes)
                 for i, (window, data) in enumerate(prefetched(fetcher, chunks, pool, first), 1):
                     writer.write_chunk(window, data)
                     del data
@@ -179,16 +181,23 @@ def sized_chunk_hours(samples_per_hour: float | None) -> int:
 
 
 def chunk_plan(client: PrometheusClient, names: MetricNames, window_start: datetime,
-               window_end: datetime) -> list[rollup.Window]:
+               window_end: datetime, notes: list[str] | None = None) -> list[rollup.Window]:
     """The chunks ingest reads [window_start, window_end) in, unless INGEST_CHUNK_HOURS fixes
     them: `sized_chunk_hours` of the window's busiest hour (ingest reads its first hour before
-    them: docs/ingest.md, "Chunks")."""
+    them: docs/ingest.md, "Chunks"). The question is only a plan: when Prometheus refuses or
+    fails it, the run goes on in DEFAULT_CHUNK_HOURS chunks and says so in `notes`."""
     if settings.INGEST_CHUNK_HOURS:
         return _chunks(window_start, window_end, settings.INGEST_CHUNK_HOURS)
     if window_start >= window_end:
         return []
-    return _chunks(window_start, window_end,
-                   sized_chunk_hours(client.busiest_hour(names, to_unix(window_start), to_unix(window_end))))
+    try:
+        per_hour = client.busiest_hour(names, to_unix(window_start), to_unix(window_end))
+    except PrometheusError as exc:
+        log.warning("planning the chunks of an ingest failed: %s", exc)
+        per_hour = None
+        if notes is not None:
+            notes.append(f"chunks of {DEFAULT_CHUNK_HOURS} h: the question that sizes them failed ({exc})")
+    return _chunks(window_start, window_end, sized_chunk_hours(per_hour))
 
 
 def first_chunk(window_start: datetime, window_end: datetime) -> rollup.Window:

@@ -24,7 +24,7 @@ from .answer_bytes import (body_of, converted, drained, interned, json_of, matri
 from .hourly import HourlySums
 from .prometheus_http import PrometheusError, _one_line, http_session
 from .queries import (HOURLY_NONZERO, HOURLY_ROLES, KUBE_STATE_QUERIES, MAX_RAW_DEVICES, OWNER_QUERIES, MetricNames,
-                      dcgm_queries, pending_pods, promql_regex_literal, selector)
+                      dcgm_queries, pending_pods, promql_regex_literal, selector, utilization_queries)
 from .rollup import HOT_TEMPERATURE_C, Samples, Series
 
 log = logging.getLogger(__name__)
@@ -122,15 +122,24 @@ class PrometheusClient(HourlySums):
             return None
         return None
 
+    def busiest_hour_query(self, names: MetricNames, start: float, end: float) -> str:
+        """The query of `busiest_hour`: one `count_over_time` per utilization query ingest sends
+        (whole GPUs' GPU_UTIL, MIG instances' GR_ENGINE_ACTIVE under both profile spellings),
+        each summed on its own. Never one selector over both metric names: `count_over_time`
+        drops `__name__`, and a whole GPU exports GPU_UTIL and GR_ENGINE_ACTIVE with the same
+        labels (dcgm-exporter's default `dcp-metrics-included.csv`), which Prometheus refuses
+        as two series with one label set (docs/ingest.md, "Chunks")."""
+        span = max(3600, int(math.ceil(end - start)))
+        step = max(3600, span // 24 // 3600 * 3600)
+        terms = [f"(sum(count_over_time({metric}{selector(self.selector, *matchers)}[1h])) or vector(0))"
+                 for metric, matchers in utilization_queries(names)]
+        return f"max_over_time(({' + '.join(terms)})[{span}s:{step}s])"
+
     def busiest_hour(self, names: MetricNames, start: float, end: float) -> float | None:
         """The most utilization samples (whole GPUs' and MIG instances' together) Prometheus holds
         for one hour of [start, end), sampled at up to 24 instants: what sizes ingest's chunks
         (docs/ingest.md, "Chunks"). None when the answer says nothing (no samples, not a number)."""
-        span = max(3600, int(math.ceil(end - start)))
-        step = max(3600, span // 24 // 3600 * 3600)
-        metrics = "|".join(promql_regex_literal(m) for m in sorted({names.gpu_util, names.gr_engine_active}))
-        series = selector(f'__name__=~"{metrics}"', self.selector)
-        query = f"max_over_time(sum(count_over_time({series}[1h]))[{span}s:{step}s])"
+        query = self.busiest_hour_query(names, start, end)
         result = self._call("the samples per hour", self._fast_query, query, {"time": f"{end:.3f}"})
         try:
             value = float(result[0]["value"][1]) if result else None

@@ -57,6 +57,15 @@ def dcgm_queries(names: MetricNames) -> dict[str, tuple[str, tuple[str, ...]]]:
     }
 
 
+UTILIZATION_ROLES = ("whole_util", "mig_util", "mig_util_lower")
+
+
+def utilization_queries(names: MetricNames) -> list[tuple[str, tuple[str, ...]]]:
+    """(metric, matchers) of each utilization query ingest sends, in `dcgm_queries`' words."""
+    queries = dcgm_queries(names)
+    return [queries[role] for role in UTILIZATION_ROLES]
+
+
 KUBE_STATE_QUERIES = {
     "requests": ("kube_pod_container_resource_requests", (f'resource=~"{GPU_RESOURCES_RE}"',)),
     "phase": ("kube_pod_status_phase", ('phase="Pending"',)),
