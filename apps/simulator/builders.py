@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 
+from .exporter import DEFAULT_COUNTERS, DEFAULT_VERSION, ExporterProfile
 from .scenario import (
     DeviceKey,
     PendingPod,
@@ -148,12 +149,15 @@ class _Builder:
 
 
 def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spelling="plain",
-                   hostname_label="Hostname", seed=1, nodes=3, gpus_per_node=4, mig_nodes=1,
-                   time_slicing=False, replicas=(), idle_notebook_hours=0) -> Scenario:
+                   hostname_label=None, seed=1, nodes=3, gpus_per_node=4, mig_nodes=1,
+                   time_slicing=False, replicas=(), idle_notebook_hours=0, counters=DEFAULT_COUNTERS,
+                   exporter_version=DEFAULT_VERSION) -> Scenario:
     """A small cluster with a hand-shaped story (see the comments below) plus random fill.
 
     `idle_notebook_hours`: a notebook left idle on a whole GPU for the last so many hours,
-    still running at the end (the demo's "forgotten notebook" for a team lead to chase)."""
+    still running at the end (the demo's "forgotten notebook" for a team lead to chase).
+    `counters`, `exporter_version`: the dcgm-exporter imitated (docs/demo.md, "The simulated exporter");
+    `hostname_label` None follows the version."""
     b = _Builder(name, start, hours, interval_seconds, seed)
     rng = b.rng
     whole_nodes = max(1, nodes - mig_nodes)
@@ -220,13 +224,15 @@ def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spellin
                         spelling=spelling, hostname_label=hostname_label, devices=devices,
                         pods=sorted(b.pods, key=lambda p: (p.start, p.namespace, p.name)),
                         pending=b.pending, namespace_teams=dict(NAMESPACE_TEAMS), quotas=dict(QUOTAS),
-                        time_sliced=time_sliced, seed=seed, replicas=tuple(replicas))
+                        time_sliced=time_sliced, seed=seed, replicas=tuple(replicas),
+                        exporter=ExporterProfile(exporter_version, counters))
     scenario.validate()
     return scenario
 
 
 def build_fleet(gpus=1000, mig_share=0.15, hours=6, interval_seconds=30, seed=1, name="fleet",
-                start=None, spelling="plain", hostname_label="Hostname", gpus_per_node=8) -> Scenario:
+                start=None, spelling="plain", hostname_label=None, gpus_per_node=8, counters=DEFAULT_COUNTERS,
+                exporter_version=DEFAULT_VERSION) -> Scenario:
     """A large cluster for benchmarks: 8-GPU nodes, about `mig_share` of GPUs partitioned."""
     b = _Builder(name, start, hours, interval_seconds, seed)
     rng = b.rng
@@ -250,6 +256,6 @@ def build_fleet(gpus=1000, mig_share=0.15, hours=6, interval_seconds=30, seed=1,
                         spelling=spelling, hostname_label=hostname_label, devices=devices,
                         pods=sorted(b.pods, key=lambda p: (p.start, p.namespace, p.name)),
                         pending=b.pending, namespace_teams=dict(NAMESPACE_TEAMS), quotas=dict(QUOTAS),
-                        seed=seed)
+                        seed=seed, exporter=ExporterProfile(exporter_version, counters))
     scenario.validate()
     return scenario

@@ -1,7 +1,8 @@
 """Series as Prometheus holds them after scraping dcgm-exporter and kube-state-metrics.
 
-Label names and order follow what the exporters publish (docs/ingest.md). A change of
-holding pod changes the label set, so one device's history is several series.
+Label names and order follow what the exporters publish (docs/ingest.md); which DCGM fields and
+labels appear follows the scenario's exporter profile (docs/demo.md, "The simulated exporter").
+A change of holding pod changes the label set, so one device's history is several series.
 """
 from __future__ import annotations
 
@@ -48,11 +49,15 @@ def device_labels(scenario: Scenario, device: SimDevice, instance: str) -> dict[
               "pci_bus_id": device.pci_bus_id,
               "device": f"nvidia{device.gpu_index}",
               "modelName": device.model}
+    release = scenario.exporter.release
+    if not release.pci_bus_id:
+        del labels["pci_bus_id"]
     if device.is_mig:
         labels["GPU_I_PROFILE"] = device.mig_profile
         labels["GPU_I_ID"] = device.mig_instance_id
-    labels[scenario.hostname_label] = device.host
-    labels["DCGM_FI_DRIVER_VERSION"] = scenario.driver_version
+    labels[scenario.host_label] = device.host
+    if release.driver_version_label:
+        labels["DCGM_FI_DRIVER_VERSION"] = scenario.driver_version
     return labels
 
 
@@ -98,13 +103,19 @@ def _device_metric_values(scenario: Scenario, truth: DeviceTruth, xid_device: bo
         xid.append(float(XID_CODE) if k in xid_span else 0.0)
         energy_mj += watts * scenario.interval_seconds * 1000
         energy.append(round(energy_mj))
-    values = {"DCGM_FI_PROF_GR_ENGINE_ACTIVE" if device.is_mig else "DCGM_FI_DEV_GPU_UTIL": util,
-              "DCGM_FI_DEV_FB_USED": fb, "DCGM_FI_DEV_POWER_USAGE": power,
-              "DCGM_FI_DEV_GPU_TEMP": temp, "DCGM_FI_DEV_XID_ERRORS": xid}
-    if not device.is_mig:
-        # Energy is a whole-board counter; a MIG instance has no energy of its own.
-        values["DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION"] = energy
-    return values
+    # The DCP ratios draw from their own generator so the fields above keep their values whatever
+    # the counters file. GR_ENGINE_ACTIVE is the engine's busy share: GPU_UTIL / 100 on a whole GPU.
+    prof = random.Random(f"{scenario.seed}|prof|{device.uuid}|{device.mig_instance_id or ''}")
+    tensor_share, dram_share = prof.uniform(0.3, 0.8), prof.uniform(0.2, 0.6)
+    gr = util if device.is_mig else [u / 100 for u in util]
+    computed = {"DCGM_FI_DEV_GPU_UTIL": util, "DCGM_FI_PROF_GR_ENGINE_ACTIVE": gr,
+                "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": [round(g * tensor_share, 6) for g in gr],
+                "DCGM_FI_PROF_DRAM_ACTIVE": [round(g * dram_share, 6) for g in gr],
+                "DCGM_FI_DEV_FB_USED": fb, "DCGM_FI_DEV_FB_FREE": [float(round(memory_mib)) - f for f in fb],
+                "DCGM_FI_DEV_POWER_USAGE": power, "DCGM_FI_DEV_GPU_TEMP": temp, "DCGM_FI_DEV_XID_ERRORS": xid,
+                "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": energy}
+    fields = scenario.exporter.mig_fields if device.is_mig else scenario.exporter.fields
+    return {f: computed[f] for f in fields}
 
 
 def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_device: bool,
@@ -114,6 +125,7 @@ def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_devi
     base = device_labels(scenario, device, instance)
     tail = {"instance": instance, "job": DCGM_JOB}
     sliced = device.key in scenario.time_sliced
+    pod_uid_label = scenario.exporter.release.pod_uid
     # vgpu numbers are stable per pod on a shared device so its series never fragment.
     sharing = {p.uid: p for s in truth.segments for p in s.pods}
     vgpu_of = {uid: str(i) for i, uid in enumerate(sorted(sharing, key=lambda u: (sharing[u].start, u)))}
@@ -128,7 +140,7 @@ def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_devi
                 pod_samples = [(timestamps[k], values[k]) for seg in truth.segments
                                if any(p.uid == pod_uid for p in seg.pods) for k in range(seg.k0, seg.k1)]
                 labels = {**base, **workload_labels(scenario, sharing[pod_uid], device.host),
-                          "pod_uid": pod_uid, "vgpu": vgpu, **tail}
+                          **({"pod_uid": pod_uid} if pod_uid_label else {}), "vgpu": vgpu, **tail}
                 yield SimSeries(metric, labels, pod_samples)
             continue
         current: SimSeries | None = None
@@ -256,6 +268,8 @@ def iter_series(scenario: Scenario) -> Iterator[SimSeries]:
 
 
 def _iter_series(scenario: Scenario) -> Iterator[SimSeries]:
+    for problem in scenario.exporter_problems():
+        raise ValueError(problem)
     instances = _host_instances(scenario)
     whole = [d.key for d in scenario.devices if not d.is_mig]
     # One GPU reports an XID for a short stretch mid-window, as a health signal to find.

@@ -121,6 +121,23 @@ def expected_figures(scenario: Scenario, idle_threshold: float = 0.05,
                         run_samples[pod.uid] = 0
                         e.longest_idle_run_seconds.setdefault(pod_key, 0.0)
 
+    # A GPU in MIG mode is a whole GPU of capacity: the slices none of its instances occupies
+    # are unallocated (docs/accounting.md, "When devices change").
+    boards: dict[str, list] = defaultdict(list)
+    for device in scenario.devices:
+        if device.is_mig:
+            boards[device.uuid].append(device)
+    for instances in boards.values():
+        free = 1.0 - sum(d.gpu_fraction for d in instances)
+        if free <= 1e-9:
+            continue
+        model = instances[0].model
+        seconds = interval * free * sum(1 for ts in timestamps if window_start <= ts < window_end)
+        e.capacity_gpu_seconds += seconds
+        e.capacity_by_model[model] += seconds
+        e.unallocated_gpu_seconds += seconds
+        e.unallocated_by_model[model] += seconds
+
     for pod in scenario.pending:
         fraction = resource_fraction(pod.resource)
         for ts in timestamps:

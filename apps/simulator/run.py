@@ -8,10 +8,11 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from .builders import build_scenario
 from .emit import iter_series
+from .exporter import DEFAULT_COUNTERS, DEFAULT_VERSION
 from .openmetrics import write_openmetrics_chunks
 from .promserver import PrometheusServer, backfill_many
-from .builders import build_scenario
 
 
 @dataclass
@@ -30,7 +31,8 @@ class SimulateResult:
 
 
 def run_simulate(out_dir, hours: float = 6, interval_seconds: int = 30, spelling: str = "plain",
-                 seed: int = 1, hostname_label: str = "Hostname", time_slicing: bool = False,
+                 seed: int = 1, hostname_label: str | None = None, time_slicing: bool = False,
+                 counters: str = DEFAULT_COUNTERS, exporter_version: str = DEFAULT_VERSION,
                  serve: bool = False, port: int | None = None, stdout=None,
                  stop_event: threading.Event | None = None) -> SimulateResult:
     """Write the OpenMetrics file and TSDB blocks under out_dir; with serve, run Prometheus
@@ -39,7 +41,8 @@ def run_simulate(out_dir, hours: float = 6, interval_seconds: int = 30, spelling
     out_dir.mkdir(parents=True, exist_ok=True)
     say = (lambda msg: stdout.write(msg + "\n")) if stdout else (lambda msg: None)
     scenario = build_scenario(hours=hours, interval_seconds=interval_seconds, spelling=spelling,
-                              seed=seed, hostname_label=hostname_label, time_slicing=time_slicing)
+                              seed=seed, hostname_label=hostname_label, time_slicing=time_slicing,
+                              counters=counters, exporter_version=exporter_version)
     om_dir = out_dir / "openmetrics"
     tsdb_dir = out_dir / "tsdb"
     for existing in (om_dir, tsdb_dir):

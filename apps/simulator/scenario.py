@@ -10,6 +10,8 @@ import random
 import time
 from dataclasses import dataclass, field
 
+from .exporter import ExporterProfile
+
 DeviceKey = tuple[str, str]  # (uuid, mig_instance_id or "")
 
 PATTERNS = ("busy", "idle", "bursty", "mixed")
@@ -116,7 +118,7 @@ class PendingPod:
 
 
 # Bumped whenever emit.py changes what a scenario's series look like (the disk cache key).
-EMIT_VERSION = "2: MIG instances carry the board's power"
+EMIT_VERSION = "3: an exporter profile (release + counters file); whole GPUs export DCP fields too"
 REPLICA_OFFSET_SECONDS = 7
 
 
@@ -127,7 +129,8 @@ class Scenario:
     end: int
     interval_seconds: int
     spelling: str = "plain"
-    hostname_label: str = "Hostname"
+    # None: the exporter release's spelling (`Hostname`, or `hostname` from 4.6.0-4.8.3); set to override.
+    hostname_label: str | None = None
     devices: list[SimDevice] = field(default_factory=list)
     pods: list[SimPod] = field(default_factory=list)
     pending: list[PendingPod] = field(default_factory=list)
@@ -142,12 +145,19 @@ class Scenario:
     # An HA Prometheus pair (or more): every series once per replica, labelled
     # prometheus_replica=<name>, each replica scraping REPLICA_OFFSET_SECONDS after the previous.
     replicas: tuple[str, ...] = ()
+    # Which dcgm-exporter release and counters file the DCGM series imitate (docs/demo.md).
+    exporter: ExporterProfile = field(default_factory=ExporterProfile)
 
     def __post_init__(self):
         if self.spelling not in SPELLINGS:
             raise ValueError(f"spelling must be one of {SPELLINGS}")
-        if self.hostname_label not in HOSTNAME_LABELS:
+        if self.hostname_label is not None and self.hostname_label not in HOSTNAME_LABELS:
             raise ValueError(f"hostname_label must be one of {HOSTNAME_LABELS}")
+
+    @property
+    def host_label(self) -> str:
+        """The label dcgm-exporter names the node with: the explicit choice, else the release's."""
+        return self.hostname_label or self.exporter.release.host_label
 
     @property
     def timestamps(self) -> range:
@@ -174,7 +184,8 @@ class Scenario:
         h = hashlib.sha256()
         h.update(EMIT_VERSION.encode())
         h.update(repr((self.name, self.start, self.end, self.interval_seconds, self.spelling,
-                       self.hostname_label, self.seed, self.driver_version, tuple(self.replicas))).encode())
+                       self.hostname_label, self.seed, self.driver_version, tuple(self.replicas),
+                       self.exporter)).encode())
         for d in self.devices:
             h.update(repr(d).encode())
         for p in self.pods:
@@ -188,8 +199,14 @@ class Scenario:
         h.update(repr(sorted(self.time_sliced)).encode())
         return h.hexdigest()[:16]
 
+    def exporter_problems(self) -> list[str]:
+        return self.exporter.problems(any(d.is_mig for d in self.devices), bool(self.time_sliced))
+
     def validate(self) -> None:
-        """At a timestamp a device is held by at most one pod, unless it is time-sliced."""
+        """At a timestamp a device is held by at most one pod, unless it is time-sliced; and the
+        chosen exporter can show the cluster."""
+        for problem in self.exporter_problems():
+            raise ValueError(problem)
         keys = self.device_by_key
         by_device: dict[DeviceKey, list[SimPod]] = {}
         for pod in self.pods:

@@ -57,13 +57,14 @@ def test_change_of_holder_starts_a_new_series_covering_only_its_samples():
 def test_mig_instance_reports_gr_engine_active_not_gpu_util():
     scenario = tiny_scenario()
     assert series_of(scenario, "DCGM_FI_DEV_GPU_UTIL", UUID=MIG.uuid) == []
-    mig = series_of(scenario, "DCGM_FI_PROF_GR_ENGINE_ACTIVE")
+    mig = series_of(scenario, "DCGM_FI_PROF_GR_ENGINE_ACTIVE", UUID=MIG.uuid)
     assert sum(len(s.samples) for s in mig) == 120
     (held,) = [s for s in mig if "pod" in s.labels]
     assert held.labels["GPU_I_PROFILE"] == "1g.10gb" and held.labels["GPU_I_ID"] == "9"
     assert list(held.labels)[:7] == ["gpu", "UUID", "pci_bus_id", "device", "modelName", "GPU_I_PROFILE", "GPU_I_ID"]
     assert all(0 <= v <= 0.03 for _, v in held.samples)
-    for metric in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_XID_ERRORS"):
+    for metric in ("DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_GPU_TEMP",
+                   "DCGM_FI_DEV_XID_ERRORS", "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "DCGM_FI_PROF_DRAM_ACTIVE"):
         assert sum(len(s.samples) for s in series_of(scenario, metric, UUID=MIG.uuid)) == 120
 
 

@@ -10,15 +10,16 @@ approx = pytest.approx
 
 def test_capacity_counts_every_device_sample_times_fraction():
     e = expected_figures(tiny_scenario())
-    # H100: 120 samples x 60 s; 1g.10gb on an A100: 120 x 60 s x 1/7
-    assert e.capacity_gpu_seconds == approx(7200 + 7200 / 7)
-    assert e.capacity_by_model == approx({"NVIDIA H100 80GB HBM3": 7200, "NVIDIA A100-SXM4-80GB": 7200 / 7})
+    # H100: 120 samples x 60 s; the A100 in MIG mode is a whole GPU: its 1g.10gb 120 x 60 s x 1/7,
+    # and the six slices no instance occupies 120 x 60 s x 6/7 (docs/accounting.md, "When devices change")
+    assert e.capacity_gpu_seconds == approx(7200 + 7200)
+    assert e.capacity_by_model == approx({"NVIDIA H100 80GB HBM3": 7200, "NVIDIA A100-SXM4-80GB": 7200})
 
 
 def test_allocated_idle_and_unallocated_per_namespace():
     e = expected_figures(tiny_scenario())
     assert e.allocated_gpu_seconds == approx({"ml-research": 1800, "notebooks": 1800 / 7})
-    assert e.unallocated_gpu_seconds == approx(7200 + 7200 / 7 - 1800 - 1800 / 7)
+    assert e.unallocated_gpu_seconds == approx(7200 + 7200 - 1800 - 1800 / 7)
     assert e.idle_gpu_seconds == approx({"notebooks": 1800 / 7})  # the busy trainer is never idle
     assert e.allocated_by_model == approx({"NVIDIA H100 80GB HBM3": 1800, "NVIDIA A100-SXM4-80GB": 1800 / 7})
 
@@ -59,7 +60,7 @@ def test_queued_demand_of_pending_pods():
 def test_window_restriction():
     e = expected_figures(tiny_scenario()).within(at(0), at(60))
     assert e.allocated_gpu_seconds == approx({"ml-research": 1800, "notebooks": 600 / 7})
-    assert e.capacity_gpu_seconds == approx(3600 + 3600 / 7)
+    assert e.capacity_gpu_seconds == approx(3600 + 3600)
     assert e.longest_idle_run_seconds[("notebooks", "jupyter-erin")] == 600
     assert expected_figures(tiny_scenario()).within(at(59), at(60)).allocated_gpu_seconds == approx(
         {"notebooks": 60 / 7})

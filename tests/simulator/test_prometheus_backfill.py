@@ -65,13 +65,16 @@ def test_end_to_end_sample_counts_and_allocation(tmp_path):
     with serve_scenario(scenario, tmp_path) as prom:
         assert scalar(prom.url, f"count(count_over_time(DCGM_FI_DEV_GPU_UTIL[{span}]))", at) >= len(whole)
         assert scalar(prom.url, f"sum(count_over_time(DCGM_FI_DEV_GPU_UTIL[{span}]))", at) == len(whole) * samples
-        assert scalar(prom.url, f"sum(count_over_time(DCGM_FI_PROF_GR_ENGINE_ACTIVE[{span}]))", at) == len(mig) * samples
+        # a whole GPU exports GR_ENGINE_ACTIVE too: only a MIG instance's counts as its utilization
+        mig_util = 'DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_PROFILE!=""}'
+        assert scalar(prom.url, f"sum(count_over_time({mig_util}[{span}]))", at) == len(mig) * samples
         # allocated and used GPU-seconds per namespace, rebuilt from the raw samples
         allocated, used = {}, {}
-        for metric, util_scale in (("DCGM_FI_DEV_GPU_UTIL", 0.01), ("DCGM_FI_PROF_GR_ENGINE_ACTIVE", 1.0)):
+        for metric, util_scale in (('DCGM_FI_DEV_GPU_UTIL{exported_namespace!=""}', 0.01),
+                                   ('DCGM_FI_PROF_GR_ENGINE_ACTIVE{GPU_I_PROFILE!="",exported_namespace!=""}', 1.0)):
             for fn, into, scale in (("count_over_time", allocated, 1.0), ("sum_over_time", used, util_scale)):
                 rows = query(prom.url, f'sum by (exported_namespace, modelName, GPU_I_PROFILE) '
-                                       f'({fn}({metric}{{exported_namespace!=""}}[{span}]))', at)
+                                       f'({fn}({metric}[{span}]))', at)
                 for row in rows:
                     labels, value = row["metric"], float(row["value"][1])
                     profile = labels.get("GPU_I_PROFILE")
