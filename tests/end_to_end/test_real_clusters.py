@@ -207,9 +207,12 @@ def test_per_pod_exporter_formats_and_shared_requests(tmp_path):
     assert sums(cluster, device__uuid="GPU-UID")["u"] == pytest.approx(2880.0)
     health = DeviceHealthHour.objects.get(cluster=cluster, device__uuid="GPU-UID")
     assert (health.temperature_c_avg, health.energy_joules) == (pytest.approx(50.0), pytest.approx(200.0 * H))
-    # GPU-LC: 1g.10gb is 1/7 of an H100 for the hour.
-    assert sums(cluster, device__uuid="GPU-LC") == {"g": pytest.approx(H / 7), "u": pytest.approx(H / 14),
-                                                    "m": pytest.approx(3600.0), "e": None}
+    # GPU-LC: 1g.10gb is 1/7 of an H100 for the hour; the six slices no instance occupies are the
+    # board's unallocated capacity (docs/accounting.md, "When devices change").
+    assert sums(cluster, device__uuid="GPU-LC", namespace="ml") == {
+        "g": pytest.approx(H / 7), "u": pytest.approx(H / 14), "m": pytest.approx(3600.0), "e": None}
+    assert sums(cluster, device__uuid="GPU-LC", namespace="")["g"] == pytest.approx(H * 6 / 7)
+    assert sums(cluster, device__uuid="GPU-LC")["g"] == pytest.approx(H)
     # The shared request waiting: one GPU-equivalent for the hour.
     assert QueuedDemandHour.objects.get(cluster=cluster, pod="shared-wait").queued_gpu_seconds == pytest.approx(3600.0)
 

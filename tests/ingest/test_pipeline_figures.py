@@ -28,10 +28,11 @@ def test_figures_of_a_small_cluster(cluster):
     run = ingest(cluster, dt(T0), dt(T0 + 2 * H), fetcher=small_cluster_fetcher())
     assert run.status == "succeeded" and run.chunks_total == 1
     by_ns = dict(UsageHour.objects.values_list("namespace").annotate(s=Sum("gpu_seconds")))
-    # ml/train: 120 samples × 60 s on a whole GPU; serve/emb: 120 × 60 s × 1/7; free H100: 7200 s unallocated
+    # ml/train: 120 samples × 60 s on a whole GPU; serve/emb: 120 × 60 s × 1/7; free H100: 7200 s unallocated,
+    # and the six slices of GPU-B no instance occupies: 7200 s × 6/7 (docs/accounting.md, "When devices change")
     assert by_ns["ml"] == pytest.approx(7200.0)
     assert by_ns["serve"] == pytest.approx(7200.0 / 7)
-    assert by_ns[""] == pytest.approx(7200.0)
+    assert by_ns[""] == pytest.approx(7200.0 + 7200.0 * 6 / 7)
     ml = UsageHour.objects.filter(namespace="ml").aggregate(u=Sum("used_gpu_seconds"), i=Sum("idle_gpu_seconds"))
     assert ml["u"] == pytest.approx(3600 * 0.9)
     assert ml["i"] == pytest.approx(3600.0)
@@ -41,7 +42,8 @@ def test_figures_of_a_small_cluster(cluster):
     assert not UsageHour.objects.filter(pod="waiting").exists()
     assert QuotaHour.objects.filter(namespace="ml", hard=4.0).count() == 2
     assert dict(Namespace.objects.values_list("name", "label_team")) == {"ml": "research", "serve": "search"}
-    assert Device.objects.get(uuid="GPU-B").gpu_fraction == pytest.approx(1 / 7)
+    assert Device.objects.exclude(mig_profile="").get(uuid="GPU-B").gpu_fraction == pytest.approx(1 / 7)
+    assert Device.objects.get(uuid="GPU-B", mig_profile="").gpu_fraction == 1.0   # the board: its free slices
     cluster.refresh_from_db()
     assert cluster.detected_interval_seconds == 60.0 and cluster.detected_label_spelling == "plain"
     assert cluster.ingested_until == dt(T0 + 2 * H)

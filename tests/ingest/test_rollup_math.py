@@ -47,7 +47,10 @@ def test_mig_instance_fraction_and_raw_mig_seconds():
     labels = gpu(model=H100, GPU_I_PROFILE="1g.10gb", GPU_I_ID="9", namespace="serve", pod="emb", container="s")
     s = Series(labels, [(T0, 0.5), (T0 + 60, 0.5)])
     result = rollup.rollup_devices(cfg(interval=60.0), Window(T0, T0 + H), [], [s])
-    [u] = result.usage
+    [u, free] = result.usage
+    # the six slices no instance occupies: unallocated capacity of the GPU itself (docs/accounting.md)
+    assert (free.device_key, free.namespace, free.mig_profile) == (("GPU-1", ""), "", "")
+    assert free.gpu_seconds == pytest.approx(120 * 6 / 7) and free.mig_seconds == 0.0
     assert u.gpu_fraction == pytest.approx(1 / 7)
     assert u.gpu_seconds == pytest.approx(120 / 7)
     assert u.mig_seconds == pytest.approx(120.0)
@@ -144,7 +147,10 @@ def test_mig_mode_parent_utilization_is_not_counted_twice():
     inst = Series(gpu(uuid="GPU-M", model=A100, GPU_I_PROFILE="3g.40gb", GPU_I_ID="1", namespace="a", pod="p"),
                   [(T0, 0.2)])
     result = rollup.rollup_devices(cfg(), Window(T0, T0 + H), [parent], [inst])
-    assert [(u.mig_profile, round(u.gpu_seconds, 6)) for u in result.usage] == [("3g.40gb", round(30 * 3 / 7, 6))]
+    # the parent's sample stands for an instant its instance covers: not counted; the 4 slices no
+    # instance occupies are the GPU's unallocated capacity (docs/accounting.md, "When devices change")
+    assert [(u.mig_profile, u.namespace, round(u.gpu_seconds, 6)) for u in result.usage] == [
+        ("3g.40gb", "a", round(30 * 3 / 7, 6)), ("", "", round(30 * 4 / 7, 6))]
     assert any("MIG mode" in w for w in result.warnings)
 
 
@@ -302,3 +308,24 @@ def test_sequential_sums_add_each_group_in_sample_order():
             expected[row, g] += v
     assert sequential_sums(groups, values, 50).tobytes() == expected.tobytes()
     assert sequential_sums(np.array([], dtype=np.int64), np.zeros((2, 0)), 3).tobytes() == np.zeros((2, 3)).tobytes()
+
+
+def test_a_gpu_with_readings_but_no_utilization_is_unallocated_capacity():
+    """A T4 whose exporter sends power, memory and temperature but no GPU_UTIL (docs/accounting.md,
+    "When devices change"): 60 power samples at 60 s are 3,600 s of capacity, unallocated even
+    though its memory series names a pod (with no utilization, what the pod did is unknown); its
+    neighbour with utilization is counted as ever, and its own power does not add a second row."""
+    t4 = gpu(uuid="GPU-T4", model="Tesla T4")
+    power = [Series(t4, [(T0 + 60 * i, 27.0) for i in range(60)])]
+    fb = [Series({**t4, "namespace": "ml", "pod": "p"}, [(T0 + 60 * i, 300.0) for i in range(60)])]
+    busy = gpu(uuid="GPU-H", model=H100, namespace="ml", pod="q")
+    util = [Series(busy, [(T0 + 60 * i, 80.0) for i in range(60)])]
+    power.append(Series(busy, [(T0 + 60 * i, 500.0) for i in range(60)]))
+    result = rollup.rollup_devices(cfg(interval=60.0), Window(T0, T0 + H), util, [], fb_used=fb, power=power)
+    rows = {(u.device_key[0], u.namespace): u for u in result.usage}
+    assert set(rows) == {("GPU-T4", ""), ("GPU-H", "ml")}
+    assert rows[("GPU-T4", "")].gpu_seconds == pytest.approx(3600.0)
+    assert rows[("GPU-T4", "")].used_gpu_seconds == 0.0 and rows[("GPU-T4", "")].gpu_model == "Tesla T4"
+    assert rows[("GPU-H", "ml")].gpu_seconds == pytest.approx(3600.0)
+    assert rows[("GPU-H", "ml")].used_gpu_seconds == pytest.approx(2880.0)
+    assert any("readings but no utilization" in w for w in result.warnings)

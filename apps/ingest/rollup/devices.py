@@ -11,7 +11,8 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .labels import canonical, device_identity, device_key, gpu_fraction, is_time_slice, names_the_exporter, workload_of
-from .records import WORKLOAD_LABELS, DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series, Window, _finite
+from .records import (WORKLOAD_LABELS, DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Samples, Series,
+                      Window, _finite)
 from .arrays import columns, first_maxima, hour_slots, joined_columns, sequential_sums
 from .batch import _Acc, _Batch
 from .health import device_health
@@ -112,9 +113,11 @@ def rollup_devices(
     workloads = _Workloads(cfg, candidates)
 
     chosen = _chosen_series(cfg, whole_util, mig_util, warnings)
+    power, fb_used, temperature = list(power), list(fb_used), list(temperature)
+    chosen += _readings_only(chosen, power, fb_used, temperature, warnings)
     streams, raw_in_window, fallback, tiled = _merged_streams(cfg, window, chosen, workloads)
     devices: dict[tuple[str, str], dict] = {}
-    accs, counted = _count_samples(cfg, streams, tiled, devices, warnings)
+    accs, counted = _count_samples(cfg, window, streams, tiled, devices, warnings)
     warnings.extend(workloads.warnings())
 
     _attach_memory(cfg, window, accs, fb_used, workloads)
@@ -129,30 +132,52 @@ def rollup_devices(
 
 def _chosen_series(cfg: RollupConfig, whole_util: list, mig_util: list, warnings: list[str]) -> list[tuple]:
     """Which series count, as (labels, series, scale): MIG instances through GR_ENGINE_ACTIVE,
-    whole GPUs through GPU_UTIL."""
+    whole GPUs through GPU_UTIL. A GPU's whole-GPU series stay even where its MIG instances'
+    come too: which instants of them count is decided per instant (`_in_mig_mode`), so a GPU
+    the MIG manager reconfigures keeps its whole-GPU hours (docs/accounting.md, "When devices
+    change")."""
     chosen = []
-    mig_uuids = set()
     for s in mig_util:
         labels = canonical(s.labels)
-        if not labels.get("GPU_I_PROFILE"):
-            continue
-        key = device_key(labels)
-        mig_uuids.add(key[0])
-        chosen.append((labels, s, cfg.mig_util_scale))
-    dropped_parents = set()
+        if labels.get("GPU_I_PROFILE"):
+            chosen.append((labels, s, cfg.mig_util_scale))
     for s in whole_util:
         labels = canonical(s.labels)
-        if labels.get("GPU_I_PROFILE"):
-            continue
-        key = device_key(labels)
-        if key[0] in mig_uuids:
-            # A MIG-mode GPU is accounted through its instances; its parent would count twice.
-            dropped_parents.add(key[0])
-            continue
-        chosen.append((labels, s, cfg.util_scale))
-    if dropped_parents:
-        warnings.append(f"ignored whole-GPU utilization of {len(dropped_parents)} GPU(s) in MIG mode")
+        if not labels.get("GPU_I_PROFILE"):
+            chosen.append((labels, s, cfg.util_scale))
     return chosen
+
+
+def _readings_only(chosen: list[tuple], power: list, fb_used: list, temperature: list,
+                   warnings: list[str]) -> list[tuple]:
+    """Devices the exporter reports readings of but no utilization (a T4 whose exporter lacks
+    GPU_UTIL; a MIG instance without GR_ENGINE_ACTIVE under older counters): capacity all the
+    same, unallocated and idle, timed by their raw power samples, else memory's or
+    temperature's (docs/accounting.md, "When devices change"). Their workload labels are not
+    read: with no utilization, what a pod did with the GPU is unknown."""
+    counted = {device_key(labels) for labels, _s, _scale in chosen}
+    found: dict[tuple, list] = {}
+    for readings in (power, fb_used, temperature):
+        seen_here: dict[tuple, list] = {}
+        for s in readings:
+            if isinstance(s, HourlySeries) or not len(s.samples):
+                continue
+            labels = canonical(s.labels)
+            key = device_key(labels)
+            if key in counted or (key in found and key not in seen_here):
+                continue
+            bare = {k: v for k, v in labels.items() if k not in _WORKLOAD_NAMES}
+            zeros = Series(bare, Samples(columns(s.samples)[0], np.zeros(len(s.samples))))
+            seen_here.setdefault(key, []).append((bare, zeros, 1.0))
+        for key, members in seen_here.items():
+            found.setdefault(key, members)
+    if found:
+        warnings.append(f"{len(found)} device(s) reported readings but no utilization: counted as unallocated "
+                        f"capacity")
+    return [m for members in found.values() for m in members]
+
+
+_WORKLOAD_NAMES = frozenset(name for names in WORKLOAD_LABELS.values() for name in names) | {"pod_uid", "vgpu"}
 
 
 def _merged_streams(cfg: RollupConfig, window: Window, chosen: list[tuple],
@@ -230,7 +255,7 @@ def _note_device(cfg: RollupConfig, devices: dict, warnings: list[str], key, inf
     return d
 
 
-def _count_samples(cfg: RollupConfig, streams: list[_Stream], tiled: set, devices: dict,
+def _count_samples(cfg: RollupConfig, window: Window, streams: list[_Stream], tiled: set, devices: dict,
                    warnings: list[str]) -> tuple[dict[tuple, _Acc], int]:
     """Each sample that counts, per device: time-sliced pods share the GPU, whole-device streams
     are tiled so every instant counts once (on the devices in `tiled`, the only ones where
@@ -244,6 +269,8 @@ def _count_samples(cfg: RollupConfig, streams: list[_Stream], tiled: set, device
     # taken all at once, in the very order the samples were met (docs/performance.md).
     accs: dict[tuple, _Acc] = {}
     batch = _Batch(accs)
+    mig_mode = _in_mig_mode(streams)
+    parents_covered = 0
     for key, dev_streams in by_device.items():
         in_window = [st for st in dev_streams if st.inside.any()]
         if not in_window:
@@ -266,25 +293,106 @@ def _count_samples(cfg: RollupConfig, streams: list[_Stream], tiled: set, device
         # Whole-device streams: tiled, the workloads' first, so every instant counts once.
         plain.sort(key=lambda st: (not st.namespace, st.namespace, st.pod))
         coverage = Coverage() if len(plain) > 1 and key in tiled else None
+        in_mig = mig_mode.get(key[0]) if not d["mig_profile"] else None
+        if in_mig is not None:
+            # a whole-GPU series counts only the instants its GPU is not in MIG mode
+            coverage = in_mig.copy()
         for st in plain:
             if coverage is not None:
                 free = coverage.claim(st.ts, st.ts + st.seconds)
             else:
                 free = (st.ts + st.seconds) - st.ts
             counts = st.inside & (free > 1e-9)
+            if in_mig is not None:
+                parents_covered += int(np.count_nonzero(st.inside & (free <= 1e-9)))
             if pods:
                 # the device series of a time-sliced GPU counts nothing while its pods hold it
                 at = np.flatnonzero(counts)
                 counts[at[_holders(pods, st.ts[at]) > 0]] = False
             batch.add(st, d, counts, free, fraction, fraction)
 
+    pseudo = _unoccupied_slices(cfg, window, streams, devices, warnings, batch) if cfg.unoccupied_slices else 0
+    if parents_covered:
+        warnings.append(f"{parents_covered} whole-GPU utilization sample(s) of GPUs in MIG mode were not counted: "
+                        f"their MIG instances stand for those instants")
     clamped, counted = batch.settle(cfg)
+    counted -= pseudo
     if clamped:
         warnings.append(f"{clamped} utilization sample(s) outside 0-100 % were clamped")
     unknown = sum(a.rec.unknown_util_samples for a in accs.values())
     if unknown:
         warnings.append(f"{unknown} utilization sample(s) were NaN/Inf: counted as allocated, not as used or idle")
     return accs, counted
+
+
+def _instance_spans(streams: list[_Stream]) -> dict[str, dict[tuple, Coverage]]:
+    """Per GPU (UUID) in MIG mode at some instant of the chunk: each MIG instance's time, the
+    union of the spans its samples stand for (whoever held it)."""
+    out: dict[str, dict[tuple, Coverage]] = defaultdict(dict)
+    for st in streams:
+        if st.info["mig_profile"] and len(st.ts):
+            cov = out[st.key[0]].setdefault(st.key, Coverage())
+            cov.claim(st.ts, st.ts + st.seconds)
+    return out
+
+
+def _in_mig_mode(streams: list[_Stream]) -> dict[str, Coverage]:
+    """Per GPU: the instants it was in MIG mode (any of its instances stood for them)."""
+    out = {}
+    for uuid, instances in _instance_spans(streams).items():
+        cov = Coverage()
+        for inst in instances.values():
+            cov.claim(inst.starts, inst.ends)
+        out[uuid] = cov
+    return out
+
+
+def _unoccupied_slices(cfg: RollupConfig, window: Window, streams: list[_Stream], devices: dict,
+                       warnings: list[str], batch: _Batch) -> int:
+    """A GPU in MIG mode is a whole GPU of capacity: the slices no instance occupies (three
+    2g.20gb on a 7-slice A100 leave 1/7) are unallocated capacity of the GPU itself, counted
+    over the instants it was in MIG mode, cut at the window's hours (docs/accounting.md, "When
+    devices change"). Added to `batch` as pseudo-samples of the GPU's own (whole) device, with
+    no workload; returns how many."""
+    added = 0
+    for uuid, instances in _instance_spans(streams).items():
+        fractions = {}
+        for st in streams:
+            if st.key in instances and st.key not in fractions:
+                d = devices.get(st.key)
+                fractions[st.key] = (d or {}).get("gpu_fraction") or gpu_fraction(
+                    st.info["model_name"], st.info["mig_profile"], cfg.mig_slices_overrides)[0]
+        # elementary intervals between every instance's span edges, the hours and the window's ends
+        edges = [np.array([window.start, window.end], dtype=float),
+                 np.arange(window.start, window.end, 3600, dtype=float)]
+        for cov in instances.values():
+            edges += [cov.starts, cov.ends]
+        cuts = np.unique(np.concatenate(edges))
+        cuts = cuts[(cuts >= window.start) & (cuts <= window.end)]
+        if len(cuts) < 2:
+            continue
+        a, b = cuts[:-1], cuts[1:]
+        occupied = np.zeros(len(a))
+        present = np.zeros(len(a), dtype=bool)
+        for key, cov in instances.items():
+            i = np.searchsorted(cov.ends, a, side="right")
+            within = i < len(cov.starts)
+            i = np.where(within, i, 0)
+            on = within & (cov.starts[i] <= a)
+            occupied += np.where(on, fractions[key], 0.0)
+            present |= on
+        free = np.maximum(0.0, 1.0 - occupied)
+        at = np.flatnonzero(present & (free > 1e-9))
+        if not len(at):
+            continue
+        info = dict(next(st.info for st in streams if st.key in instances), mig_instance_id="", mig_profile="")
+        ts, seconds, share = a[at], (b - a)[at], free[at]
+        d = _note_device(cfg, devices, warnings, (uuid, ""), info, float(ts[0]), float(ts[-1]))
+        st = _Stream((uuid, ""), info, "", "", 1.0, False, ts, np.zeros(len(at)), np.ones(len(at), dtype=bool),
+                     seconds)
+        batch.add(st, d, st.inside, seconds, share, share)
+        added += len(at)
+    return added
 
 
 def _own_values(mode: str, pods: Sequence[_Stream], plain: Sequence[_Stream]) -> bool:

@@ -112,6 +112,10 @@ class RollupConfig:
     power_scale: float = 1.0
     temperature_scale: float = 1.0
     mig_slices_overrides: Mapping[str, int] = field(default_factory=dict)
+    # a MIG-mode GPU's slices no instance occupies count as its unallocated capacity
+    # (docs/accounting.md, "When devices change"); off only where a test compares the roll-up
+    # with the per-sample loops that predate the rule (tests/rollup_oracle)
+    unoccupied_slices: bool = True
 
 
 @dataclass(frozen=True)

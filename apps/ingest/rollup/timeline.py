@@ -193,6 +193,11 @@ class Coverage:
         self.starts = np.empty(0)
         self.ends = np.empty(0)
 
+    def copy(self) -> "Coverage":
+        other = Coverage()
+        other.starts, other.ends = self.starts, self.ends   # never changed in place: replaced by _union
+        return other
+
     def claim(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """For each span [a, b) of a time-ordered list (arrays of starts and ends): the seconds
         of it not yet covered, the overlaps with earlier intervals added in time order. Then
