@@ -63,11 +63,14 @@ def test_group_by_cluster_and_model_carry_unallocated(ingested, admin_client):
     _, by_cluster = rows(admin_client, group_by="cluster")
     lab = by_cluster["lab"]
     assert lab["allocated_gpu_hours"] == pytest.approx(2 + 2 / 7, abs=1e-6)
-    assert lab["unallocated_gpu_hours"] == pytest.approx(2.0)
+    # the free H100's 2 h, and the six slices of the A100 no MIG instance occupies: 2 h × 6/7
+    # (docs/accounting.md, "When devices change")
+    assert lab["unallocated_gpu_hours"] == pytest.approx(2.0 + 12 / 7, abs=1e-6)
     _, by_model = rows(admin_client, group_by="gpu_model")
     assert by_model[H100]["allocated_gpu_hours"] == pytest.approx(2.0)
     assert by_model[H100]["unallocated_gpu_hours"] == pytest.approx(2.0)
     assert by_model[A100]["allocated_gpu_hours"] == pytest.approx(2 / 7, abs=1e-6)
+    assert by_model[A100]["unallocated_gpu_hours"] == pytest.approx(12 / 7, abs=1e-6)
 
 
 def test_group_by_team_uses_labels_dated_mappings_and_unassigned(ingested, admin_client):
