@@ -100,4 +100,6 @@ def test_the_page_says_verdicts_and_money_in_words(fleet, client, role):
         assert "no quota to lower" in text                      # scratch
         assert "Money freed / month" in body
     else:
-        assert "€" not in body and "EUR" not in body and "Money freed" not in body
+        # the random CSRF token can hold the letters "EUR": read the page without it
+        shown = re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", body)
+        assert "€" not in shown and "EUR" not in shown and "Money freed" not in shown
