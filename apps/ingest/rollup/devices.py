@@ -11,7 +11,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .labels import canonical, device_identity, device_key, gpu_fraction, is_time_slice, names_the_exporter, workload_of
-from .records import (WORKLOAD_LABELS, DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Samples, Series,
+from .records import (WORKLOAD_LABELS, DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series,
                       Window, _finite)
 from .arrays import columns, first_maxima, hour_slots, joined_columns, sequential_sums
 from .batch import _Acc, _Batch
@@ -19,6 +19,7 @@ from .health import device_health
 from .copies import merge_copy_columns
 from .copies import priority as _priority
 from .timeline import Coverage, StreamGaps
+from .capacity import free_slices, in_mig_mode, readings_only
 
 
 class _Stream:
@@ -114,7 +115,7 @@ def rollup_devices(
 
     chosen = _chosen_series(cfg, whole_util, mig_util, warnings)
     power, fb_used, temperature = list(power), list(fb_used), list(temperature)
-    chosen += _readings_only(chosen, power, fb_used, temperature, warnings)
+    chosen += readings_only(chosen, power, fb_used, temperature, warnings)
     streams, raw_in_window, fallback, tiled = _merged_streams(cfg, window, chosen, workloads)
     devices: dict[tuple[str, str], dict] = {}
     accs, counted = _count_samples(cfg, window, streams, tiled, devices, warnings)
@@ -146,38 +147,6 @@ def _chosen_series(cfg: RollupConfig, whole_util: list, mig_util: list, warnings
         if not labels.get("GPU_I_PROFILE"):
             chosen.append((labels, s, cfg.util_scale))
     return chosen
-
-
-def _readings_only(chosen: list[tuple], power: list, fb_used: list, temperature: list,
-                   warnings: list[str]) -> list[tuple]:
-    """Devices the exporter reports readings of but no utilization (a T4 whose exporter lacks
-    GPU_UTIL; a MIG instance without GR_ENGINE_ACTIVE under older counters): capacity all the
-    same, unallocated and idle, timed by their raw power samples, else memory's or
-    temperature's (docs/accounting.md, "When devices change"). Their workload labels are not
-    read: with no utilization, what a pod did with the GPU is unknown."""
-    counted = {device_key(labels) for labels, _s, _scale in chosen}
-    found: dict[tuple, list] = {}
-    for readings in (power, fb_used, temperature):
-        seen_here: dict[tuple, list] = {}
-        for s in readings:
-            if isinstance(s, HourlySeries) or not len(s.samples):
-                continue
-            labels = canonical(s.labels)
-            key = device_key(labels)
-            if key in counted or (key in found and key not in seen_here):
-                continue
-            bare = {k: v for k, v in labels.items() if k not in _WORKLOAD_NAMES}
-            zeros = Series(bare, Samples(columns(s.samples)[0], np.zeros(len(s.samples))))
-            seen_here.setdefault(key, []).append((bare, zeros, 1.0))
-        for key, members in seen_here.items():
-            found.setdefault(key, members)
-    if found:
-        warnings.append(f"{len(found)} device(s) reported readings but no utilization: counted as unallocated "
-                        f"capacity")
-    return [m for members in found.values() for m in members]
-
-
-_WORKLOAD_NAMES = frozenset(name for names in WORKLOAD_LABELS.values() for name in names) | {"pod_uid", "vgpu"}
 
 
 def _merged_streams(cfg: RollupConfig, window: Window, chosen: list[tuple],
@@ -269,7 +238,7 @@ def _count_samples(cfg: RollupConfig, window: Window, streams: list[_Stream], ti
     # taken all at once, in the very order the samples were met (docs/performance.md).
     accs: dict[tuple, _Acc] = {}
     batch = _Batch(accs)
-    mig_mode = _in_mig_mode(streams)
+    mig_mode = in_mig_mode(streams)
     parents_covered = 0
     for key, dev_streams in by_device.items():
         in_window = [st for st in dev_streams if st.inside.any()]
@@ -325,73 +294,18 @@ def _count_samples(cfg: RollupConfig, window: Window, streams: list[_Stream], ti
     return accs, counted
 
 
-def _instance_spans(streams: list[_Stream]) -> dict[str, dict[tuple, Coverage]]:
-    """Per GPU (UUID) in MIG mode at some instant of the chunk: each MIG instance's time, the
-    union of the spans its samples stand for (whoever held it)."""
-    out: dict[str, dict[tuple, Coverage]] = defaultdict(dict)
-    for st in streams:
-        if st.info["mig_profile"] and len(st.ts):
-            cov = out[st.key[0]].setdefault(st.key, Coverage())
-            cov.claim(st.ts, st.ts + st.seconds)
-    return out
-
-
-def _in_mig_mode(streams: list[_Stream]) -> dict[str, Coverage]:
-    """Per GPU: the instants it was in MIG mode (any of its instances stood for them)."""
-    out = {}
-    for uuid, instances in _instance_spans(streams).items():
-        cov = Coverage()
-        for inst in instances.values():
-            cov.claim(inst.starts, inst.ends)
-        out[uuid] = cov
-    return out
-
-
 def _unoccupied_slices(cfg: RollupConfig, window: Window, streams: list[_Stream], devices: dict,
                        warnings: list[str], batch: _Batch) -> int:
-    """A GPU in MIG mode is a whole GPU of capacity: the slices no instance occupies (three
-    2g.20gb on a 7-slice A100 leave 1/7) are unallocated capacity of the GPU itself, counted
-    over the instants it was in MIG mode, cut at the window's hours (docs/accounting.md, "When
-    devices change"). Added to `batch` as pseudo-samples of the GPU's own (whole) device, with
-    no workload; returns how many."""
+    """The slices of each MIG-mode GPU no instance occupies (`capacity.free_slices`), added to
+    `batch` as pseudo-samples of the GPU's own (whole) device with no workload; returns how many."""
     added = 0
-    for uuid, instances in _instance_spans(streams).items():
-        fractions = {}
-        for st in streams:
-            if st.key in instances and st.key not in fractions:
-                d = devices.get(st.key)
-                fractions[st.key] = (d or {}).get("gpu_fraction") or gpu_fraction(
-                    st.info["model_name"], st.info["mig_profile"], cfg.mig_slices_overrides)[0]
-        # elementary intervals between every instance's span edges, the hours and the window's ends
-        edges = [np.array([window.start, window.end], dtype=float),
-                 np.arange(window.start, window.end, 3600, dtype=float)]
-        for cov in instances.values():
-            edges += [cov.starts, cov.ends]
-        cuts = np.unique(np.concatenate(edges))
-        cuts = cuts[(cuts >= window.start) & (cuts <= window.end)]
-        if len(cuts) < 2:
-            continue
-        a, b = cuts[:-1], cuts[1:]
-        occupied = np.zeros(len(a))
-        present = np.zeros(len(a), dtype=bool)
-        for key, cov in instances.items():
-            i = np.searchsorted(cov.ends, a, side="right")
-            within = i < len(cov.starts)
-            i = np.where(within, i, 0)
-            on = within & (cov.starts[i] <= a)
-            occupied += np.where(on, fractions[key], 0.0)
-            present |= on
-        free = np.maximum(0.0, 1.0 - occupied)
-        at = np.flatnonzero(present & (free > 1e-9))
-        if not len(at):
-            continue
+    for uuid, (instances, ts, seconds, share) in free_slices(cfg, window, streams, devices).items():
         info = dict(next(st.info for st in streams if st.key in instances), mig_instance_id="", mig_profile="")
-        ts, seconds, share = a[at], (b - a)[at], free[at]
         d = _note_device(cfg, devices, warnings, (uuid, ""), info, float(ts[0]), float(ts[-1]))
-        st = _Stream((uuid, ""), info, "", "", 1.0, False, ts, np.zeros(len(at)), np.ones(len(at), dtype=bool),
+        st = _Stream((uuid, ""), info, "", "", 1.0, False, ts, np.zeros(len(ts)), np.ones(len(ts), dtype=bool),
                      seconds)
         batch.add(st, d, st.inside, seconds, share, share)
-        added += len(at)
+        added += len(ts)
     return added
 
 

@@ -1,0 +1,107 @@
+"""What a device stands for in capacity beyond its utilization samples (docs/accounting.md, "When
+devices change"): the instants a GPU is in MIG mode, the slices no MIG instance occupies, and
+devices that report readings but no utilization. devices.py turns these into usage records.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+from .arrays import columns
+from .labels import canonical, device_key, gpu_fraction
+from .records import WORKLOAD_LABELS, HourlySeries, RollupConfig, Samples, Series, Window
+from .timeline import Coverage
+
+
+def readings_only(chosen: list[tuple], power: list, fb_used: list, temperature: list,
+                   warnings: list[str]) -> list[tuple]:
+    """Devices the exporter reports readings of but no utilization (a T4 whose exporter lacks
+    GPU_UTIL; a MIG instance without GR_ENGINE_ACTIVE under older counters): capacity all the
+    same, unallocated and idle, timed by their raw power samples, else memory's or
+    temperature's (docs/accounting.md, "When devices change"). Their workload labels are not
+    read: with no utilization, what a pod did with the GPU is unknown."""
+    counted = {device_key(labels) for labels, _s, _scale in chosen}
+    found: dict[tuple, list] = {}
+    for readings in (power, fb_used, temperature):
+        seen_here: dict[tuple, list] = {}
+        for s in readings:
+            if isinstance(s, HourlySeries) or not len(s.samples):
+                continue
+            labels = canonical(s.labels)
+            key = device_key(labels)
+            if key in counted or (key in found and key not in seen_here):
+                continue
+            bare = {k: v for k, v in labels.items() if k not in _WORKLOAD_NAMES}
+            zeros = Series(bare, Samples(columns(s.samples)[0], np.zeros(len(s.samples))))
+            seen_here.setdefault(key, []).append((bare, zeros, 1.0))
+        for key, members in seen_here.items():
+            found.setdefault(key, members)
+    if found:
+        warnings.append(f"{len(found)} device(s) reported readings but no utilization: counted as unallocated "
+                        f"capacity")
+    return [m for members in found.values() for m in members]
+
+
+_WORKLOAD_NAMES = frozenset(name for names in WORKLOAD_LABELS.values() for name in names) | {"pod_uid", "vgpu"}
+
+
+def instance_spans(streams: list) -> dict[str, dict[tuple, Coverage]]:
+    """Per GPU (UUID) in MIG mode at some instant of the chunk: each MIG instance's time, the
+    union of the spans its samples stand for (whoever held it)."""
+    out: dict[str, dict[tuple, Coverage]] = defaultdict(dict)
+    for st in streams:
+        if st.info["mig_profile"] and len(st.ts):
+            cov = out[st.key[0]].setdefault(st.key, Coverage())
+            cov.claim(st.ts, st.ts + st.seconds)
+    return out
+
+
+def in_mig_mode(streams: list) -> dict[str, Coverage]:
+    """Per GPU: the instants it was in MIG mode (any of its instances stood for them)."""
+    out = {}
+    for uuid, instances in instance_spans(streams).items():
+        cov = Coverage()
+        for inst in instances.values():
+            cov.claim(inst.starts, inst.ends)
+        out[uuid] = cov
+    return out
+
+
+def free_slices(cfg: RollupConfig, window: Window, streams: list, devices: dict) -> dict:
+    """A GPU in MIG mode is a whole GPU of capacity: per GPU, (its instances, and the pseudo-samples
+    of the slices none of them occupies: starts, seconds, share of the GPU), over the instants it
+    was in MIG mode, cut at the window's hours (three 2g.20gb on a 7-slice A100 leave 1/7)."""
+    out = {}
+    for uuid, instances in instance_spans(streams).items():
+        fractions = {}
+        for st in streams:
+            if st.key in instances and st.key not in fractions:
+                d = devices.get(st.key)
+                fractions[st.key] = (d or {}).get("gpu_fraction") or gpu_fraction(
+                    st.info["model_name"], st.info["mig_profile"], cfg.mig_slices_overrides)[0]
+        # elementary intervals between every instance's span edges, the hours and the window's ends
+        edges = [np.array([window.start, window.end], dtype=float),
+                 np.arange(window.start, window.end, 3600, dtype=float)]
+        for cov in instances.values():
+            edges += [cov.starts, cov.ends]
+        cuts = np.unique(np.concatenate(edges))
+        cuts = cuts[(cuts >= window.start) & (cuts <= window.end)]
+        if len(cuts) < 2:
+            continue
+        a, b = cuts[:-1], cuts[1:]
+        occupied = np.zeros(len(a))
+        present = np.zeros(len(a), dtype=bool)
+        for key, cov in instances.items():
+            i = np.searchsorted(cov.ends, a, side="right")
+            within = i < len(cov.starts)
+            i = np.where(within, i, 0)
+            on = within & (cov.starts[i] <= a)
+            occupied += np.where(on, fractions[key], 0.0)
+            present |= on
+        free = np.maximum(0.0, 1.0 - occupied)
+        at = np.flatnonzero(present & (free > 1e-9))
+        if not len(at):
+            continue
+        out[uuid] = (instances, a[at], (b - a)[at], free[at])
+    return out
