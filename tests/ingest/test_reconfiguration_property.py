@@ -1,5 +1,5 @@
 """Random reconfiguration histories (docs/accounting.md, "When devices change"): GPUs switching
-between whole and MIG, MIG layouts changing, GPUs replaced under the same index, nodes renamed.
+between whole and MIG, MIG layouts changing (instance ids reused by other sizes), GPUs replaced under the same index, nodes renamed.
 Ingested through a real Prometheus in chunks of 1, 2, 3, 5 and 12 hours and as sized from
 Prometheus, every history gives the same rows to the bit, and no hour is lost or counted twice:
 each GPU slot is one GPU of capacity for every hour it reported, and every held segment bills
@@ -56,10 +56,12 @@ def _history(seed: int):
                 billed[ns] = billed.get(ns, 0.0) + length * H
             else:                       # MIG mode, a layout of instances, some held
                 layout = rng.choice(LAYOUTS)
-                for profile, slices in layout:
+                for n, (profile, slices) in enumerate(layout, 1):
                     gi += 1
                     pod = rng.choice((None, ("lab", f"nb-{gi}")))
-                    labels = {**board, "GPU_I_PROFILE": profile, "GPU_I_ID": str(gi),
+                    # instance ids restart with each layout, as the driver hands them out: the same
+                    # GPU_I_ID names instances of other sizes before and after a change
+                    labels = {**board, "GPU_I_PROFILE": profile, "GPU_I_ID": str(n),
                               **({"container": "main", "namespace": pod[0], "pod": pod[1]} if pod else {})}
                     series += [SimSeries("DCGM_FI_PROF_GR_ENGINE_ACTIVE", labels, [(t, 0.5) for t in ts]),
                                SimSeries("DCGM_FI_DEV_FB_USED", dict(labels), [(t, 500.0) for t in ts])]

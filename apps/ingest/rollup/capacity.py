@@ -46,44 +46,40 @@ def readings_only(chosen: list[tuple], power: list, fb_used: list, temperature: 
 _WORKLOAD_NAMES = frozenset(name for names in WORKLOAD_LABELS.values() for name in names) | {"pod_uid", "vgpu"}
 
 
-def instance_spans(streams: list) -> dict[str, dict[tuple, Coverage]]:
+def instance_spans(streams: list) -> dict[str, dict[tuple, tuple[Coverage, str, str]]]:
     """Per GPU (UUID) in MIG mode at some instant of the chunk: each MIG instance's time, the
-    union of the spans its samples stand for (whoever held it)."""
-    out: dict[str, dict[tuple, Coverage]] = defaultdict(dict)
+    union of the spans its samples stand for (whoever held it), with its model and profile. An
+    instance is its key and profile: a layout change can give a GPU_I_ID to another size."""
+    out: dict[str, dict[tuple, tuple[Coverage, str, str]]] = defaultdict(dict)
     for st in streams:
-        if st.info["mig_profile"] and len(st.ts):
-            cov = out[st.key[0]].setdefault(st.key, Coverage())
+        profile = st.info["mig_profile"]
+        if profile and len(st.ts):
+            cov, _, _ = out[st.key[0]].setdefault((st.key, profile), (Coverage(), st.info["model_name"], profile))
             cov.claim(st.ts, st.ts + st.seconds)
     return out
 
 
-def in_mig_mode(streams: list) -> dict[str, Coverage]:
+def in_mig_mode(spans: dict) -> dict[str, Coverage]:
     """Per GPU: the instants it was in MIG mode (any of its instances stood for them)."""
     out = {}
-    for uuid, instances in instance_spans(streams).items():
+    for uuid, instances in spans.items():
         cov = Coverage()
-        for inst in instances.values():
+        for inst, _model, _profile in instances.values():
             cov.claim(inst.starts, inst.ends)
         out[uuid] = cov
     return out
 
 
-def free_slices(cfg: RollupConfig, window: Window, streams: list, devices: dict) -> dict:
-    """A GPU in MIG mode is a whole GPU of capacity: per GPU, (its instances, and the pseudo-samples
-    of the slices none of them occupies: starts, seconds, share of the GPU), over the instants it
-    was in MIG mode, cut at the window's hours (three 2g.20gb on a 7-slice A100 leave 1/7)."""
+def free_slices(cfg: RollupConfig, window: Window, spans: dict) -> dict[str, tuple]:
+    """A GPU in MIG mode is a whole GPU of capacity: per GPU, the pseudo-samples of the slices none
+    of its instances occupies (starts, seconds, share of the GPU), over the instants it was in MIG
+    mode, cut at the window's hours (three 2g.20gb on a 7-slice A100 leave 1/7)."""
     out = {}
-    for uuid, instances in instance_spans(streams).items():
-        fractions = {}
-        for st in streams:
-            if st.key in instances and st.key not in fractions:
-                d = devices.get(st.key)
-                fractions[st.key] = (d or {}).get("gpu_fraction") or gpu_fraction(
-                    st.info["model_name"], st.info["mig_profile"], cfg.mig_slices_overrides)[0]
+    for uuid, instances in spans.items():
         # elementary intervals between every instance's span edges, the hours and the window's ends
         edges = [np.array([window.start, window.end], dtype=float),
                  np.arange(window.start, window.end, 3600, dtype=float)]
-        for cov in instances.values():
+        for cov, _model, _profile in instances.values():
             edges += [cov.starts, cov.ends]
         cuts = np.unique(np.concatenate(edges))
         cuts = cuts[(cuts >= window.start) & (cuts <= window.end)]
@@ -92,16 +88,15 @@ def free_slices(cfg: RollupConfig, window: Window, streams: list, devices: dict)
         a, b = cuts[:-1], cuts[1:]
         occupied = np.zeros(len(a))
         present = np.zeros(len(a), dtype=bool)
-        for key, cov in instances.items():
+        for cov, model, profile in instances.values():
             i = np.searchsorted(cov.ends, a, side="right")
             within = i < len(cov.starts)
             i = np.where(within, i, 0)
             on = within & (cov.starts[i] <= a)
-            occupied += np.where(on, fractions[key], 0.0)
+            occupied += np.where(on, gpu_fraction(model, profile, cfg.mig_slices_overrides)[0], 0.0)
             present |= on
         free = np.maximum(0.0, 1.0 - occupied)
         at = np.flatnonzero(present & (free > 1e-9))
-        if not len(at):
-            continue
-        out[uuid] = (instances, a[at], (b - a)[at], free[at])
+        if len(at):
+            out[uuid] = (a[at], (b - a)[at], free[at])
     return out

@@ -19,7 +19,7 @@ from .health import device_health
 from .copies import merge_copy_columns
 from .copies import priority as _priority
 from .timeline import Coverage, StreamGaps
-from .capacity import free_slices, in_mig_mode, readings_only
+from .capacity import free_slices, in_mig_mode, instance_spans, readings_only
 
 
 class _Stream:
@@ -113,7 +113,7 @@ def rollup_devices(
     candidates = {workload_of(s.labels, cfg.spelling) for s in (*whole_util, *mig_util)} if cfg.gpu_pods else None
     workloads = _Workloads(cfg, candidates)
 
-    chosen = _chosen_series(cfg, whole_util, mig_util, warnings)
+    chosen = _chosen_series(cfg, whole_util, mig_util)
     power, fb_used, temperature = list(power), list(fb_used), list(temperature)
     chosen += readings_only(chosen, power, fb_used, temperature, warnings)
     streams, raw_in_window, fallback, tiled = _merged_streams(cfg, window, chosen, workloads)
@@ -131,10 +131,10 @@ def rollup_devices(
     )
 
 
-def _chosen_series(cfg: RollupConfig, whole_util: list, mig_util: list, warnings: list[str]) -> list[tuple]:
+def _chosen_series(cfg: RollupConfig, whole_util: list, mig_util: list) -> list[tuple]:
     """Which series count, as (labels, series, scale): MIG instances through GR_ENGINE_ACTIVE,
     whole GPUs through GPU_UTIL. A GPU's whole-GPU series stay even where its MIG instances'
-    come too: which instants of them count is decided per instant (`_in_mig_mode`), so a GPU
+    come too: which instants of them count is decided per instant (`capacity.in_mig_mode`), so a GPU
     the MIG manager reconfigures keeps its whole-GPU hours (docs/accounting.md, "When devices
     change")."""
     chosen = []
@@ -159,10 +159,11 @@ def _merged_streams(cfg: RollupConfig, window: Window, chosen: list[tuple],
         key, info = device_identity(labels)
         namespace, pod = workloads.of(labels)
         sliced = is_time_slice(labels) and bool(namespace)
-        groups[(key, namespace, pod, sliced)].append((labels, s, scale, info))
+        # a MIG instance's profile is part of its stream: a layout change can give its id to another size
+        groups[(key, info["mig_profile"], namespace, pod, sliced)].append((labels, s, scale, info))
     heads, merged_all = [], []
     raw_in_window = 0
-    for (key, namespace, pod, sliced), members in groups.items():
+    for (key, _profile, namespace, pod, sliced), members in groups.items():
         if len(members) > 1:   # copies: in their fixed order (computed only where there are some)
             members.sort(key=lambda m: _priority(m[0], cfg.replica_labels))
         copies = [columns(m[1].samples) for m in members]
@@ -230,23 +231,29 @@ def _count_samples(cfg: RollupConfig, window: Window, streams: list[_Stream], ti
     are tiled so every instant counts once (on the devices in `tiled`, the only ones where
     streams cross: `_crossing_devices`). Returns the records' accumulators and how many
     samples counted."""
+    # A device is its key and, for a MIG instance, its profile: after a layout change the same
+    # GPU_I_ID can name an instance of another size (docs/accounting.md, "When devices change").
     by_device: dict[tuple, list[_Stream]] = defaultdict(list)
     for st in streams:
-        by_device[st.key].append(st)
+        by_device[(st.key, st.info["mig_profile"])].append(st)
 
     # Each sample that counts is one entry of a chunk-wide batch; the records' sums are then
     # taken all at once, in the very order the samples were met (docs/performance.md).
     accs: dict[tuple, _Acc] = {}
     batch = _Batch(accs)
-    mig_mode = in_mig_mode(streams)
+    spans = instance_spans(streams)
+    mig_mode = in_mig_mode(spans)
     parents_covered = 0
-    for key, dev_streams in by_device.items():
+    for (key, profile), dev_streams in by_device.items():
         in_window = [st for st in dev_streams if st.inside.any()]
         if not in_window:
             continue
         d = _note_device(cfg, devices, warnings, key, in_window[0].info,
                          min(float(st.ts[st.inside].min()) for st in in_window),
                          max(float(st.ts[st.inside].max()) for st in in_window))
+        if d["mig_profile"] != profile:   # the inventory keeps the key's first profile; these count as theirs
+            d = dict(d, mig_profile=profile, gpu_fraction=gpu_fraction(
+                d["model_name"], profile, cfg.mig_slices_overrides)[0])
         fraction = d["gpu_fraction"]
         pods = [st for st in dev_streams if st.sliced]
         plain = [st for st in dev_streams if not st.sliced]
@@ -280,7 +287,7 @@ def _count_samples(cfg: RollupConfig, window: Window, streams: list[_Stream], ti
                 counts[at[_holders(pods, st.ts[at]) > 0]] = False
             batch.add(st, d, counts, free, fraction, fraction)
 
-    pseudo = _unoccupied_slices(cfg, window, streams, devices, warnings, batch) if cfg.unoccupied_slices else 0
+    pseudo = _unoccupied_slices(cfg, window, spans, streams, devices, warnings, batch) if cfg.unoccupied_slices else 0
     if parents_covered:
         warnings.append(f"{parents_covered} whole-GPU utilization sample(s) of GPUs in MIG mode were not counted: "
                         f"their MIG instances stand for those instants")
@@ -294,13 +301,14 @@ def _count_samples(cfg: RollupConfig, window: Window, streams: list[_Stream], ti
     return accs, counted
 
 
-def _unoccupied_slices(cfg: RollupConfig, window: Window, streams: list[_Stream], devices: dict,
+def _unoccupied_slices(cfg: RollupConfig, window: Window, spans: dict, streams: list[_Stream], devices: dict,
                        warnings: list[str], batch: _Batch) -> int:
     """The slices of each MIG-mode GPU no instance occupies (`capacity.free_slices`), added to
     `batch` as pseudo-samples of the GPU's own (whole) device with no workload; returns how many."""
     added = 0
-    for uuid, (instances, ts, seconds, share) in free_slices(cfg, window, streams, devices).items():
-        info = dict(next(st.info for st in streams if st.key in instances), mig_instance_id="", mig_profile="")
+    for uuid, (ts, seconds, share) in free_slices(cfg, window, spans).items():
+        info = dict(next(st.info for st in streams if st.key[0] == uuid and st.info["mig_profile"]),
+                    mig_instance_id="", mig_profile="")
         d = _note_device(cfg, devices, warnings, (uuid, ""), info, float(ts[0]), float(ts[-1]))
         st = _Stream((uuid, ""), info, "", "", 1.0, False, ts, np.zeros(len(ts)), np.ones(len(ts), dtype=bool),
                      seconds)
