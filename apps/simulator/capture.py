@@ -14,7 +14,9 @@ commas and `=`; a sample may end with a timestamp (ignored: the replay sets its 
 that is not a sample raises `CaptureError`, one line naming the file, the line number and what
 is wrong. A sample whose value is not a number (`N/A`, or none at all) makes Prometheus reject
 the whole scrape, so by default (`strict=True`) it raises too; with `strict=False` it is left
-out and recorded in `Capture.rejected`.
+out and recorded in `Capture.rejected`. (prometheus_client's parser, which ingest uses for
+Prometheus' own `/metrics`, reads a whole text without line numbers and accepts lines a scrape
+refuses, such as a third field after the timestamp: no use for saying which line is wrong.)
 """
 from __future__ import annotations
 
