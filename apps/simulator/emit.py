@@ -268,8 +268,9 @@ def iter_series(scenario: Scenario) -> Iterator[SimSeries]:
 
 
 def _iter_series(scenario: Scenario) -> Iterator[SimSeries]:
-    for problem in scenario.exporter_problems():
-        raise ValueError(problem)
+    problems = scenario.exporter_problems()
+    if problems:
+        raise ValueError("; ".join(problems))
     instances = _host_instances(scenario)
     whole = [d.key for d in scenario.devices if not d.is_mig]
     # One GPU reports an XID for a short stretch mid-window, as a health signal to find.
