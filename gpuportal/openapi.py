@@ -15,7 +15,7 @@ a NUL character.
 """
 import re
 
-from apps.accounting.filters import INSTANT_PATTERN, PERIOD_PATTERN
+from apps.accounting.query.filters import INSTANT_PATTERN, PERIOD_PATTERN
 from apps.reports.api.forecast import running_period
 
 EMPTY_OR = "^$|"

@@ -5,7 +5,7 @@ from django import forms
 
 from apps.teams.models import NamespaceAssignment
 
-from .actions import (ActionError, do_assign_namespace, do_close_period, do_delete_rate, do_reopen_period,
+from apps.accounting.actions.periods import (ActionError, do_assign_namespace, do_close_period, do_delete_rate, do_reopen_period,
                       do_save_rate)
 from .models import BillingPeriod, NodePool, Rate, StatementLine
 

@@ -6,7 +6,7 @@ def _sync_input_triggers(sender, using, **kwargs):
     """After every `migrate`: the stored answers' input triggers match their declaration."""
     from django.db import connections
 
-    from .answer_inputs import sync_triggers
+    from apps.accounting.stored.inputs import sync_triggers
     sync_triggers(connections[using])
 
 
@@ -17,6 +17,6 @@ class AccountingConfig(AppConfig):
 
     def ready(self):
         from . import checks  # noqa: F401 — registers the system checks
-        from . import refresh
+        from apps.accounting.stored import refresh
         refresh.connect()
         post_migrate.connect(_sync_input_triggers, sender=self, dispatch_uid="accounting.sync_input_triggers")

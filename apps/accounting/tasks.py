@@ -6,12 +6,12 @@ from datetime import timedelta
 from celery import shared_task
 from django.utils import timezone
 
-from .computed import as_worker
-from .calc import next_period, period_of
-from .forecast_store import prepare_forecast
-from .months import closed_periods, prepare_month
+from apps.accounting.stored.provenance import as_worker
+from apps.accounting.core.calc import next_period, period_of
+from apps.accounting.forecast.stored import prepare_forecast
+from apps.accounting.ledger.answer import closed_periods, prepare_month
 from .signals import announce_prepared
-from .timeparse import billing_zone
+from apps.accounting.calendar.dates import billing_zone
 
 
 @shared_task(soft_time_limit=600, time_limit=660)
@@ -50,9 +50,9 @@ def compact_input_changes() -> dict:
     """Nightly housekeeping of the stored month answers: trim the log of input changes they are
     versioned by (every answer is re-proved once after it), drop the parts closed months no
     longer read, and the stored bodies nobody asked for lately (docs/security.md, "Stored answers")."""
-    from .answers import compact_input_changes as compact
-    from .bodies import prune_bodies
-    from .months import prune_closed_months
+    from apps.accounting.stored.answers import compact_input_changes as compact
+    from apps.accounting.stored.responses import prune_bodies
+    from apps.accounting.ledger.answer import prune_closed_months
 
     return {"log_rows_removed": compact(), "closed_months_pruned": prune_closed_months(),
             "bodies_pruned": prune_bodies()}

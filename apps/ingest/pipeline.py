@@ -18,9 +18,9 @@ from django.conf import settings
 from django.db import DatabaseError, InterfaceError, OperationalError, connection, transaction
 from django.utils import timezone as djtz
 
-from apps.accounting.bulk import collector_paused
-from apps.accounting.refresh import months_of, refresh_after_commit
-from apps.accounting.days import days_touched, rebuild_days
+from apps.accounting.db.bulk import collector_paused
+from apps.accounting.stored.refresh import months_of, refresh_after_commit
+from apps.accounting.usage.daily import days_touched, rebuild_days
 from apps.clusters.models import Cluster
 
 from . import rollup

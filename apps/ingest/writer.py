@@ -6,7 +6,7 @@ from datetime import datetime, timezone
 
 from django.db import connection
 
-from apps.accounting.bulk import insert_rows, upsert_rows
+from apps.accounting.db.bulk import insert_rows, upsert_rows
 from apps.accounting.models import DeviceHealthHour, PodOwner, QueuedDemandHour, QuotaHour, UsageHour
 from apps.clusters.models import Cluster, ClusterQueueQuota, Device
 from apps.teams.labels import LabelsSeen, ensure_label_teams, label_team_names, record_labels_seen

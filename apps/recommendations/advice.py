@@ -13,14 +13,14 @@ from decimal import Decimal
 from django.conf import settings
 from django.utils import timezone
 
-from apps.accounting.calc import present
-from apps.accounting.figures import shown_ratio
-from apps.accounting.filters import ReportFilter
-from apps.accounting.pricing import rate_basis_for, rate_for
-from apps.accounting.usage import billing_zone
+from apps.accounting.core.calc import present
+from apps.accounting.core.measures import shown_ratio
+from apps.accounting.query.filters import ReportFilter
+from apps.accounting.pricing.rates import rate_basis_for, rate_for
+from apps.accounting.usage.cells import billing_zone
 from apps.clusters.models import Cluster
 from apps.teams.access import money_covers
-from apps.accounting.resolvers import team_resolver
+from apps.accounting.usage.team_mapping import team_resolver
 
 from . import estimator as est
 from .history import NamespaceHistory, cluster_models, namespace_histories, series
@@ -44,7 +44,7 @@ class AdviceQuery:
 
     @classmethod
     def of(cls, f: ReportFilter) -> AdviceQuery:
-        """The advice of a parsed query string (`apps.accounting.filters.filter_from`, trailing)."""
+        """The advice of a parsed query string (`apps.accounting.query.filters.filter_from`, trailing)."""
         return cls(cluster=f.cluster, teams=f.teams, money=f.money_role, money_teams=f.money_teams,
                    window_days=f.window_days)
 

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounting.filters import MAX_WINDOW_DAYS, MIN_WINDOW_DAYS, filter_from
+from apps.accounting.query.filters import MAX_WINDOW_DAYS, MIN_WINDOW_DAYS, filter_from
 
 from .advice import CSV_COLUMNS, AdviceQuery, advice_rows, params_from_settings
 

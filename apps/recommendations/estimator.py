@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from typing import Sequence
 
-from apps.accounting.currencies import minor_unit
-from apps.accounting.figures import SECONDS_PER_HOUR, efficiency, percentile, share
+from apps.accounting.core.currencies import minor_unit
+from apps.accounting.core.measures import SECONDS_PER_HOUR, efficiency, percentile, share
 
 HOURS_PER_MONTH = 730  # 8760 / 12: the cloud providers' monthly hour count
 

@@ -2,7 +2,7 @@
 
 "GPU budget forecast: team vision will exceed its 2026-11 budget of 500.00 USD by about
 2026-11-24 (…)", once per team per billing month (key `forecast:<team>:<YYYY-MM>`). The forecast
-is `apps.accounting.runrate.month_forecast`, the one the team page and the API show
+is `apps.accounting.forecast.teams.month_forecast`, the one the team page and the API show
 (docs/forecast.md); the day is the first at which the mean run rates reach the budget
 (`forecast.crossing_day`). A money budget is compared with the forecast in its currency; a
 GPU-hour budget with the forecast of allocated GPU-hours. Nothing is raised when the month to
@@ -15,10 +15,10 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from apps.accounting.calc import period_of
-from apps.accounting.forecast import crossing_day
-from apps.accounting.runrate import GPU_HOURS, MONEY, month_forecast
-from apps.accounting.usage import billing_zone
+from apps.accounting.core.calc import period_of
+from apps.accounting.forecast.model import crossing_day
+from apps.accounting.forecast.teams import GPU_HOURS, MONEY, month_forecast
+from apps.accounting.usage.cells import billing_zone
 
 from .alerts import Raised, channels_for, do_raise_alert
 from .models import Alert, TeamBudget

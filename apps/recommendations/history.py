@@ -5,8 +5,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from apps.accounting.figures import gpu_hours
-from apps.accounting import rollup_reader
+from apps.accounting.core.measures import gpu_hours
+from apps.accounting.usage import reader as rollup_reader
 
 from .manifests import is_gpu_quota_resource, quota_resource_for, quota_resource_from_request
 

@@ -5,9 +5,9 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from apps.accounting.calc import present
-from apps.accounting.currencies import minor_digits
-from apps.accounting.words import money_text, quantity_text
+from apps.accounting.core.calc import present
+from apps.accounting.core.currencies import minor_digits
+from apps.accounting.text import money_text, quantity_text
 from apps.clusters.models import Cluster
 from apps.clusters.outbound import outbound_problem
 from apps.teams.models import Team

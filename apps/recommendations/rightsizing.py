@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import ROUND_HALF_UP, Decimal
 
-from apps.accounting.currencies import minor_unit
+from apps.accounting.core.currencies import minor_unit
 
 from .estimator import HOURS_PER_MONTH
 from .mig_profiles import MIB_PER_GB, MigModel, board_memory_gb, mig_model, profile_named

@@ -6,7 +6,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounting.filters import filter_from
+from apps.accounting.query.filters import filter_from
 
 from .api import WINDOW_DAYS_SCHEMA
 from .rightsizing import ACTIONS

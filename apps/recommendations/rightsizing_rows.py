@@ -1,6 +1,6 @@
 """Right-sizing rows: one function feeding the page, the team page, the API and the CSV
 (docs/advice-and-alerts.md, "Right-sizing"). The rules are in `rightsizing.py`; this reads
-the workloads' usage through `apps.accounting.workloads`, prices with the rate card and
+the workloads' usage through `apps.accounting.usage.workloads`, prices with the rate card and
 writes the YAML."""
 from __future__ import annotations
 
@@ -11,19 +11,19 @@ from decimal import Decimal
 from django.conf import settings
 from django.utils import timezone
 
-from apps.accounting.calc import present
-from apps.accounting.figures import gpu_hours, shown_hours, shown_ratio
-from apps.accounting.filters import ReportFilter
-from apps.accounting.usage import billing_zone
-from apps.accounting.workloads import POD_KIND, WorkloadUsage, workload_usage
-from apps.accounting.resolvers import team_resolver
-from apps.accounting.runrate import ClusterMark, cluster_marks
+from apps.accounting.core.calc import present
+from apps.accounting.core.measures import gpu_hours, shown_hours, shown_ratio
+from apps.accounting.query.filters import ReportFilter
+from apps.accounting.usage.cells import billing_zone
+from apps.accounting.usage.workloads import POD_KIND, WorkloadUsage, workload_usage
+from apps.accounting.usage.team_mapping import team_resolver
+from apps.accounting.forecast.teams import ClusterMark, cluster_marks
 
 from . import rightsizing as rs
 from .advice import PRICE_CLASS, make_rater, window_for
 from .mig_profiles import mig_model, profile_named
 
-from apps.accounting.pricing import rate_basis_for, rate_for
+from apps.accounting.pricing.rates import rate_basis_for, rate_for
 from apps.teams.access import money_covers
 
 SCALABLE = ("Deployment", "StatefulSet", "ReplicaSet")
@@ -44,7 +44,7 @@ class RightsizeQuery:
 
     @classmethod
     def of(cls, f: ReportFilter) -> RightsizeQuery:
-        """Right-sizing for a parsed query string (`apps.accounting.filters.filter_from`, trailing)."""
+        """Right-sizing for a parsed query string (`apps.accounting.query.filters.filter_from`, trailing)."""
         return cls(cluster=f.cluster, teams=f.teams, team=f.team, money=f.money_role, money_teams=f.money_teams,
                    window_days=f.window_days)
 

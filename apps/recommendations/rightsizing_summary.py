@@ -18,10 +18,10 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from apps.accounting.bodies import body
-from apps.accounting.answer_inputs import OWNERS, RATES
-from apps.accounting.months import usage_version
-from apps.accounting.usage import UsageFilter, billing_zone
+from apps.accounting.stored.responses import body
+from apps.accounting.stored.inputs import OWNERS, RATES
+from apps.accounting.ledger.answer import usage_version
+from apps.accounting.usage.cells import UsageFilter, billing_zone
 from apps.teams.access import money_covers
 
 from .rightsizing import KEEP

@@ -15,7 +15,7 @@ import logging
 from django.conf import settings
 
 from apps.accounting.models.periods import BillingPeriod
-from apps.accounting.statements import statement
+from apps.accounting.ledger.statements import statement
 from apps.notifications.channels import Outcome, send_email
 from apps.notifications.sending import send_once
 

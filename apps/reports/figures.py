@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.utils import PlotlyJSONEncoder
 
-from apps.accounting.figures import efficiency, gpu_hours
+from apps.accounting.core.measures import efficiency, gpu_hours
 
 CONFIG = {"displaylogo": False, "responsive": True, "modeBarButtonsToRemove": ["sendDataToCloud"]}
 COLORS = {"used": "#2e7d32", "allocated": "#f9a825", "unallocated": "#b0bec5", "idle": "#c62828",

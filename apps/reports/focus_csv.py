@@ -15,12 +15,12 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from apps.accounting.calc import BASIS_PROFILE, Line, apportion, billed_cost, period_bounds
-from apps.accounting.days import day_start
-from apps.accounting.figures import shown_efficiency, shown_hours
-from apps.accounting.focus import DayFigures, FocusMonth, line_key
-from apps.accounting.statement_facts import lines_as_shown
-from apps.accounting.statements import UNALLOCATED_KEY
+from apps.accounting.core.calc import BASIS_PROFILE, Line, apportion, billed_cost, period_bounds
+from apps.accounting.usage.daily import day_start
+from apps.accounting.core.measures import shown_efficiency, shown_hours
+from apps.accounting.ledger.daily_money import DayFigures, FocusMonth, line_key
+from apps.accounting.ledger.facts import lines_as_shown
+from apps.accounting.ledger.statements import UNALLOCATED_KEY
 
 FOCUS_VERSION = "1.0"
 SERVICE_NAME = "GPU compute"

@@ -8,9 +8,9 @@ from collections import defaultdict
 from datetime import datetime, timezone as dt_timezone
 from decimal import Decimal
 
-from apps.accounting.calc import present
-from apps.accounting.forecast import LOOKBACK_DAYS, days_left
-from apps.accounting.runrate import MONEY, MonthForecast, TeamForecast
+from apps.accounting.core.calc import present
+from apps.accounting.forecast.model import LOOKBACK_DAYS, days_left
+from apps.accounting.forecast.teams import MONEY, MonthForecast, TeamForecast
 
 
 def _iso(instant: datetime) -> str:

@@ -1,6 +1,6 @@
 """Money beside usage on the pages: the cost and the idle cost of a group of usage cells.
 
-Every amount comes from the one pricing definition (`apps.accounting.pricing`:
+Every amount comes from the one pricing definition (`apps.accounting.pricing.rates`:
 `price_cells_detail`, `idle_share`; docs/figures.md "Cost"), so a page's cost and the
 chargeback statement's agree to the cent. Pages show them only to roles that may see money
 (`ReportFilter.money`), and format them with the `money` / `cost_text` filters.
@@ -10,9 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from apps.accounting.calc import RateCard
-from apps.accounting.figures import gpu_hours
-from apps.accounting.pricing import idle_share, load_rate_card, price_cells_detail
+from apps.accounting.core.calc import RateCard
+from apps.accounting.core.measures import gpu_hours
+from apps.accounting.pricing.rates import idle_share, load_rate_card, price_cells_detail
 
 
 @dataclass(frozen=True)

@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from apps.accounting.calc import Line, present
-from apps.accounting.figures import shown_hours
+from apps.accounting.core.calc import Line, present
+from apps.accounting.core.measures import shown_hours
 from apps.accounting.models.periods import BillingPeriod
-from apps.accounting.pricing import load_rate_card, rate_card_at
-from apps.accounting.statement_facts import Freshness, RateUsed, billed_unit, freshness, lines_as_shown, rates_used
-from apps.accounting.statements import Statement
-from apps.accounting.usage import billing_zone
+from apps.accounting.pricing.rates import load_rate_card, rate_card_at
+from apps.accounting.ledger.facts import Freshness, RateUsed, billed_unit, freshness, lines_as_shown, rates_used
+from apps.accounting.ledger.statements import Statement
+from apps.accounting.usage.cells import billing_zone
 from apps.teams.models import Team
 
 from .statement_rows import group_row, rate_card_fields, statement_payload

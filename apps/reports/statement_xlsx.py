@@ -12,9 +12,9 @@ from zoneinfo import ZoneInfo
 from django.utils import timezone
 from openpyxl.styles import Font
 
-from apps.accounting.calc import period_bounds
+from apps.accounting.core.calc import period_bounds
 
-from apps.accounting.presets import local_text
+from apps.accounting.query.presets import local_text
 
 from .statement_book import StatementBook
 from .statement_rows import CSV_COLUMNS, csv_rows

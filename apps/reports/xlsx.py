@@ -22,7 +22,7 @@ from openpyxl.styles import Font
 from openpyxl.utils import get_column_letter
 from rest_framework.renderers import BaseRenderer
 
-from apps.accounting.currencies import minor_digits
+from apps.accounting.core.currencies import minor_digits
 from apps.web.csv import safe_cell
 
 XLSX_MEDIA_TYPE = "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"

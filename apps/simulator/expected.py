@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from apps.accounting.figures import efficiency
+from apps.accounting.core.measures import efficiency
 
 from .scenario import Scenario, resource_fraction
 from .truth import iter_device_truth

@@ -52,7 +52,7 @@ class TeamResolver:
         self._teams = {k: [t for _, t in v] for k, v in dated.items()}
         self._history = dict(self._history)     # read only from here on: a lookup adds no key
         # Built on first use, from the histories above (a resolver is never changed once built,
-        # so one kept for a version of the mapping — apps/accounting/resolvers.py — answers its
+        # so one kept for a version of the mapping — apps/accounting/usage/team_mapping.py — answers its
         # window questions from these instead of walking every namespace again).
         self._changes: dict[int, list[datetime]] | None = None
         self._midnights: list[datetime] | None = None

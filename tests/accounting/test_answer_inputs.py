@@ -1,4 +1,4 @@
-"""The stored answers' inputs are declared once (apps/accounting/answer_inputs.py): computing any
+"""The stored answers' inputs are declared once (apps/accounting/stored/inputs.py): computing any
 part of a month's answer reads only declared tables, and the database's triggers are exactly the
 declared ones (docs/performance.md, "Stored month answers")."""
 import re
@@ -7,12 +7,12 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounting.actions import do_close_period
-from apps.accounting.answer_inputs import ALWAYS, DATED, UNDATED, input_tables, sync_triggers
-from apps.accounting.focus import focus_month
-from apps.accounting.months import month_lines, own_days, window_cells
-from apps.accounting.statements import compute_open, statement
-from apps.accounting.usage import UsageFilter
+from apps.accounting.actions.periods import do_close_period
+from apps.accounting.stored.inputs import ALWAYS, DATED, UNDATED, input_tables, sync_triggers
+from apps.accounting.ledger.daily_money import focus_month
+from apps.accounting.ledger.answer import month_lines, own_days, window_cells
+from apps.accounting.ledger.statements import compute_open, statement
+from apps.accounting.usage.cells import UsageFilter
 
 from tests.support.factories import label_namespace, make_cluster, make_device, make_namespace, make_pool, make_rate, make_usage, \
     utc

@@ -5,11 +5,11 @@ from datetime import date
 
 import pytest
 
-from apps.accounting.answers import drop_parts
-from apps.accounting.days import rebuild_days
+from apps.accounting.stored.answers import drop_parts
+from apps.accounting.usage.daily import rebuild_days
 from apps.accounting.models import (DeviceHealthHour, MonthAnswer, MonthCell, MonthLine, PodOwner, QueuedDemandHour,
                                     QuotaHour, UsageDay, UsageDayBuilt, UsageHour)
-from apps.accounting.months import prepare_month
+from apps.accounting.ledger.answer import prepare_month
 from apps.clusters.models import Device
 
 from tests.support.factories import make_cluster, make_device, make_namespace, make_quota, make_rate, make_usage, utc

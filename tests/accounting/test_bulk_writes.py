@@ -1,4 +1,4 @@
-"""The one bulk writer (apps/accounting/bulk.py) and the connection's work_mem
+"""The one bulk writer (apps/accounting/db/bulk.py) and the connection's work_mem
 (docs/performance.md, "Bulk writes")."""
 import os
 import subprocess
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from apps.accounting.bulk import insert_rows, upsert_rows
+from apps.accounting.db.bulk import insert_rows, upsert_rows
 from apps.accounting.models import BillingPeriod, FrozenDay, StatementLine
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,9 +7,9 @@ from decimal import Decimal
 import pytest
 from django.contrib.auth.models import User
 
-from apps.accounting.actions import do_close_period
+from apps.accounting.actions.periods import do_close_period
 from apps.accounting.models import NodePool, Rate
-from apps.accounting.statements import statement
+from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
 from apps.clusters.models import Cluster
 from apps.teams.models import Team

@@ -49,7 +49,7 @@ def test_period_closed_and_reopened_from_admin(site_admin):
 @pytest.fixture
 def closed_march(site_admin):
     """March closed with one hour of usage, priced with the rate card as it stands."""
-    from apps.accounting.actions import do_close_period
+    from apps.accounting.actions.periods import do_close_period
 
     from tests.support.factories import make_cluster, make_device, make_namespace, make_rate, make_usage, utc
 

@@ -9,14 +9,14 @@ from decimal import Decimal
 import pytest
 from django.db.models import Q
 
-from apps.accounting import usage
-from apps.accounting.actions import do_close_period, do_reopen_period
-from apps.accounting.calc import period_bounds
-from apps.accounting.days import rebuild_days
-from apps.accounting.frozen import frozen_cells
+from apps.accounting.usage import cells as usage
+from apps.accounting.actions.periods import do_close_period, do_reopen_period
+from apps.accounting.core.calc import period_bounds
+from apps.accounting.usage.daily import rebuild_days
+from apps.accounting.ledger.frozen import frozen_cells
 from apps.accounting.models import MonthAnswer, StatementLine
-from apps.accounting.months import prepare_month
-from apps.accounting.timeparse import billing_zone
+from apps.accounting.ledger.answer import prepare_month
+from apps.accounting.calendar.dates import billing_zone
 from apps.teams.models import UNASSIGNED, NamespaceAssignment
 
 from tests.support.factories import (label_namespace, make_cluster, make_device, make_namespace, make_rate, make_team,
@@ -104,9 +104,9 @@ def test_nothing_stored_freezes_the_months_cells_exactly_and_the_stored_close_ag
 
 
 def _stale_days() -> list[date]:
-    from apps.accounting.answers import stale_days
-    from apps.accounting.input_versions import read_inputs
-    from apps.accounting.months import billing_days
+    from apps.accounting.stored.answers import stale_days
+    from apps.accounting.stored.versions import read_inputs
+    from apps.accounting.ledger.answer import billing_days
 
     return stale_days("2026-10", billing_days("2026-10"), read_inputs(["2026-10"], days=True))
 
@@ -117,7 +117,7 @@ def test_a_close_recomputes_a_few_stale_days_and_has_the_database_freeze_a_month
     stale. The close recomputes up to CLOSE_RECOMPUTES_AT_MOST of them in its snapshot; with more,
     the database freezes the month (as with nothing stored) and the stale parts are left to the
     worker. Either way the frozen cells are the month's live cells and the lines the same."""
-    from apps.accounting.statements import CLOSE_RECOMPUTES_AT_MOST
+    from apps.accounting.ledger.statements import CLOSE_RECOMPUTES_AT_MOST
 
     assert CLOSE_RECOMPUTES_AT_MOST == 6
     finance = make_user("fin", "finance")

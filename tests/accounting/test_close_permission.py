@@ -8,7 +8,7 @@ from django.contrib.auth.models import Permission
 from django.core.management import CommandError, call_command
 from django.test import Client
 
-from apps.accounting.actions import CLOSE_REFUSED, REOPEN_REFUSED, do_close_period
+from apps.accounting.actions.periods import CLOSE_REFUSED, REOPEN_REFUSED, do_close_period
 from apps.accounting.models import BillingPeriod
 
 from tests.support.factories import make_user, two_teams_in_march
@@ -76,7 +76,7 @@ def test_no_view_checks_a_close_role_of_its_own():
     """The rule's only callers are the actions (and access.py, which defines the roles)."""
     callers = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "apps").rglob("*.py")
                      if "can_close_periods" in p.read_text())
-    assert callers == ["apps/accounting/actions.py", "apps/teams/access.py"]
+    assert callers == ["apps/accounting/actions/periods.py", "apps/teams/access.py"]
     for surface in ("apps/reports/views/chargeback.py", "apps/reports/api/chargeback.py", "apps/accounting/admin.py"):
         text = (ROOT / surface).read_text()
         assert "is_admin(" not in text and "roles_of(" not in text, surface

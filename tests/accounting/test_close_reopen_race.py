@@ -11,10 +11,10 @@ import time
 import pytest
 from django.db import connection
 
-from apps.accounting import actions
-from apps.accounting.actions import ActionError, do_close_period, do_reopen_period
+from apps.accounting.actions import periods as actions
+from apps.accounting.actions.periods import ActionError, do_close_period, do_reopen_period
 from apps.accounting.models import BillingPeriod, FrozenDay
-from apps.accounting.statements import statement
+from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
 
 from tests.support.factories import in_thread, make_cluster, make_device, make_namespace, make_rate, make_usage, make_user, utc

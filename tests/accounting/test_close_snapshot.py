@@ -10,11 +10,12 @@ from math import fsum
 import pytest
 from django.db.models import Q
 
-from apps.accounting import actions, months
-from apps.accounting.actions import do_close_period
-from apps.accounting.frozen import frozen_cells
+from apps.accounting.actions import periods as actions
+from apps.accounting.ledger import answer as months
+from apps.accounting.actions.periods import do_close_period
+from apps.accounting.ledger.frozen import frozen_cells
 from apps.accounting.models import BillingPeriod
-from apps.accounting.statements import statement
+from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
 
 from tests.support.factories import in_thread, make_cluster, make_device, make_namespace, make_rate, make_usage, utc
@@ -133,7 +134,7 @@ def test_the_close_reads_one_snapshot(fleet, monkeypatch):
 def test_a_close_that_loses_a_race_with_another_close_is_refused(fleet, monkeypatch):
     """Two people close March at once. The second has taken its snapshot when the first
     commits: it is refused with a message instead of freezing the month twice."""
-    from apps.accounting import actions
+    from apps.accounting.actions import periods as actions
 
     make_usage(fleet, "ml", utc(2026, 3, 10), hours=10)
     original = actions._lock_period
@@ -157,7 +158,7 @@ def lines_read_beside(monkeypatch):
     """Record where the close's read of the month's stored lines ran and what it found."""
     import threading
 
-    from apps.accounting import statements
+    from apps.accounting.ledger import statements
 
     seen = []
     original = statements.stored_own_lines
@@ -173,7 +174,7 @@ def lines_read_beside(monkeypatch):
 def test_a_prepared_month_reads_its_stored_lines_beside_the_freeze(fleet, monkeypatch):
     """The worker kept March current: the close reads the stored lines on a second connection in
     its snapshot while it copies the stored days; the statement is the one computed afresh."""
-    from apps.accounting.statements import compute_open
+    from apps.accounting.ledger.statements import compute_open
 
     make_usage(fleet, "ml", utc(2026, 3, 10), hours=10)           # 10 GPU-hours: 20.00
     months.prepare_month("2026-03")

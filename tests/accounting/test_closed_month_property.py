@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings as hsettings
 from hypothesis import strategies as st
 from openpyxl import load_workbook
 
-from apps.accounting.actions import do_assign_namespace, do_close_period
+from apps.accounting.actions.periods import do_assign_namespace, do_close_period
 from apps.accounting.models import NodePool, Rate, UsageHour
 from apps.clusters.models import Cluster
 from apps.teams.models import Namespace

@@ -5,9 +5,9 @@ from datetime import date
 
 import pytest
 
-from apps.accounting.actions import do_close_period
+from apps.accounting.actions.periods import do_close_period
 from apps.accounting.models import BillingPeriod
-from apps.accounting.statements import statement
+from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
 from apps.clusters.models import Cluster
 
@@ -116,7 +116,7 @@ def test_a_closed_month_keeps_the_zone_it_was_closed_in(finance, settings):
     adjustments = [line for line in lines("2026-04")[0] if line[1] == "adjustment"]
     assert adjustments == []
 
-    from apps.accounting.focus import focus_month
+    from apps.accounting.ledger.daily_money import focus_month
     from apps.reports.focus_csv import focus_rows
     from apps.reports.api.focus import issuer
     rows = focus_rows(focus_month("2026-03"), None, issuer())

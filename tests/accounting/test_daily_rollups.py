@@ -8,7 +8,7 @@ from django.db.models import Count, F, Sum
 from django.db.models.functions import TruncDate
 
 from apps.accounting.models import UsageDay, UsageDayBuilt, UsageHour
-from apps.accounting.usage import UsageFilter, billing_zone, usage_cells
+from apps.accounting.usage.cells import UsageFilter, billing_zone, usage_cells
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.simulator.builders import build_scenario
@@ -150,7 +150,7 @@ def test_node_pool_globs_match_in_sql_as_in_python(cluster, pattern):
     import re
     from fnmatch import fnmatchcase
 
-    from apps.accounting.price_classes import glob_regex
+    from apps.accounting.usage.price_classes import glob_regex
 
     for node in ("spot-1", "gpu-node-01", "gpu-node-1", "n3", "n7", "a.bc", "axbc", "node2x", "node3x", "x+yz",
                  "xxyz", "", "ac", "bbc", "[ab]c"):

@@ -1,9 +1,9 @@
-"""The one definition of each figure (apps/accounting/figures.py), against hand-computed numbers."""
+"""The one definition of each figure (apps/accounting/core/measures.py), against hand-computed numbers."""
 from decimal import Decimal
 
 import pytest
 
-from apps.accounting.figures import (IdleHour, IdleStretch, efficiency, gpu_hours, idle_stretches,
+from apps.accounting.core.measures import (IdleHour, IdleStretch, efficiency, gpu_hours, idle_stretches,
                                      longest_idle_seconds, share, shown_efficiency, shown_hours, shown_ratio)
 
 T0 = 1_700_000_000 - (1_700_000_000 % 3600)

@@ -9,10 +9,10 @@ from decimal import Decimal as D
 
 import pytest
 
-from apps.accounting.runrate import GPU_HOURS, NotRunning, month_forecast
+from apps.accounting.forecast.teams import GPU_HOURS, NotRunning, month_forecast
 from apps.reports.forecast_rows import forecast_payload
-from apps.accounting.pricing import price_cells_detail
-from apps.accounting.usage import UsageFilter, usage_cells
+from apps.accounting.pricing.rates import price_cells_detail
+from apps.accounting.usage.cells import UsageFilter, usage_cells
 
 from tests.support.factories import H100, make_cluster, make_device, make_namespace, make_rate, make_usage, utc
 
@@ -131,7 +131,7 @@ def test_the_rest_of_a_23_hour_day(db, settings):
     settings.BILLING_TIMEZONE = "America/New_York"
     # 8 March runs 05:00 UTC (00:00 EST) to 04:00 UTC on the 9th (00:00 EDT): at 16:30 UTC,
     # 11.5 of its 23 hours have passed and half of the day is left.
-    from apps.accounting.runrate import today_and_rest
+    from apps.accounting.forecast.teams import today_and_rest
     assert today_and_rest(utc(2026, 3, 8, 16, 30)) == (date(2026, 3, 8), D("0.5"))
     assert today_and_rest(utc(2026, 3, 9, 4)) == (date(2026, 3, 9), D(1))
 

@@ -12,10 +12,10 @@ from datetime import date
 
 import pytest
 
-from apps.accounting.actions import do_close_period
-from apps.accounting.runrate import month_forecast
+from apps.accounting.actions.periods import do_close_period
+from apps.accounting.forecast.teams import month_forecast
 from apps.reports.forecast_rows import forecast_payload
-from apps.accounting.statements import statement
+from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
 from apps.clusters.models import Cluster
 from apps.teams.models import NamespaceAssignment

@@ -1,4 +1,4 @@
-"""The month-end forecast's math (apps/accounting/forecast.py), by hand (docs/forecast.md).
+"""The month-end forecast's math (apps/accounting/forecast/model.py), by hand (docs/forecast.md).
 
 November 2026 starts on a Sunday; the 18th is a Wednesday. A team spends $16 on each weekday
 and $4 on each weekend day, except the history below varies it.
@@ -6,7 +6,7 @@ and $4 on each weekend day, except the history below varies it.
 from datetime import date, timedelta
 from decimal import Decimal as D
 
-from apps.accounting.forecast import crossing_day, days_left, forecast, history, run_rates
+from apps.accounting.forecast.model import crossing_day, days_left, forecast, history, run_rates
 
 NOV = [date(2026, 11, 1) + timedelta(days=i) for i in range(30)]
 TODAY = date(2026, 11, 18)

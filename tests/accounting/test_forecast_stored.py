@@ -21,11 +21,11 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounting.computed import recomputed
-from apps.accounting.actions import do_assign_namespace, do_save_rate
-from apps.accounting.forecast_store import fleet_forecast
+from apps.accounting.stored.provenance import recomputed
+from apps.accounting.actions.periods import do_assign_namespace, do_save_rate
+from apps.accounting.forecast.stored import fleet_forecast
 from apps.accounting.models import MonthBody, Rate
-from apps.accounting.runrate import month_forecast
+from apps.accounting.forecast.teams import month_forecast
 from apps.clusters.models import Cluster
 from apps.reports.forecast_rows import forecast_payload
 from apps.teams.models import Namespace
@@ -238,7 +238,7 @@ def test_pricing_each_history_day_once_per_rate_epoch_changes_no_figure(november
     day. With 3.00 from the 25th, research: 220 + 4.5 weekdays (half the 18th, 19, 20, 23, 24) × 16
     + 2 weekend days × 4 + 4 weekdays (25-27, 30) × 24 + 2 weekend days × 6 = 220 + 80 + 108 =
     408.00; vision: 144 + 6.5 days × 8 + 6 days × 12 = 268.00."""
-    from apps.accounting.pricing import load_rate_card
+    from apps.accounting.pricing.rates import load_rate_card
     make_rate(H100, "3.00", effective_from=date(2026, 11, 25))
     card = load_rate_card()
 
@@ -268,7 +268,7 @@ def test_the_team_page_shows_the_teams_rows_of_the_stored_forecast(november, fin
 
     def computed(*args, **kwargs):
         raise AssertionError("the team page computed a forecast")
-    for name in ("apps.accounting.forecast_store.month_forecast", "apps.reports.data.team.month_forecast"):
+    for name in ("apps.accounting.forecast.stored.month_forecast", "apps.reports.data.team.month_forecast"):
         monkeypatch.setattr(name, computed, raising=False)
     client.force_login(finance)
     assert forecast_cells(client.get("/teams/research/").content.decode())[0][:2] == ["$220.00", "$372.00"]
@@ -276,7 +276,7 @@ def test_the_team_page_shows_the_teams_rows_of_the_stored_forecast(november, fin
     with django_capture_on_commit_callbacks(execute=True):          # the worker stores the new answer
         monkeypatch.undo()
         _namespace_move(prod, gpu, admin_user)
-    for name in ("apps.accounting.forecast_store.month_forecast", "apps.reports.data.team.month_forecast"):
+    for name in ("apps.accounting.forecast.stored.month_forecast", "apps.reports.data.team.month_forecast"):
         monkeypatch.setattr(name, computed, raising=False)
     # llm is newco's from the 18th: research keeps 212.00 and spends no more; newco: too new to project
     assert forecast_cells(client.get("/teams/research/").content.decode())[0][:2] == ["$212.00", "$212.00"]

@@ -1,4 +1,4 @@
-"""Frozen cells stored by the day, as columns (apps/accounting/frozen.py, migration 0013;
+"""Frozen cells stored by the day, as columns (apps/accounting/ledger/frozen.py, migration 0013;
 docs/performance.md, "Frozen cells stored by the day")."""
 import importlib
 from collections import Counter
@@ -10,8 +10,8 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Q
 
-from apps.accounting.calc import Cell
-from apps.accounting.frozen import booked_elsewhere, freeze_select, frozen_cells, carried_cells, unfreeze, write_cells
+from apps.accounting.core.calc import Cell
+from apps.accounting.ledger.frozen import booked_elsewhere, freeze_select, frozen_cells, carried_cells, unfreeze, write_cells
 from apps.accounting.models import BillingPeriod, FrozenDay
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.accounting.calc import Cell
-from apps.accounting.latedata import delta_cells
+from apps.accounting.core.calc import Cell
+from apps.accounting.ledger.late_data import delta_cells
 
 H100 = "NVIDIA H100 80GB HBM3"
 DAY = date(2026, 3, 15)

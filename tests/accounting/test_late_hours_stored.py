@@ -11,10 +11,10 @@ One cluster, two teams at 1 GPU: research (namespace llm) and vision (namespace 
 """
 import pytest
 
-from apps.accounting.actions import do_close_period
-from apps.accounting.ledger import _late_live, late_by_team, late_hours
+from apps.accounting.actions.periods import do_close_period
+from apps.accounting.ledger.money import _late_live, late_by_team, late_hours
 from apps.accounting.models import MonthBody
-from apps.accounting.months import closed_periods, month_late_cells
+from apps.accounting.ledger.answer import closed_periods, month_late_cells
 
 from tests.support.factories import make_cluster, make_device, make_namespace, make_rate, make_usage, utc
 

@@ -11,14 +11,14 @@ from django.db.models import Q
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounting import input_versions
-from apps.accounting.actions import do_assign_namespace, do_close_period, do_reopen_period, do_save_rate
-from apps.accounting.answers import compact_input_changes
-from apps.accounting.input_versions import read_inputs
+from apps.accounting.stored import versions as input_versions
+from apps.accounting.actions.periods import do_assign_namespace, do_close_period, do_reopen_period, do_save_rate
+from apps.accounting.stored.answers import compact_input_changes
+from apps.accounting.stored.versions import read_inputs
 from apps.accounting.models import MonthAnswer, MonthBody, NodePool, UsageHour
-from apps.accounting.months import month_lines, own_cells, window_cells
-from apps.accounting.statements import compute_open
-from apps.accounting.usage import UsageFilter, usage_cells
+from apps.accounting.ledger.answer import month_lines, own_cells, window_cells
+from apps.accounting.ledger.statements import compute_open
+from apps.accounting.usage.cells import UsageFilter, usage_cells
 from apps.clusters.models import Cluster
 from apps.teams.claims import do_decide_claim
 from apps.teams.models import LabelClaim, Team
@@ -213,9 +213,9 @@ def test_late_data_for_a_closed_month_is_found_by_ingest_not_by_reads(march, fin
 
 def test_closing_copies_the_stored_answer_when_it_is_current(march, finance, api):
     """A prepared month is closed from its stored cells; the result is what computing gives."""
-    from apps.accounting.frozen import frozen_cells
+    from apps.accounting.ledger.frozen import frozen_cells
     from apps.accounting.models import StatementLine
-    from apps.accounting.months import prepare_month
+    from apps.accounting.ledger.answer import prepare_month
 
     make_usage(march["gpu"], "ml", utc(2026, 3, 31, 23), hours=2, pod="edge")       # into April's first hour
     prepare_month("2026-03")

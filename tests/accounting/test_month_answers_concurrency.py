@@ -8,10 +8,10 @@ import threading
 
 import pytest
 
-from apps.accounting import months
+from apps.accounting.ledger import answer as months
 from apps.accounting.models import MonthAnswer
-from apps.accounting.months import month_lines
-from apps.accounting.statements import compute_open
+from apps.accounting.ledger.answer import month_lines
+from apps.accounting.ledger.statements import compute_open
 
 from tests.support.factories import in_thread, make_cluster, make_device, make_namespace, make_rate, make_usage, utc
 

@@ -12,12 +12,12 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from django.db import transaction
 
-from apps.accounting.actions import ActionError, do_assign_namespace, do_close_period, do_reopen_period
-from apps.accounting.calc import period_bounds
+from apps.accounting.actions.periods import ActionError, do_assign_namespace, do_close_period, do_reopen_period
+from apps.accounting.core.calc import period_bounds
 from apps.accounting.models import BillingPeriod, NodePool, Rate
-from apps.accounting.months import closed_periods, late_cells, month_late_cells, month_lines, own_cells, own_days
-from apps.accounting.statements import compute_open
-from apps.accounting.usage import UsageFilter, billing_zone, usage_cells
+from apps.accounting.ledger.answer import closed_periods, late_cells, month_late_cells, month_lines, own_cells, own_days
+from apps.accounting.ledger.statements import compute_open
+from apps.accounting.usage.cells import UsageFilter, billing_zone, usage_cells
 from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
 from apps.teams.models import Team

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from apps.accounting.bodies import scope_tag
+from apps.accounting.stored.responses import scope_tag
 from apps.accounting.models import MonthBody
 
 from tests.support.factories import make_team, make_usage, make_user, two_teams_in_march, utc

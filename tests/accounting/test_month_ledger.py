@@ -13,8 +13,8 @@ from decimal import Decimal as D
 
 import pytest
 
-from apps.accounting.actions import do_close_period
-from apps.accounting.ledger import late_hours
+from apps.accounting.actions.periods import do_close_period
+from apps.accounting.ledger.money import late_hours
 from apps.recommendations.alerts import check_budgets
 from apps.recommendations.models import TeamBudget
 

@@ -5,7 +5,7 @@ see exactly what the first sees: nothing committed after the snapshot was taken.
 import pytest
 from django.db import connection, transaction
 
-from apps.accounting.bulk import beside_in_snapshot, one_snapshot
+from apps.accounting.db.bulk import beside_in_snapshot, one_snapshot
 from apps.clusters.models import Cluster
 
 from tests.support.factories import in_thread, make_cluster

@@ -1,4 +1,4 @@
-"""One team-per-hour rule for every reader of the rollups (apps/accounting/rollup_reader.py,
+"""One team-per-hour rule for every reader of the rollups (apps/accounting/usage/reader.py,
 docs/teams-and-relabels.md, "Which team owns an hour"): a re-org moves namespace `ml` from team
 A to team B at 12:00, and the idle list, the explorer, the idle alerts, fleet health's energy
 and the team page's quota all give the hours before the move to A and the hours after to B; a
@@ -19,7 +19,7 @@ from apps.reports.data.explore import ExploreOptions, explore
 from apps.reports.data.health import energy_by_team_month
 from apps.reports.data.idle import EVERY_IDLE_POD, IdleOptions, idle_pods
 from apps.reports.data.team import quota_use
-from apps.accounting.filters import ReportFilter
+from apps.accounting.query.filters import ReportFilter
 from tests.support.factories import label_namespace, make_cluster, make_device, make_namespace, make_usage, utc
 
 pytestmark = pytest.mark.django_db

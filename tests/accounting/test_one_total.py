@@ -9,9 +9,9 @@ from decimal import Decimal as D
 
 import pytest
 
-from apps.accounting.actions import do_close_period
+from apps.accounting.actions.periods import do_close_period
 from apps.reports.statement_book import statement_book
-from apps.accounting.statements import statement
+from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
 
 from tests.support.factories import make_cluster, make_device, make_namespace, make_rate, make_usage, utc

@@ -5,10 +5,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounting.input_versions import versions_read_once
+from apps.accounting.stored.versions import versions_read_once
 from apps.accounting.models import NodePool
-from apps.accounting.price_classes import price_class_expr
-from apps.accounting.usage import cluster_names
+from apps.accounting.usage.price_classes import price_class_expr
+from apps.accounting.usage.cells import cluster_names
 from apps.clusters.models import Cluster
 
 pytestmark = pytest.mark.django_db

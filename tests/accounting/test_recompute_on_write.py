@@ -8,12 +8,12 @@ import pytest
 from django.test.utils import CaptureQueriesContext
 from django.db import connection
 
-from apps.accounting import refresh
-from apps.accounting.actions import do_assign_namespace, do_save_rate
-from apps.accounting.answers import proven
-from apps.accounting.input_versions import read_inputs, stored_answers
+from apps.accounting.stored import refresh
+from apps.accounting.actions.periods import do_assign_namespace, do_save_rate
+from apps.accounting.stored.answers import proven
+from apps.accounting.stored.versions import read_inputs, stored_answers
 from apps.accounting.models import MonthAnswer
-from apps.accounting.months import month_lines
+from apps.accounting.ledger.answer import month_lines
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.teams.models import Namespace

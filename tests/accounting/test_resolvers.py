@@ -1,4 +1,4 @@
-"""The team mapping is read once per version of its logged inputs (apps/accounting/resolvers.py;
+"""The team mapping is read once per version of its logged inputs (apps/accounting/usage/team_mapping.py;
 docs/performance.md, "The team mapping, read once per version"): a second call reads no label or
 mapping table, and every kind of mapping write — a label, an admin mapping, a claim's decision,
 a team renamed, a cluster's label trust — is seen by the next call."""
@@ -8,8 +8,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounting import resolvers
-from apps.accounting.resolvers import team_resolver
+from apps.accounting.usage import team_mapping as resolvers
+from apps.accounting.usage.team_mapping import team_resolver
 from apps.clusters.models import Cluster
 from apps.teams.models import Team
 

@@ -4,8 +4,8 @@ from decimal import Decimal
 
 import pytest
 
-from apps.accounting.pricing import rate_for
-from apps.accounting.statements import statement
+from apps.accounting.pricing.rates import rate_for
+from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
 
 from tests.support.factories import (A100, H100, make_cluster, make_device, make_namespace, make_pool, make_rate, make_usage,

@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.accounting.bodies import prune_bodies
+from apps.accounting.stored.responses import prune_bodies
 from apps.accounting.models import MonthBody
 from apps.accounting.tasks import compact_input_changes
 
@@ -113,7 +113,7 @@ def test_a_month_keeps_at_most_its_bytes_of_bodies_the_newest(settings):
     """1 MB a month: three bodies of 400 KB (plain, no gzip copy) stored one after another keep
     the last two (800 KB); the third's is kept with the second's, the first goes. One body larger
     than the whole budget is still kept, alone: the one just stored always stays."""
-    from apps.accounting.bodies import body
+    from apps.accounting.stored.responses import body
 
     settings.MONTH_BODY_MB_PER_PERIOD = 1
     for name in ("first", "second", "third"):

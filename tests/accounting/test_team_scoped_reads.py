@@ -10,7 +10,7 @@ Cluster `prod`, March 2026, each namespace one H100 for hours 10:00–12:00 on M
 """
 import pytest
 
-from apps.accounting.usage import UsageFilter, usage_cells
+from apps.accounting.usage.cells import UsageFilter, usage_cells
 from apps.teams.models import UNASSIGNED
 from apps.teams.resolve import TeamResolver
 

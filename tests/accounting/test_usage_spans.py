@@ -4,8 +4,8 @@ from decimal import Decimal
 
 import pytest
 
-from apps.accounting.pricing import price_usage_rows_detail
-from apps.accounting.usage import UsageFilter, group_cells, usage_cells
+from apps.accounting.pricing.rates import price_usage_rows_detail
+from apps.accounting.usage.cells import UsageFilter, group_cells, usage_cells
 from apps.teams.models import Namespace, NamespaceAssignment
 
 from tests.support.factories import make_cluster, make_device, make_namespace, make_rate, make_team, make_usage, utc
@@ -58,13 +58,13 @@ def test_the_api_uses_spans_with_the_same_figures(moving_month, client, django_u
 def test_the_statement_is_priced_from_spans_and_closing_freezes_days(moving_month, finance):
     """March's open statement: the same lines whether built from the six days or the three
     spans; closing freezes exactly those lines and, as the late-data baseline, the six days."""
-    from apps.accounting.actions import do_close_period
-    from apps.accounting.calc import build_lines
+    from apps.accounting.actions.periods import do_close_period
+    from apps.accounting.core.calc import build_lines
     from django.db.models import Q
 
-    from apps.accounting.frozen import frozen_cells
-    from apps.accounting.pricing import load_rate_card
-    from apps.accounting.statements import compute_open, month_cells, statement
+    from apps.accounting.ledger.frozen import frozen_cells
+    from apps.accounting.pricing.rates import load_rate_card
+    from apps.accounting.ledger.statements import compute_open, month_cells, statement
 
     card = load_rate_card()
     by_day, by_span = build_lines(month_cells("2026-03"), card), build_lines(month_cells("2026-03", per_day=False), card)

@@ -119,7 +119,7 @@ def focus_export(api: "Api", period: str, first: date, end: date) -> dict:
     same rows made at once and written as one text (how the export was built before it streamed)."""
     import tracemalloc
 
-    from apps.accounting.focus import focus_month
+    from apps.accounting.ledger.daily_money import focus_month
     from apps.reports.api.focus import issuer
     from apps.reports.focus_csv import columns, focus_rows
     from apps.web.csv import rows_to_csv
@@ -171,8 +171,8 @@ def bench_api(results: dict) -> None:
     from django.core.management import call_command
     from django.test import Client
 
-    from apps.accounting.actions import do_close_period, do_reopen_period, do_save_rate
-    from apps.accounting.months import prepare_month
+    from apps.accounting.actions.periods import do_close_period, do_reopen_period, do_save_rate
+    from apps.accounting.ledger.answer import prepare_month
     from apps.accounting.models import Rate
     from apps.simulator.benchseed import seed_month
 
@@ -313,8 +313,8 @@ def bench_day_parts(api, fleet, user, admin, period: str, nov: date, nov_days: i
     worker's on-commit task recomputes (its day, not the month) and the first read after it;
     then the close as it happens in production: October reopened, an hour ingested into its
     last day, the worker's recompute, and the close reading the stored parts it freezes."""
-    from apps.accounting.computed import recomputed
-    from apps.accounting.actions import do_close_period, do_reopen_period
+    from apps.accounting.stored.provenance import recomputed
+    from apps.accounting.actions.periods import do_close_period, do_reopen_period
     from apps.accounting.tasks import prepare_month_answers
 
     nov_period, out = nov.strftime("%Y-%m"), {}
@@ -360,8 +360,8 @@ def bench_running_month(api, nov: date, nov_days: int, pages: dict) -> dict:
     moves, then p50 / p95 of the page against `/api/v1/chargeback/` of the month (target ≤ 2×)."""
     from unittest import mock
 
-    from apps.accounting import forecast_store
-    from apps.accounting.runrate import month_forecast
+    from apps.accounting.forecast import stored as forecast_store
+    from apps.accounting.forecast.teams import month_forecast
     from apps.accounting.tasks import prepare_month_answers
     from apps.clusters.models import Cluster
 

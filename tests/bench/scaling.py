@@ -55,9 +55,9 @@ def one(gpus: int, days: int, repeats: int) -> dict:
     from django.db import connection, transaction
     from django.test import Client, override_settings
 
-    from apps.accounting.actions import do_close_period
-    from apps.accounting.days import rebuild_days
-    from apps.accounting.refresh import months_of, refresh_after_commit
+    from apps.accounting.actions.periods import do_close_period
+    from apps.accounting.usage.daily import rebuild_days
+    from apps.accounting.stored.refresh import months_of, refresh_after_commit
     from apps.simulator.benchseed import seed_month
 
     call_command("migrate", verbosity=0)

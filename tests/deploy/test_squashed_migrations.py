@@ -10,7 +10,7 @@ from django.db.migrations.executor import MigrationExecutor
 from django.db.migrations.loader import MigrationLoader
 from django.db.migrations.recorder import MigrationRecorder
 
-from apps.accounting.answer_inputs import ALWAYS, DATED, UNDATED
+from apps.accounting.stored.inputs import ALWAYS, DATED, UNDATED
 from apps.teams.access import ROLES
 
 pytestmark = pytest.mark.django_db

@@ -9,9 +9,9 @@ import pytest
 from django.db.models import Sum
 
 from apps.accounting.models import BillingPeriod, StatementLine
-from apps.accounting.statements import statement
+from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
-from apps.accounting.usage import UsageFilter, group_cells, usage_cells
+from apps.accounting.usage.cells import UsageFilter, group_cells, usage_cells
 from apps.recommendations.models import Alert, RecommendationSnapshot
 from apps.simulator.demo import create_logins, is_loaded, load_demo, plan_story
 from apps.teams.models import Team

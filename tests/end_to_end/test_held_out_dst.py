@@ -32,7 +32,7 @@ from django.contrib.auth.models import User
 from django.db.models import Sum
 from rest_framework.test import APIClient
 
-from apps.accounting.actions import do_close_period
+from apps.accounting.actions.periods import do_close_period
 from apps.accounting.models import QueuedDemandHour
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest

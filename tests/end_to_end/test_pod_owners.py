@@ -5,7 +5,7 @@ import pytest
 from django.db.models import Sum
 
 from apps.accounting.models import PodOwner, UsageHour
-from apps.accounting.workloads import workload_usage
+from apps.accounting.usage.workloads import workload_usage
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.ingest.rollup import Series, pod_owners

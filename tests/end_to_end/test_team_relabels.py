@@ -16,10 +16,10 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from apps.accounting.actions import do_assign_namespace, do_close_period
-from apps.accounting.statements import statement
+from apps.accounting.actions.periods import do_assign_namespace, do_close_period
+from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
-from apps.accounting.usage import UsageFilter, usage_cells
+from apps.accounting.usage.cells import UsageFilter, usage_cells
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.simulator.builders import H100

@@ -13,7 +13,7 @@ import pytest
 from django.test import Client
 from rest_framework.throttling import UserRateThrottle
 
-from apps.accounting.currencies import ISO_4217
+from apps.accounting.core.currencies import ISO_4217
 from apps.accounting.models import BillingPeriod, Rate
 from apps.reports.api.rates import CURRENCY_CHOICES
 

@@ -3,7 +3,7 @@ import math
 
 import pytest
 
-from apps.accounting.figures import longest_idle_seconds
+from apps.accounting.core.measures import longest_idle_seconds
 from apps.ingest import rollup
 from apps.ingest.rollup import RollupConfig, Series, Window
 

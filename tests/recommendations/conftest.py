@@ -6,7 +6,7 @@ from tests.support import factories as f
 
 
 def injected_rate(gpu_model, mig_profile, price_class, day):
-    """A stand-in for apps.accounting.pricing.rate_for: 2.00 EUR per GPU-hour, 0.50 per MIG instance-hour."""
+    """A stand-in for apps.accounting.pricing.rates.rate_for: 2.00 EUR per GPU-hour, 0.50 per MIG instance-hour."""
     assert price_class == "on_demand"
     if gpu_model not in (f.H100, f.A100):
         return None

@@ -1,4 +1,4 @@
-"""Money at stake and money budgets through the real rate card (apps.accounting.pricing)."""
+"""Money at stake and money budgets through the real rate card (apps.accounting.pricing.rates)."""
 from datetime import date, timedelta
 from decimal import Decimal
 

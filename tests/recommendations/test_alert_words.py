@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from apps.accounting.words import duration_text, money_text, quantity_text
+from apps.accounting.text import duration_text, money_text, quantity_text
 from apps.recommendations import alerts
 from apps.recommendations.alerts import check_budgets, used_percent
 from apps.recommendations.models import TeamBudget

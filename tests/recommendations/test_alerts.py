@@ -71,7 +71,7 @@ def test_money_budget_without_a_rate_card_raises_nothing(budget):
 def test_money_budget_counts_the_statements_money(budget):
     # 192 GPU-hours at 2.00 EUR = 384.00 of a 400.00 budget = 96 %: the chargeback statement's figure
     from apps.accounting.models import Rate
-    from apps.accounting.statements import statement
+    from apps.accounting.ledger.statements import statement
     from apps.reports.statement_rows import statement_payload
     Rate.objects.create(gpu_model="NVIDIA H100 80GB HBM3", mig_profile="", price_class="on_demand",
                         hourly_rate=Decimal("2.00"), currency="EUR", effective_from=datetime(2026, 1, 1).date())

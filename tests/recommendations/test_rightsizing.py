@@ -8,7 +8,7 @@ import yaml
 from django.test import Client
 from rest_framework.test import APIClient
 
-from apps.accounting.workloads import workload_usage
+from apps.accounting.usage.workloads import workload_usage
 from apps.recommendations.mig_profiles import mig_model, profile_named
 from apps.recommendations.rightsizing_rows import CSV_COLUMNS, RightsizeQuery, rightsizing_rows
 

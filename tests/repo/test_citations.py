@@ -16,7 +16,7 @@ SUFFIXES = {".py", ".md", ".html", ".txt", ".toml", ".yml", ".yaml", ".cfg", ".s
 # Documents that live outside the repo, however they are spelled: "STYLE §3", "SPEC 4.2",
 # "../shared/samples/x.txt", "/work/shared/...".
 OUTSIDE = re.compile(r"\b(?:SPEC|STYLE)\b|(?<![\w-])(?:\.\./)*(?:/[\w.-]+)*/?shared/[\w./-]+")
-# A file of the repo named by its path: "apps/accounting/usage.py", "docs/figures.md".
+# A file of the repo named by its path: "apps/accounting/usage/cells.py", "docs/figures.md".
 REPO_PATH = re.compile(r"(?<![\w/.-])((?:apps|tests|gpuportal|scripts|docs|deploy|templates)/[\w/.-]*"
                        r"\.(?:py|md|html|ya?ml|toml|txt|json|sh))\b")
 # A section of a docs page: docs/figures.md, "Closing a month".
@@ -87,5 +87,5 @@ def test_the_check_finds_each_kind_of_dead_citation():
     # in Python, only comments and docstrings cite; a string in the code is data
     code = 'PATH = "docs/made-up.md"  # as in docs/gone.md\n'
     assert dead_citations(path, prose(code)) == [f"apps/example.py: docs/gone.md does not exist"]
-    fine = 'See docs/figures.md, "Efficiency", docs/security.md, "API tokens", apps/accounting/calc.py.'
+    fine = 'See docs/figures.md, "Efficiency", docs/security.md, "API tokens", apps/accounting/core/calc.py.'
     assert dead_citations(path, fine) == []

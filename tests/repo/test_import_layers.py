@@ -40,7 +40,7 @@ def add_import(tree: Path, module: str, line: str):
 
 @pytest.mark.parametrize("module, line, broken", [
     # accounting sits below ingest: the billing-day helpers moved down for this reason
-    ("apps.accounting.usage", "from apps.ingest.pipeline import floor_hour",
+    ("apps.accounting.usage.cells", "from apps.ingest.pipeline import floor_hour",
      "apps.accounting is not allowed to import apps.ingest"),
     # reports and advice are independent siblings
     ("apps.recommendations.views", "from apps.reports.views.common import page",
@@ -63,11 +63,11 @@ def add_import(tree: Path, module: str, line: str):
     # ... not even through a helper that speaks DRF (the old picker reached it through api/params.py)
     ("apps.reports.data.explore", "from apps.web.drf import exception_handler",
      "apps.reports.data is not allowed to import rest_framework"),
-    # a query string is parsed once, in apps/accounting/filters.py: no view parses dates itself
-    ("apps.reports.views.idle", "from apps.accounting.timeparse import parse_instant",
-     "apps.reports is not allowed to import apps.accounting.timeparse"),
-    ("apps.recommendations.api", "from apps.accounting.timeparse import parse_instant",
-     "apps.recommendations is not allowed to import apps.accounting.timeparse"),
+    # a query string is parsed once, in apps/accounting/query/filters.py: no view parses dates itself
+    ("apps.reports.views.idle", "from apps.accounting.calendar.dates import parse_instant",
+     "apps.reports is not allowed to import apps.accounting.calendar.dates"),
+    ("apps.recommendations.api", "from apps.accounting.calendar.dates import parse_instant",
+     "apps.recommendations is not allowed to import apps.accounting.calendar.dates"),
     # nothing above accounting reads the rollup models: they go through accounting/rollup_reader.py
     ("apps.reports.data.idle", "from apps.accounting.models import UsageHour",
      "apps.reports.data.idle is not allowed to import apps.accounting.models"),
@@ -89,12 +89,12 @@ def add_import(tree: Path, module: str, line: str):
     ("apps.reports.views.overview", "from apps.teams.tokens import tokens_of",
      "apps.reports is not allowed to import apps.teams.tokens"),
     # the rate API stays a pages-layer view: accounting holds no DRF
-    ("apps.accounting.pricing", "from rest_framework.exceptions import ValidationError",
+    ("apps.accounting.pricing.rates", "from rest_framework.exceptions import ValidationError",
      "apps.accounting is not allowed to import rest_framework"),
     # accounting answers with data; CSV, workbooks and DRF answers are the reports' (docs/architecture.md)
-    ("apps.accounting.statements", "import csv", "apps.accounting is not allowed to import csv"),
-    ("apps.accounting.ledger", "from openpyxl import Workbook", "apps.accounting is not allowed to import openpyxl"),
-    ("apps.accounting.focus", "from rest_framework.response import Response",
+    ("apps.accounting.ledger.statements", "import csv", "apps.accounting is not allowed to import csv"),
+    ("apps.accounting.ledger.money", "from openpyxl import Workbook", "apps.accounting is not allowed to import openpyxl"),
+    ("apps.accounting.ledger.daily_money", "from rest_framework.response import Response",
      "apps.accounting is not allowed to import rest_framework"),
     # the cycle alerts <-> tasks that dispatching deliveries from alerts.py used to make
     ("apps.recommendations.alerts", "from apps.recommendations.tasks import deliver_alert",
@@ -138,36 +138,36 @@ def product_nodes(allowed: set[str], *, migrations: bool = True):
 
 
 def test_only_the_bulk_writer_speaks_copy():
-    """Rows are written in bulk in one place (apps/accounting/bulk.py, docs/architecture.md):
+    """Rows are written in bulk in one place (apps/accounting/db/bulk.py, docs/architecture.md):
     no other product module opens a COPY. The bench's seeder (a test tool) writes its own."""
     import ast
 
     found = [f"{rel}:{node.lineno}"
-             for rel, node in product_nodes({"apps/accounting/bulk.py", "apps/simulator/benchseed.py"})
+             for rel, node in product_nodes({"apps/accounting/db/bulk.py", "apps/simulator/benchseed.py"})
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "copy"
              and any(isinstance(a, (ast.Constant, ast.JoinedStr)) and "COPY" in ast.unparse(a) for a in node.args)]
     assert found == []
 
 
 def test_only_the_resolver_layer_builds_team_resolvers():
-    """The team mapping is read through one layer (apps/accounting/resolvers.py, kept per version
+    """The team mapping is read through one layer (apps/accounting/usage/team_mapping.py, kept per version
     of its logged inputs): no other product module builds a `TeamResolver` itself, which would
     read every label and mapping of the fleet again on each call."""
     import ast
 
-    found = [f"{rel}:{node.lineno}" for rel, node in product_nodes({"apps/accounting/resolvers.py"}, migrations=False)
+    found = [f"{rel}:{node.lineno}" for rel, node in product_nodes({"apps/accounting/usage/team_mapping.py"}, migrations=False)
              if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "TeamResolver"]
     assert found == []
 
 
 def test_only_the_frozen_module_touches_frozen_cells():
-    """Frozen cells have one home (apps/accounting/frozen.py): it alone knows they are stored by
+    """Frozen cells have one home (apps/accounting/ledger/frozen.py): it alone knows they are stored by
     the day as columns. No other product module names their model or table (the models package
     defines it, migrations create it, the trigger declaration logs its writes)."""
     import ast
 
-    allowed = {"apps/accounting/frozen.py", "apps/accounting/models/__init__.py", "apps/accounting/models/periods.py",
-               "apps/accounting/answer_inputs.py"}
+    allowed = {"apps/accounting/ledger/frozen.py", "apps/accounting/models/__init__.py", "apps/accounting/models/periods.py",
+               "apps/accounting/stored/inputs.py"}
     found = []
     for rel, node in product_nodes(allowed, migrations=False):
         name = node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else \

@@ -2,7 +2,7 @@
 import pytest
 from django.test import Client
 
-from apps.accounting.statements import statement
+from apps.accounting.ledger.statements import statement
 
 from tests.support.factories import make_cluster, make_device, make_namespace, make_rate, make_team, make_usage, utc
 
@@ -78,7 +78,7 @@ def test_default_month_is_the_last_one_with_usage_or_this_one(client, django_use
 
     from apps.accounting.models import UsageHour
     from apps.clusters.models import Cluster, Device
-    from apps.accounting.statements import default_period
+    from apps.accounting.ledger.statements import default_period
 
     now = datetime.now(timezone.utc)
     this_month = f"{now:%Y-%m}"

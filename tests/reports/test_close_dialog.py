@@ -9,7 +9,7 @@ import pytest
 from django.test import Client
 from django.utils import timezone
 
-from apps.accounting.actions import do_close_period
+from apps.accounting.actions.periods import do_close_period
 from apps.accounting.models import BillingPeriod
 
 from tests.support.factories import make_cluster, make_device, make_namespace, make_rate, make_usage, utc

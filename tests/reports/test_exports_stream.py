@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from apps.accounting.focus import focus_month
+from apps.accounting.ledger.daily_money import focus_month
 from apps.reports.api.focus import issuer
 from apps.reports.focus_csv import columns, focus_rows
 from apps.simulator.benchseed import seed_month
@@ -90,7 +90,7 @@ def test_focus_export_sends_its_header_before_it_has_made_the_rows(fleet, financ
 
 def test_statement_csv_streams_the_bytes_it_always_wrote(fleet, finance, api):
     from apps.reports.statement_rows import CSV_COLUMNS, csv_rows, statement_payload
-    from apps.accounting.statements import statement
+    from apps.accounting.ledger.statements import statement
 
     response = api(finance).get("/api/v1/chargeback/", {"period": "2026-11", "format": "csv"})
     assert response.status_code == 200 and response.streaming

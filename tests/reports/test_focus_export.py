@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from apps.accounting.actions import do_close_period
+from apps.accounting.actions.periods import do_close_period
 from apps.accounting.models import FrozenDay, Rate, UsageHour
-from apps.accounting.statements import statement
+from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
 from tests.support.bodies import body_of
 
@@ -242,7 +242,7 @@ def test_queries_do_not_grow_with_teams_or_days(fleet, finance, api, django_asse
         make_namespace(prod, f"ns{i}", f"T{i}")
         make_usage(make_device(prod, host=f"extra-{i}"), f"ns{i}", utc(2026, 3, 10 + i, 22), hours=30)
     with django_assert_max_num_queries(42):     # the first export computes and stores the month's lines and days
-        # (and reads the team mapping's version where it takes the resolver: apps/accounting/resolvers.py)
+        # (and reads the team mapping's version where it takes the resolver: apps/accounting/usage/team_mapping.py)
         export(api(finance), period="2026-03")
     with django_assert_max_num_queries(12):     # the role, the month, rates, teams, usage, closed months,
         _, rows = export(api(finance), period="2026-03")   # the inputs' version, the stored lines

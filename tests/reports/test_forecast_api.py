@@ -9,7 +9,7 @@ from decimal import Decimal as D
 
 import pytest
 
-from apps.accounting.runrate import month_forecast
+from apps.accounting.forecast.teams import month_forecast
 from apps.reports.forecast_rows import forecast_payload
 
 from tests.support.factories import make_cluster, make_device, make_namespace, make_rate, make_team, make_usage

@@ -7,7 +7,7 @@ import pytest
 
 from apps.accounting.models import DeviceHealthHour
 from apps.reports.data.health import device_health, held_hours, hourly_health
-from apps.accounting.filters import ReportFilter
+from apps.accounting.query.filters import ReportFilter
 from tests.support.factories import label_namespace, make_cluster, make_device, make_namespace, make_usage, utc
 
 pytestmark = pytest.mark.django_db

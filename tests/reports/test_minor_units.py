@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from openpyxl import load_workbook
 
-from apps.accounting.actions import do_close_period
-from apps.accounting.calc import present, round_to_total
+from apps.accounting.actions.periods import do_close_period
+from apps.accounting.core.calc import present, round_to_total
 from apps.accounting.models import UsageHour
 from apps.recommendations import estimator as est
 from apps.web.csv import rows_to_csv, safe_cell
@@ -167,7 +167,7 @@ ISO_WINS = {"AFN": 2, "ALL": 2, "IQD": 3, "IRR": 2, "KPW": 2, "LAK": 2, "LBP": 2
 def test_iso_4217_minor_units_win_over_babel():
     from babel.numbers import get_currency_precision
 
-    from apps.accounting.currencies import ISO_4217, minor_digits
+    from apps.accounting.core.currencies import ISO_4217, minor_digits
     differ = {code: minor_digits(code) for code in ISO_4217 if minor_digits(code) != get_currency_precision(code)}
     assert differ == ISO_WINS
     # 1.2345 Iraqi dinars are shown in fils (3 places), 1.235 Serbian dinars in paras (2 places)

@@ -3,7 +3,7 @@ on the overview (window, days, teams, GPU models with their unallocated capacity
 page's namespaces, the explorer's rows and CSV, and the Idle GPUs page's pods and capacity.
 Before, none of these pages showed money at all.
 
-All from the one pricing definition (apps/accounting/pricing.py), checked against the seed
+All from the one pricing definition (apps/accounting/pricing/rates.py), checked against the seed
 (tests/support/page_seed.py) by hand, with docs/figures.md's rates: H100 2.00 USD per GPU-hour, A100
 1.40 USD per GPU-hour, no rate of its own for the 1g.10gb profile.
 
@@ -20,10 +20,10 @@ from decimal import Decimal
 
 import pytest
 
-from apps.accounting.calc import RateCard, RateEntry
+from apps.accounting.core.calc import RateCard, RateEntry
 from apps.accounting.models import Rate
-from apps.accounting.pricing import idle_share, price_cells_detail
-from apps.accounting.usage import Cell
+from apps.accounting.pricing.rates import idle_share, price_cells_detail
+from apps.accounting.usage.cells import Cell
 
 from tests.support.page_seed import A100, H100, day_d
 from .test_page_figures import headers_of, rows_of

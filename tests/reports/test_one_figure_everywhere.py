@@ -1,4 +1,4 @@
-"""Every surface shows the figure that apps/accounting/figures.py defines, for the same data.
+"""Every surface shows the figure that apps/accounting/core/measures.py defines, for the same data.
 
 One seeded dataset (tests/support/page_seed.py); each surface — usage API and CSV, overview and team
 pages, chargeback page, CSV and XLSX, idle API, idle and budget alerts, quota advice — is
@@ -13,8 +13,8 @@ from decimal import Decimal
 import pytest
 from openpyxl import load_workbook
 
-from apps.accounting.calc import period_of
-from apps.accounting.figures import (IdleHour, efficiency, idle_stretches, longest_idle_seconds, percent_text,
+from apps.accounting.core.calc import period_of
+from apps.accounting.core.measures import (IdleHour, efficiency, idle_stretches, longest_idle_seconds, percent_text,
                                      shown_efficiency, shown_hours)
 from apps.accounting.models import UsageHour
 

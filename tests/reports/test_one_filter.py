@@ -1,5 +1,5 @@
 """One query string, one answer: every surface parses its window and scope with the one parser
-(apps/accounting/filters.py, docs/conventions.md "A query string is parsed once"), so the same
+(apps/accounting/query/filters.py, docs/conventions.md "A query string is parsed once"), so the same
 bad value is refused with the same status and the same reason on the page, the API and the CSV,
 and the same window and scope give the same rows.
 """

@@ -16,7 +16,7 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounting.actions import do_assign_namespace, do_save_rate
+from apps.accounting.actions.periods import do_assign_namespace, do_save_rate
 from apps.accounting.models import MonthBody, Rate
 from apps.clusters.models import Cluster
 from apps.teams.models import Namespace, Team
@@ -47,10 +47,10 @@ def teams(body: str) -> dict:
     return out
 
 
-# The stored parts' rows are read through psycopg's own cursor (apps/accounting/answers.py), which
+# The stored parts' rows are read through psycopg's own cursor (apps/accounting/stored/answers.py), which
 # Django's query capture does not see: each reader is counted by name instead.
-STORED_READERS = [("apps.accounting.answers", "read_current"), ("apps.accounting.months", "day_cells"),
-                  ("apps.accounting.months", "merged_day_cells")]
+STORED_READERS = [("apps.accounting.stored.answers", "read_current"), ("apps.accounting.ledger.answer", "day_cells"),
+                  ("apps.accounting.ledger.answer", "merged_day_cells")]
 _stored_reads: list = []
 
 

@@ -12,7 +12,7 @@ from datetime import date, datetime, timedelta, timezone
 from django.utils import timezone as dj_timezone
 
 from apps.accounting.models import UsageHour
-from apps.accounting.usage import UsageFilter
+from apps.accounting.usage.cells import UsageFilter
 from apps.clusters.models import Cluster
 from apps.reports import figures
 from apps.reports.data.overview import DayTotals, PartialDay, partial_day

@@ -13,8 +13,8 @@ from zoneinfo import ZoneInfo
 
 from django.utils import timezone
 
-from apps.accounting import presets
-from apps.accounting.presets import Preset
+from apps.accounting.query import presets
+from apps.accounting.query.presets import Preset
 
 from tests.support.page_seed import day_d
 from .test_page_figures import rows_of

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from apps.accounting.actions import do_close_period
+from apps.accounting.actions.periods import do_close_period
 from apps.accounting.models import BillingPeriod, Rate
 
 from tests.support.factories import A100, H100

@@ -21,7 +21,7 @@ from datetime import date
 
 from openpyxl import load_workbook
 
-from apps.accounting.actions import do_close_period
+from apps.accounting.actions.periods import do_close_period
 from apps.clusters.models import Cluster
 from apps.teams.models import Team
 

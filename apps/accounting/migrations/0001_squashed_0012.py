@@ -16,9 +16,9 @@ import simple_history.models
 from django.conf import settings
 from django.db import migrations, models
 
-# The declaration lives in apps/accounting/answer_inputs.py; every later `migrate` re-syncs the
+# The declaration lives in apps/accounting/stored/inputs.py; every later `migrate` re-syncs the
 # triggers with it (answer_inputs.sync_triggers), so this migration only creates the first set.
-from apps.accounting.answer_inputs import drops, statements
+from apps.accounting.stored.inputs import drops, statements
 
 RANGE_INDEXED = ("period_id", "booked_in_id")
 

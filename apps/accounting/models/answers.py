@@ -14,7 +14,7 @@ version now (one query over `InputChange`) and serves the stored rows only when 
 """
 from django.db import models
 
-from .. import answer_inputs
+from apps.accounting.stored import inputs as answer_inputs
 
 
 class InputChange(models.Model):

@@ -77,7 +77,7 @@ class FrozenDay(models.Model):
 
     `period` is the month the usage belongs to; `booked_in` the statement that carried it (the
     same period at close, or a later one for adjustments). A day may have several rows (a close
-    writes its adjustments apart from its month). `apps/accounting/frozen.py` writes and reads them.
+    writes its adjustments apart from its month). `apps/accounting/ledger/frozen.py` writes and reads them.
     """
 
     # Not enforced by the database: only the close writes them, inside its transaction, which

@@ -10,7 +10,7 @@ from simple_history.models import HistoricalRecords
 
 from apps.clusters.models import Cluster
 
-from ..currencies import is_currency
+from apps.accounting.core.currencies import is_currency
 
 ON_DEMAND = "on_demand"
 PRICE_CLASSES = (ON_DEMAND, "spot", "reserved", "on_prem")

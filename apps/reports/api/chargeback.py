@@ -8,11 +8,11 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from apps.accounting.actions import ActionError, NotAllowed, do_close_period, do_reopen_period
-from apps.accounting.bodies import scope_tag
-from apps.accounting.filters import PERIOD_PATTERN, iso_utc as iso, parse_choice, parse_period_param
-from apps.accounting.months import month_bounds, statement_version
-from apps.accounting.statements import SHARED_IDLE, clusters_behind, default_period, statement
+from apps.accounting.actions.periods import ActionError, NotAllowed, do_close_period, do_reopen_period
+from apps.accounting.stored.responses import scope_tag
+from apps.accounting.query.filters import PERIOD_PATTERN, iso_utc as iso, parse_choice, parse_period_param
+from apps.accounting.ledger.answer import month_bounds, statement_version
+from apps.accounting.ledger.statements import SHARED_IDLE, clusters_behind, default_period, statement
 from apps.teams.access import can_see_money, money_scope, require_team
 from apps.reports.statement_book import statement_book
 from apps.reports.statement_rows import CSV_COLUMNS, GROUP_BYS, csv_rows, statement_payload

@@ -9,10 +9,10 @@ from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_sche
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.views import APIView
 
-from apps.accounting.focus import focus_month
+from apps.accounting.ledger.daily_money import focus_month
 from apps.reports.focus_csv import FOCUS_VERSION, Issuer, columns, iter_focus_rows
-from apps.accounting.statements import default_period
-from apps.accounting.filters import parse_choice, parse_period_param
+from apps.accounting.ledger.statements import default_period
+from apps.accounting.query.filters import parse_choice, parse_period_param
 from apps.web.csv import SafeCSVRenderer, streaming_csv
 
 from .chargeback import SeesMoney, statement_scope

@@ -6,7 +6,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..data.idle import CSV_COLUMNS, EVERY_IDLE_POD, idle_pods, parse_idle_options
-from apps.accounting.filters import filter_from, iso_utc as iso
+from apps.accounting.query.filters import filter_from, iso_utc as iso
 
 from .usage import WINDOW_PARAMS, WINDOW_RULES
 

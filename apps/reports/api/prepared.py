@@ -13,11 +13,11 @@ from __future__ import annotations
 import logging
 from types import SimpleNamespace
 
-from apps.accounting.bodies import body as month_body
-from apps.accounting.input_versions import stored_answers
-from apps.accounting.filters import iso_utc as iso
-from apps.accounting.months import month_bounds, statement_version, usage_version
-from apps.accounting.usage import UsageFilter
+from apps.accounting.stored.responses import body as month_body
+from apps.accounting.stored.versions import stored_answers
+from apps.accounting.query.filters import iso_utc as iso
+from apps.accounting.ledger.answer import month_bounds, statement_version, usage_version
+from apps.accounting.usage.cells import UsageFilter
 from apps.teams.access import ROLE_FINANCE
 from apps.web.rendered import render_plain, renders_stored
 from rest_framework.settings import api_settings

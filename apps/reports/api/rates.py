@@ -11,9 +11,9 @@ from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounting.actions import do_delete_rate, do_save_rate
-from apps.accounting.currencies import ISO_4217
-from apps.accounting.filters import parse_choice
+from apps.accounting.actions.periods import do_delete_rate, do_save_rate
+from apps.accounting.core.currencies import ISO_4217
+from apps.accounting.query.filters import parse_choice
 from apps.accounting.models.rates import PRICE_CLASSES, NodePool, Rate
 from apps.teams.access import is_admin
 

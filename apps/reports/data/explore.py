@@ -4,12 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 
-from apps.accounting import rollup_reader
-from apps.accounting.figures import efficiency, shown_hours, shown_ratio
-from apps.accounting.rollup_reader import HourTeams
-from apps.accounting.usage import Cell, billing_zone, cluster_names, usage_cells
+from apps.accounting.usage import reader as rollup_reader
+from apps.accounting.core.measures import efficiency, shown_hours, shown_ratio
+from apps.accounting.usage.reader import HourTeams
+from apps.accounting.usage.cells import Cell, billing_zone, cluster_names, usage_cells
 from apps.web.params import BadParameters
-from apps.accounting.filters import ReportFilter
+from apps.accounting.query.filters import ReportFilter
 
 
 GRAINS = ("hour", "day", "week", "month")

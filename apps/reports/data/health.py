@@ -14,10 +14,10 @@ from math import fsum
 
 from django.db.models import Q
 
-from apps.accounting import rollup_reader
-from apps.accounting.rollup_reader import HourTeams
+from apps.accounting.usage import reader as rollup_reader
+from apps.accounting.usage.reader import HourTeams
 from apps.clusters.models import Device
-from apps.accounting.filters import ReportFilter
+from apps.accounting.query.filters import ReportFilter
 
 
 HOT_SUSTAINED_SECONDS = 900.0

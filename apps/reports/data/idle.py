@@ -18,12 +18,12 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from apps.accounting import rollup_reader
-from apps.accounting.figures import efficiency, longest_idle_seconds, share, shown_hours, shown_ratio
-from apps.accounting.rollup_reader import HourTeams
-from apps.accounting.usage import Cell, cluster_names
+from apps.accounting.usage import reader as rollup_reader
+from apps.accounting.core.measures import efficiency, longest_idle_seconds, share, shown_hours, shown_ratio
+from apps.accounting.usage.reader import HourTeams
+from apps.accounting.usage.cells import Cell, cluster_names
 from apps.web.params import BadParameters
-from apps.accounting.filters import ReportFilter
+from apps.accounting.query.filters import ReportFilter
 
 
 

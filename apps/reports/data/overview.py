@@ -8,10 +8,10 @@ from django.conf import settings
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from apps.accounting.days import day_of, day_start
-from apps.accounting.figures import efficiency, gpu_hours, share, shown_hours
-from apps.accounting.runrate import watermarks
-from apps.accounting.usage import Cell, UsageFilter, UsageRow, billing_zone, group_cells
+from apps.accounting.usage.daily import day_of, day_start
+from apps.accounting.core.measures import efficiency, gpu_hours, share, shown_hours
+from apps.accounting.forecast.teams import watermarks
+from apps.accounting.usage.cells import Cell, UsageFilter, UsageRow, billing_zone, group_cells
 from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
 

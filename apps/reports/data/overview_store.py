@@ -10,9 +10,9 @@ from dataclasses import asdict, fields
 from datetime import date
 from decimal import Decimal
 
-from apps.accounting.bodies import body as month_body
-from apps.accounting.months import usage_version
-from apps.accounting.usage import UsageFilter, UsageRow
+from apps.accounting.stored.responses import body as month_body
+from apps.accounting.ledger.answer import usage_version
+from apps.accounting.usage.cells import UsageFilter, UsageRow
 
 from ..fragments import digest, fragment
 from ..money import Priced

@@ -6,11 +6,11 @@ from babel.numbers import format_currency
 from django import template
 from django.conf import settings
 
-from apps.accounting.figures import gpu_hours, percent_text
-from apps.accounting.usage import billing_zone
-from apps.accounting.words import money_text
+from apps.accounting.core.measures import gpu_hours, percent_text
+from apps.accounting.usage.cells import billing_zone
+from apps.accounting.text import money_text
 
-from apps.accounting.presets import local_text
+from apps.accounting.query.presets import local_text
 
 register = template.Library()
 

@@ -10,22 +10,22 @@ from django.utils.safestring import mark_safe
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from apps.accounting.actions import ActionError, NotAllowed, before_history, check_may_close, do_close_period, may_close
-from apps.accounting.computed import computed_here
-from apps.accounting.bodies import scope_tag
-from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
-from apps.accounting.filters import parse_period_param
-from apps.accounting.ledger import late_hours
+from apps.accounting.actions.periods import ActionError, NotAllowed, before_history, check_may_close, do_close_period, may_close
+from apps.accounting.stored.provenance import computed_here
+from apps.accounting.stored.responses import scope_tag
+from apps.accounting.core.calc import next_period, parse_period, period_bounds, prev_period
+from apps.accounting.query.filters import parse_period_param
+from apps.accounting.ledger.money import late_hours
 from apps.accounting.models.periods import BillingPeriod
-from apps.accounting.rollup_reader import has_usage
-from apps.accounting.forecast_store import forecast_version, stored_forecast
-from apps.accounting.runrate import is_running
-from apps.accounting.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
+from apps.accounting.usage.reader import has_usage
+from apps.accounting.forecast.stored import forecast_version, stored_forecast
+from apps.accounting.forecast.teams import is_running
+from apps.accounting.ledger.statements import (SHARED_IDLE, UNALLOCATED_KEY, clusters_behind, default_period,
                                         period_has_ended, statement, statement_head)
 from apps.reports.forecast_rows import forecast_payload, forecasts_by_team
 from apps.reports.fragments import fragment_parts
 from apps.reports.statement_rows import rate_card_fields, statement_payload
-from apps.accounting.months import month_zone, statement_version
+from apps.accounting.ledger.answer import month_zone, statement_version
 from apps.clusters.models import Cluster
 from apps.teams.access import can_see_money, money_scope, require_team, team_scope
 from apps.web.pages import bad_request

@@ -5,16 +5,16 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
-from apps.accounting.input_versions import versions_read_once
-from apps.accounting.filters import filter_from
-from apps.accounting.resolvers import cluster_names, team_names
-from apps.accounting.usage import billing_zone
+from apps.accounting.stored.versions import versions_read_once
+from apps.accounting.query.filters import filter_from
+from apps.accounting.usage.team_mapping import cluster_names, team_names
+from apps.accounting.usage.cells import billing_zone
 from apps.teams.models import UNASSIGNED
 from apps.web.pages import bad_request
 from apps.web.params import BadParameters
 from apps.web.throttle import throttled_page
 
-from apps.accounting import presets
+from apps.accounting.query import presets
 
 
 def report_view(view=None, *, admin_only=False):

@@ -6,9 +6,9 @@ from django.utils.safestring import mark_safe
 from dataclasses import replace
 from decimal import Decimal
 
-from apps.accounting.ledger import OWN_USAGE, closed_money_by_day, money_by, month_ledger
-from apps.accounting.months import whole_month
-from apps.accounting.usage import UNASSIGNED, group_cells, usage_cells
+from apps.accounting.ledger.money import OWN_USAGE, closed_money_by_day, money_by, month_ledger
+from apps.accounting.ledger.answer import whole_month
+from apps.accounting.usage.cells import UNASSIGNED, group_cells, usage_cells
 
 from .. import figures
 from ..data.overview import daily_totals, partial_day, fleet_by_model, ingest_freshness, top_idle_teams, window_totals

@@ -2,7 +2,7 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.accounting.actions import ActionError, do_close_period
+from apps.accounting.actions.periods import ActionError, do_close_period
 
 
 class Command(BaseCommand):

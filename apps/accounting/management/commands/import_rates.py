@@ -3,8 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.accounting.actions import do_import_rate_file
-from apps.accounting.ratecsv import RateFileError
+from apps.accounting.actions.periods import do_import_rate_file
+from apps.accounting.pricing.rate_csv import RateFileError
 
 
 class Command(BaseCommand):

@@ -1,0 +1,93 @@
+"""A month's chargeback as the data a FOCUS export is cut from (docs/chargeback.md, "FOCUS export").
+
+Per statement line, its figures day by day: the statement says what a line costs, the usage
+cells it was priced from say how its hours fall on the days. The FOCUS columns themselves — the
+presentation — are written by `apps/reports/focus_csv.py`.
+
+- Open month: the statement's lines (`months.month_lines`, the stored month answer every
+  surface reads), and per line its day figures from the month's per-day cells (the cells
+  closing would freeze; they give the same lines, `calc.line_sums` sums either grain exactly)
+  and the closed months' late-data cells.
+- Closed month: the frozen lines, and the frozen cells booked in that month (its own and its
+  adjustments), matched to the lines with the rate card in force when it was closed, in the
+  zone it was closed in.
+"""
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+from datetime import date
+from decimal import Decimal
+from zoneinfo import ZoneInfo
+
+from django.db.models import Q
+
+from apps.accounting.core.calc import Line, RateCard, line_sums
+from apps.accounting.ledger.frozen import frozen_cells
+from apps.accounting.models import BillingPeriod
+from apps.accounting.ledger.answer import (closed_before, closed_periods, month_late_cells, month_lines,
+                     month_zone, own_days)
+from apps.accounting.pricing.rates import load_rate_card, rate_card_at
+from apps.accounting.ledger.statements import statement
+
+
+@dataclass(frozen=True)
+class DayFigures:
+    day: date | None        # None: the line's whole period (a line no day figures were found for)
+    allocated_gpu_seconds: Decimal
+    used_gpu_seconds: Decimal
+    billed_seconds: Decimal
+
+
+@dataclass
+class FocusMonth:
+    period: str
+    closed: bool
+    lines: list[Line]
+    days: dict[tuple, list[DayFigures]]     # line_key(line) -> its days, in order
+    zone: ZoneInfo                          # the month's own (`months.month_zone`): a closed month's close zone
+
+
+# ---------------------------------------------------------------- the day figures of each line
+
+def line_key(line: Line) -> tuple:
+    return (line.adjusts_period, line.kind, line.team, line.cluster, line.namespace, line.gpu_model,
+            line.mig_profile, line.price_class, line.rate_basis, line.hourly_rate, line.currency)
+
+
+def day_figures(cells, card: RateCard, *, adjusts_period: str = "") -> dict[tuple, list[DayFigures]]:
+    """Per statement line (as `line_key`), its figures day by day: `calc.line_sums` over each
+    day's cells, so a day is priced and keyed exactly as the line is."""
+    kinds = {"kind_allocated": "adjustment", "kind_unallocated": "adjustment"} if adjusts_period else {}
+    by_day = defaultdict(list)
+    for c in cells:
+        by_day[c.day].append(c)
+    out: dict[tuple, list[DayFigures]] = defaultdict(list)
+    for day in sorted(by_day):
+        for key, (allocated, used, billed) in line_sums(by_day[day], card, **kinds).items():
+            out[(adjusts_period, *key)].append(DayFigures(day, allocated, used, billed))
+    return out
+
+
+def focus_month(period: str) -> FocusMonth:
+    bp = BillingPeriod.objects.filter(period=period, closed_at__isnull=False).first()
+    if bp is None:
+        card = load_rate_card()
+        days = day_figures(own_days(period), card)
+        closed = closed_periods()
+        for earlier in closed_before(period, closed):
+            days.update(day_figures(month_late_cells(earlier, closed[earlier]), card, adjusts_period=earlier))
+        return FocusMonth(period=period, closed=False, lines=month_lines(period, card), days=days,
+                          zone=month_zone(period, closed))
+    card = rate_card_at(bp.rate_card_version)
+    booked = defaultdict(list)
+    # Read in chunks (a server-side cursor on Postgres): the rows are never all held as well as the cells.
+    for usage_period, _booked, cell in frozen_cells(Q(booked_in=bp)):
+        booked[usage_period].append(cell)
+    days = day_figures(booked.pop(period, []), card)
+    for earlier, cells in booked.items():
+        days.update(day_figures(cells, card, adjusts_period=earlier))
+    return FocusMonth(period=period, closed=True, lines=statement(period).lines, days=days,
+                      zone=month_zone(period, {period: bp}))
+
+

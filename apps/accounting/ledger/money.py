@@ -1,0 +1,277 @@
+"""A month's ledger: the one place a month's money is read from (docs/chargeback.md, "One
+month, one answer").
+
+The ledger of a month is its statement (`statements.statement`): for a closed month its frozen
+lines, for an open month its live lines with the adjustments for the closed months before it,
+rounded once as a whole (`calc.shown_amounts`). Every view of a whole month's money — the
+chargeback page and API, the usage API's month rows by team or namespace, the team page's
+months, the overview, budget alerts — reads its figures from here, so a month shows one
+figure per team and per namespace wherever it is looked at.
+"""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from decimal import Decimal
+
+import orjson
+
+from django.db.models import Q
+
+from apps.accounting.core.calc import Line, apportion, billed_cost, next_period, present
+from apps.accounting.core.measures import shown_hours
+from apps.accounting.ledger.daily_money import focus_month, line_key
+from apps.accounting.ledger.frozen import frozen_cells
+from apps.accounting.stored.responses import body
+from apps.accounting.stored.versions import read_inputs, stored_answers
+from apps.accounting.ledger.answer import closed_periods, month_late_cells, statement_version
+from apps.accounting.ledger.statements import Statement, statement
+from apps.accounting.usage.cells import UNASSIGNED
+
+OWN_USAGE = ("usage",)           # a team's own allocated usage of the month (no adjustments, no idle)
+
+
+def month_ledger(period: str) -> Statement:
+    """The month's statement lines, each with its shown cost (unallocated cost apart)."""
+    return statement(period)
+
+
+@dataclass
+class Money:
+    """One key's money on the ledger: shown amounts per currency, and unpriced GPU-seconds."""
+    costs: dict[str, Decimal]
+    unpriced_seconds: Decimal
+
+    @property
+    def single(self) -> tuple[str | None, str | None]:
+        """(shown cost, currency) when exactly one currency is priced; (None, None) else."""
+        if len(self.costs) != 1:
+            return None, None
+        [(currency, amount)] = self.costs.items()
+        return present(amount, currency), currency
+
+
+def money_by(lines: list[Line], key_of, kinds: tuple[str, ...] | None = None) -> dict[str, Money]:
+    """key -> its lines' shown costs per currency (`kinds`: only lines of these kinds)."""
+    out: dict[str, Money] = defaultdict(lambda: Money(defaultdict(Decimal), Decimal(0)))
+    for line in lines:
+        if kinds is not None and line.kind not in kinds:
+            continue
+        money = out[key_of(line)]
+        if line.cost is None:
+            money.unpriced_seconds += line.allocated_gpu_seconds
+        else:
+            money.costs[line.currency] += line.shown
+    return dict(out)
+
+
+def closed_money_by_day(period: str, teams=None) -> dict | None:
+    """A closed month's own usage money day by day, from its frozen statement: each line's shown
+    cost split over its frozen days in the currency's minor unit (`calc.apportion`, as the FOCUS
+    rows split it), so the days add up to the statement to the cent, and a day's hours that
+    arrived after the close cost nothing in this month (they are billed where `late_hours`
+    says). None for a month that is not closed: its days are priced from their hours
+    (docs/chargeback.md, "One month, one answer")."""
+    month = focus_month(period)
+    if not month.closed:
+        return None
+    out: dict = defaultdict(lambda: Money(defaultdict(Decimal), Decimal(0)))
+    for line in month.lines:
+        if line.kind not in OWN_USAGE or line.adjusts_period or (teams is not None and line.team not in teams):
+            continue
+        days = month.days.get(line_key(line)) or []
+        if line.cost is None:
+            for d in days:
+                out[d.day].unpriced_seconds += d.allocated_gpu_seconds
+            continue
+        costs = apportion(line.shown, [billed_cost(line.hourly_rate, d.billed_seconds) for d in days], line.currency)
+        for d, cost in zip(days, costs):
+            out[d.day].costs[line.currency] += cost
+    return dict(out)
+
+
+def usage_money(period: str, group_by: str, teams=None, lines: list[Line] | None = None) -> dict[str, tuple] | None:
+    """For the usage API's whole-month rows: key -> (shown cost, currency, unpriced GPU-hours) of
+    the month's own allocated usage on the ledger of `teams` (None: all), by team or by
+    namespace; None for any other grouping (the usage API's rows by cluster or model are priced
+    from their hours)."""
+    if group_by not in ("team", "namespace"):
+        return None
+    lines = month_ledger(period).lines if lines is None else lines
+    lines = [line for line in lines if teams is None or line.team in teams]
+    key_of = (lambda line: line.team or UNASSIGNED) if group_by == "team" else (lambda line: line.namespace)
+    return {key: (*money.single, shown_hours(money.unpriced_seconds))
+            for key, money in money_by(lines, key_of, OWN_USAGE).items()}
+
+
+@dataclass(frozen=True)
+class LateHours:
+    """GPU-hours of a closed month that arrived after its close, and the month they are billed in."""
+    billed_in: str
+    gpu_hours: float
+    pending: bool               # not booked yet: on the open month's statement, until it closes
+
+
+def late_hours(period: str, teams: set[str] | None = None, cluster: str | None = None) -> list[LateHours]:
+    """For a closed month, the allocated GPU-hours that arrived (or vanished, negative) after its
+    close, per month they were billed in: those booked by later closes, then those waiting in the
+    first open month after it. Empty for an open month, or when live usage is what was frozen.
+    Every team's or one team's of every cluster: from the month's late hours per team, stored at
+    the version of its late data (`late_by_team`); any other scope is summed live."""
+    closed = closed_periods()
+    bp = closed.get(period)
+    if bp is None:
+        return []
+    if cluster is None and (teams is None or len(teams) == 1):
+        kept = late_by_team(period, closed)
+        if kept is not None:
+            return _late_of(kept, None if teams is None else next(iter(teams)))
+    return _late_live(period, closed, teams, cluster)
+
+
+def _late_live(period: str, closed: dict, teams: set[str] | None, cluster: str | None) -> list[LateHours]:
+    by_month: dict[str, float] = defaultdict(float)
+    pending = 0.0
+    for billed_in, team, cluster_name, seconds in _late_cells(period, closed[period]):
+        if (teams is None or team in teams) and (not cluster or cluster_name == cluster):
+            if billed_in is None:
+                pending += seconds
+            else:
+                by_month[billed_in] += seconds
+    return _late_list(by_month, pending, _first_open(period, closed))
+
+
+def _late_cells(period: str, bp):
+    """(the month that booked it or None while pending, team, cluster, GPU-seconds) of each late
+    cell of the closed month that counts for a team — the cells later closes booked, then those
+    waiting — in the order every sum of them adds them (`_late_live`, `late_by_team`)."""
+    for _period, billed_in, cell in frozen_cells(Q(period=bp) & ~Q(booked_in=bp)):
+        if cell.team:
+            yield billed_in, cell.team, cell.cluster, cell.gpu_seconds
+    for cell in month_late_cells(period, bp):
+        if cell.namespace and cell.team:
+            yield None, cell.team, cell.cluster, cell.gpu_seconds
+
+
+def _late_list(by_month: dict[str, float], pending: float, first_open: str) -> list[LateHours]:
+    """The late hours shown: per month that booked them, then those pending in `first_open`."""
+    out = [LateHours(month, shown_hours(seconds), False) for month, seconds in sorted(by_month.items())
+           if shown_hours(seconds)]
+    if shown_hours(pending):
+        out.append(LateHours(first_open, shown_hours(pending), True))
+    return out
+
+
+def _first_open(period: str, closed: dict) -> str:
+    first_open = next_period(period)
+    while first_open in closed:
+        first_open = next_period(first_open)
+    return first_open
+
+
+LATE_HOURS = "ledger-late?scope=all"     # its MonthBody key: a closed month's late hours per team
+
+
+def late_by_team(period: str, closed: dict) -> dict | None:
+    """A closed month's late GPU-seconds (`_late_cells`) of every team together and of each
+    team: per month that booked them, and pending. Stored at the version of the month's late
+    data — its cells' inputs and the frozen cells (`Inputs.delta`, as `month_late_cells`) and
+    every month's close — so a team's page reads one small body, not the frozen cells; None
+    where nothing is stored (SQLite). Every sum adds its cells in the order `_late_live` does,
+    so the figures are the same floats."""
+    if not stored_answers():
+        return None
+    closes = ",".join(f"{p}@{closed[p].closed_at.isoformat()}" for p in sorted(closed))
+    version = f"{read_inputs([period]).delta(period)}|closes {closes}"
+
+    def render() -> bytes:
+        sums = {None: ({}, 0.0)}            # team (None: every team) -> (per booking month, pending)
+        for billed_in, team, _cluster, seconds in _late_cells(period, closed[period]):
+            for key in (None, team):
+                by_month, pending = sums.setdefault(key, ({}, 0.0))
+                if billed_in is None:
+                    sums[key] = (by_month, pending + seconds)
+                else:
+                    by_month[billed_in] = by_month.get(billed_in, 0.0) + seconds
+        every = sums.pop(None)
+        return orjson.dumps({"first_open": _first_open(period, closed), "every": every, "teams": sums})
+    return orjson.loads(body(period, LATE_HOURS, version, render))
+
+
+def _late_of(kept: dict, team: str | None) -> list[LateHours]:
+    """`late_hours` of every team (None) or of one, from `late_by_team`."""
+    by_month, pending = kept["every"] if team is None else kept["teams"].get(team, ({}, 0.0))
+    return _late_list(by_month, pending, kept["first_open"])
+
+
+def team_month(period: str, team: str, cluster: str | None = None) -> dict:
+    """A team's month as its ledger shows it: allocated GPU-hours of its own usage lines, cost
+    (usage and adjustments, one currency, else None with `costs_by_currency`), the adjustments'
+    part, unpriced GPU-hours, whether the month is closed, and its late hours (`late_hours`).
+    Every cluster's: from the month's team figures stored at the statement's version
+    (`team_months`), so a team's month reads one small body, not the month's lines."""
+    kept = team_months(period) if not cluster else None
+    if kept is not None:
+        closed, teams = kept
+        out = _figures_back(orjson.loads(teams[team])) if team in teams else _team_figures(team, [])
+    else:
+        stmt = month_ledger(period)
+        closed = stmt.closed
+        out = _team_figures(team, [line for line in stmt.lines
+                                   if line.team == team and (not cluster or line.cluster == cluster)])
+    # late hours follow ingest into a closed month, which its statement's version does not: live
+    return {"period": period, "closed": closed, **out, "late": late_hours(period, {team}, cluster) if closed else []}
+
+
+TEAM_MONTHS = "ledger-teams?scope=all"      # its MonthBody key: every team's figures of the month
+
+
+def team_months(period: str) -> tuple[bool, dict[str, str]] | None:
+    """(closed, team → its figures as JSON text) of the month's statement, stored at the
+    statement's version (`months.statement_version`: rendered from the lines read after it, so
+    never served stale); None where nothing is stored (SQLite). Each team's figures are a JSON
+    string of their own, so that a reader of one team parses 250 short strings and one team's
+    figures, not every team's (0.13 → 0.03 ms a month)."""
+    version = statement_version(period)
+    if version is None:
+        return None
+
+    def render() -> bytes:
+        stmt = month_ledger(period)
+        by_team: dict[str, list[Line]] = defaultdict(list)
+        for line in stmt.lines:
+            if line.team:
+                by_team[line.team].append(line)
+        return json.dumps({"closed": stmt.closed, "teams": {
+            team: json.dumps(_figures_json(_team_figures(team, lines))) for team, lines in by_team.items()}}).encode()
+    data = orjson.loads(body(period, TEAM_MONTHS, version, render))
+    return data["closed"], data["teams"]
+
+
+def _team_figures(team: str, lines: list[Line]) -> dict:
+    money = money_by(lines, lambda line: team).get(team, Money({}, Decimal(0)))
+    adjustments = money_by(lines, lambda line: team, ("adjustment",)).get(team, Money({}, Decimal(0)))
+    cost, currency = money.single
+    allocated = sum((line.allocated_gpu_seconds for line in lines if line.kind == "usage"), Decimal(0))
+    return {
+        "allocated_gpu_hours": shown_hours(allocated),
+        "cost": cost, "currency": currency,
+        "costs_by_currency": {c: present(a, c) for c, a in sorted(money.costs.items())},
+        "adjustments": present(adjustments.costs.get(currency, Decimal(0)), currency) if currency else None,
+        "adjusted_periods": sorted({line.adjusts_period for line in lines if line.kind == "adjustment"}),
+        "unpriced_gpu_hours": shown_hours(money.unpriced_seconds),
+        "money": dict(money.costs),         # currency -> shown Decimal, for the forecast's month to date
+    }
+
+
+def _figures_json(figures: dict) -> dict:
+    """JSON values: Decimals as their exact text, floats as floats (their shortest repr)."""
+    return {**figures, "money": {c: str(a) for c, a in figures["money"].items()}}
+
+
+def _figures_back(data: dict) -> dict:
+    return {**data, "money": {c: Decimal(a) for c, a in data["money"].items()}}
+
+
+__all__ = ["month_ledger", "money_by", "closed_money_by_day", "usage_money", "late_hours", "late_by_team", "team_month", "team_months", "Money", "LateHours", "OWN_USAGE"]

@@ -1,0 +1,207 @@
+"""The one filter a query string says — a window and a scope — parsed once for every page, API
+view, CSV download and the advice (docs/conventions.md, "A query string is parsed once").
+
+`filter_from(params, user)` reads `start` / `end` (or the advice's trailing `window_days`),
+`cluster` and `team` from a QueryDict (or any mapping) and gives one frozen `ReportFilter`:
+the window in UTC (dates and offset-less times are in the billing zone), the cluster, and the
+teams the figures cover, restricted by the viewer's role. It maps onto the rollup reader's
+`UsageFilter` (`ReportFilter.usage_filter`).
+
+A refused value is raised without any web framework, so the same value gets the same answer
+everywhere:
+- `BadParameters` (400) naming each parameter: the pages show it on the 400 page, the API's
+  exception handler (`apps.web.drf`) answers it with the JSON body a DRF ValidationError has;
+- `PermissionDenied` (403) for a team that is not the viewer's, `UnknownName` (an `Http404`) for a cluster or team
+  that does not exist: Django's own, which pages and DRF both answer with their message.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta, timezone as dt_timezone
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.utils import timezone
+
+from apps.clusters.models import Cluster
+from apps.teams.access import (can_see_money, is_admin, money_scope, require_team, sees_fleet, sees_money_of,
+                               team_scope)
+from apps.web.params import BadParameters, UnknownName
+
+from apps.accounting.query import presets
+from apps.accounting.core.calc import parse_period
+# The patterns are what the parsers here accept, for the OpenAPI schema to state
+# (docs/api.md, "What a value may be").
+from apps.accounting.calendar.dates import INSTANT_PATTERN, PERIOD_PATTERN, billing_zone, parse_instant  # noqa: F401
+from apps.accounting.usage.cells import UsageFilter
+
+DEFAULT_DAYS = 7
+PICKER_KEYS = ("cluster", "team", "start", "end")
+MIN_WINDOW_DAYS, MAX_WINDOW_DAYS = 1, 366   # the advice's trailing window_days
+
+
+@dataclass(frozen=True)
+class ReportFilter:
+    start: datetime | None            # None: the advice's trailing window (`window_days`)
+    end: datetime | None
+    cluster: str | None
+    team: str | None
+    scope: frozenset[str] | None      # teams the user may see; None: all
+    fleet: bool                       # may see fleet-wide figures (capacity, unallocated)
+    money: bool                       # may see the money of every team the figures cover
+    admin: bool
+    query: dict                       # the picker's raw GET values, for links that keep them
+    preset: str = presets.CUSTOM      # the date preset the window is (presets.py), or custom
+    today: date | None = None         # the billing-zone date the presets count from
+    money_role: bool = False          # the role may see money at all (`access.can_see_money`)
+    money_teams: frozenset[str] | None = None   # whose money (`access.money_scope`; None: every team's)
+    window_days: int | None = None    # the advice's trailing days, when given
+
+    @property
+    def teams(self) -> frozenset[str] | None:
+        """Teams the figures cover: the picked team, else the user's scope."""
+        if self.team:
+            return frozenset({self.team})
+        return self.scope
+
+    def usage_filter(self, **extra) -> UsageFilter:
+        return UsageFilter(start=self.start, end=self.end, cluster=self.cluster, teams=self.teams, **extra)
+
+    @property
+    def querystring(self) -> str:
+        return urlencode({k: v for k, v in self.query.items() if v})
+
+    @property
+    def canonical_querystring(self) -> str:
+        """The picker as parsed, in one spelling whatever the URL said: a window given by dates
+        and times is written as billing-zone dates when it starts and ends on midnights, else as
+        UTC instants; a window left out stays out (the default preset, relative to today).
+        What a stored answer is keyed by (docs/security.md, "Stored answers"): 2026-03-01,
+        2026-03-01T00:00 and 2026-03-01T00:00:00+00:00 are one answer, not three."""
+        q = {"cluster": self.cluster or "", "team": self.team or ""}
+        if self.query.get("start") or self.query.get("end"):
+            q["start"], q["end"] = _spelled(self.start), _spelled(self.end)
+        return urlencode({k: v for k, v in q.items() if v})
+
+
+def filter_from(params, user, *, page=False, default_days=DEFAULT_DAYS, trailing=False) -> ReportFilter:
+    """Parse and authorise a query string's window and scope (the module docstring says how).
+
+    Pages (`page=True`) without dates show the default preset, whole billing-zone days the
+    picker's date inputs can show exactly; the API keeps its rolling window. `trailing`: the
+    advice's window, `window_days` back from now, instead of `start` / `end`."""
+    today = timezone.now().astimezone(billing_zone()).date()
+    if trailing:
+        start = end = None
+        window_days = parse_window_days(params)
+        preset = presets.CUSTOM
+    else:
+        window_days = None
+        preset = presets.matching(params.get("start"), params.get("end"), today)
+        window_params = params
+        if page and not params.get("start") and not params.get("end"):
+            default = presets.preset_named(presets.DEFAULT, today)
+            window_params = {"start": default.start.isoformat(), "end": default.end.isoformat()}
+        start, end = parse_window(window_params, default_days=default_days)
+    cluster = (params.get("cluster") or "").strip() or None
+    if cluster and not Cluster.objects.filter(name=cluster).exists():
+        raise UnknownName(f"no cluster named {cluster!r}")
+    team = (params.get("team") or "").strip() or None
+    if team:
+        require_team(user, team)    # 403 for a team not the viewer's, 404 for one that does not exist
+    scope = team_scope(user)
+    scope = frozenset(scope) if scope is not None else None
+    money_teams = money_scope(user)    # never widened by `viewer` (docs/security.md, "Money scope")
+    # Money only when every team the figures cover is in the money scope: a team lead who is
+    # also a viewer sees the whole fleet's hours, its money only on their own teams' figures
+    # (docs/security.md, "Money scope").
+    return ReportFilter(
+        start=start, end=end, cluster=cluster, team=team, scope=scope,
+        fleet=sees_fleet(user), money=sees_money_of(user, frozenset({team}) if team else scope), admin=is_admin(user),
+        query={k: params.get(k, "") for k in PICKER_KEYS}, preset=preset, today=today,
+        money_role=can_see_money(user), money_teams=frozenset(money_teams) if money_teams is not None else None,
+        window_days=window_days,
+    )
+
+
+def parse_window(params, *, default_days=DEFAULT_DAYS) -> tuple[datetime, datetime]:
+    """(start, end) from ?start=&end= (ISO 8601 instants or dates), defaulting to the last week.
+
+    Dates and offset-less times are in the billing time zone (docs/dates-and-money.md); the
+    answer is in UTC, and every bad value is refused naming its parameter.
+    """
+    errors = {}
+    now = timezone.now().replace(minute=0, second=0, microsecond=0) + timedelta(hours=1)
+    start = end = None
+    try:
+        end = parse_instant(params["end"], name="end") if params.get("end") else now
+    except ValueError as exc:
+        errors["end"] = str(exc)
+    try:
+        if params.get("start"):
+            start = parse_instant(params["start"], name="start")
+        elif end is not None:
+            start = end - timedelta(days=default_days)
+    except ValueError as exc:
+        errors["start"] = str(exc)
+    if errors:
+        raise BadParameters(errors)
+    if end <= start:
+        raise BadParameters({"end": f"end ({end.isoformat()}) must be after start ({start.isoformat()})"})
+    limit = settings.MAX_REPORT_DAYS
+    if end - start > timedelta(days=limit):
+        raise BadParameters({"end": f"the window is {(end - start).days} days; the limit is {limit} days"})
+    return start, end
+
+
+def parse_window_days(params) -> int | None:
+    """The advice's trailing window: whole days, 1 to 366; absent: the configured default."""
+    if not params.get("window_days"):
+        return None
+    try:
+        days = int(params["window_days"])
+    except ValueError:
+        days = 0
+    if not MIN_WINDOW_DAYS <= days <= MAX_WINDOW_DAYS:
+        raise BadParameters({"window_days": f"window_days must be a whole number of days, "
+                                            f"{MIN_WINDOW_DAYS} to {MAX_WINDOW_DAYS}"})
+    return days
+
+
+def parse_choice(params, name, choices, default=None):
+    """One of `choices`; absent: `default`. Present but empty is refused like any value outside
+    them (the OpenAPI schema lists the choices as an enum, docs/api.md)."""
+    value = params.get(name)
+    if value == "":
+        raise BadParameters({name: f"{name} is empty: give one of {', '.join(choices)}"})
+    if value is None:
+        value = default
+    if value is None:
+        raise BadParameters({name: f"{name} is required: one of {', '.join(choices)}"})
+    if value not in choices:
+        raise BadParameters({name: f"{name}={value!r} is not one of {', '.join(choices)}"})
+    return value
+
+
+def parse_period_param(params, name="period", default=None) -> str:
+    """A billing month like 2026-03 (the chargeback page, its API, CSV, XLSX, FOCUS, forecast)."""
+    if not hasattr(params, "get"):      # a request body that is a JSON array or a bare value
+        raise BadParameters({name: f"send an object with {name}, e.g. {{\"{name}\": \"2026-03\"}}"})
+    value = params.get(name) or default
+    if value is None:
+        raise BadParameters({name: f"{name} is required: a month like 2026-03"})
+    try:
+        return parse_period(value)
+    except ValueError as exc:
+        raise BadParameters({name: str(exc)})
+
+
+def iso_utc(dt: datetime) -> str:
+    return dt.astimezone(dt_timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def _spelled(dt: datetime) -> str:
+    local = dt.astimezone(billing_zone())
+    if (local.hour, local.minute, local.second, local.microsecond) == (0, 0, 0, 0):
+        return local.date().isoformat()
+    return iso_utc(dt)

@@ -1,0 +1,356 @@
+"""The one reader of the hourly rollups for the pages, the API, the alerts and the advice
+(docs/architecture.md; the rule is docs/teams-and-relabels.md, "Which team owns an hour").
+
+Nothing outside accounting reads `UsageHour`, `QuotaHour`, `QueuedDemandHour` or
+`DeviceHealthHour` (an import-linter contract in pyproject.toml says so; ingest writes them).
+Every read here takes the window and scope as one `UsageFilter` and answers at one grain: per
+pod, per hour, per day, per namespace. Rows that carry a namespace also carry its team, by one
+rule: **an hour belongs to the team that owned its namespace at that hour** (the admin mapping
+in force on the hour's billing day, else the label in force at the hour; `TeamResolver`).
+
+A read grouped coarser than the hour (a pod's window, a day) is split in SQL at every instant
+inside the window at which some namespace changes team (`TeamResolver.team_changes`): each
+part is one team's, resolved at its first hour. A pod that ran across a re-org is then two
+rows, its hours before the move with the old team and its hours after with the new one; with
+no change in the window the query is the plain aggregate it always was.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db.models import (Avg, Case, DateTimeField, Exists, Max, Min, OuterRef, Q, Subquery, Sum, Value,
+                              When)
+from django.db.models.functions import TruncDate
+
+from apps.clusters.models import Cluster
+from apps.teams.resolve import TeamResolver
+
+from apps.accounting.models.rollups import DeviceHealthHour, QueuedDemandHour, QuotaHour, UsageHour
+from apps.accounting.usage.price_classes import price_class_expr
+from apps.accounting.usage.team_mapping import team_resolver
+from apps.accounting.calendar.dates import billing_zone
+from apps.accounting.usage.cells import NARROW_MAX_NAMESPACES, UsageFilter
+
+
+class HourTeams:
+    """The one team-per-hour rule, over one read of the team mappings and label histories."""
+
+    def __init__(self, resolver: TeamResolver | None = None):
+        self.resolver = resolver or team_resolver()
+        self.zone = billing_zone()
+
+    def team(self, cluster_id: int, namespace: str, hour: datetime) -> str:
+        """The team that owned `namespace` at `hour`; '' for capacity no pod held."""
+        if not namespace:
+            return ""
+        return self.resolver.team(cluster_id, namespace, hour.astimezone(self.zone).date(), hour)
+
+    def since(self, start: datetime, end: datetime, field: str = "hour_start"):
+        """SQL: the latest team change at or before the row's hour (NULL before the first)."""
+        cuts = self.resolver.team_changes(start, end)
+        if not cuts:
+            return Value(None, output_field=DateTimeField())
+        return Case(*[When(**{f"{field}__gte": t}, then=Value(t)) for t in reversed(cuts)],
+                    default=Value(None), output_field=DateTimeField())
+
+
+def _window(model, f: UsageFilter, rule: HourTeams | None = None):
+    qs = model.objects.filter(hour_start__gte=f.start, hour_start__lt=f.end)
+    if f.cluster:
+        qs = qs.filter(cluster__name=f.cluster)
+    namespaces = f.namespaces
+    if f.teams is not None and rule is not None:
+        # Narrow SQL to the namespaces that can resolve to those teams; rows are still resolved.
+        names = rule.resolver.namespaces_of(f.teams)
+        if names is not None and len(names) <= NARROW_MAX_NAMESPACES:
+            namespaces = frozenset(names) if namespaces is None else namespaces & names
+    if namespaces is not None:
+        qs = qs.filter(namespace__in=namespaces)
+    if f.gpu_models is not None and model is UsageHour:
+        qs = qs.filter(gpu_model__in=f.gpu_models)
+    return qs
+
+
+def _merge(into: dict, row: dict, aggregates: dict) -> None:
+    for name, agg in aggregates.items():
+        a, b = into[name], row[name]
+        if a is None or b is None:
+            into[name] = b if a is None else a
+        elif isinstance(agg, Min):
+            into[name] = min(a, b)
+        elif isinstance(agg, Max):
+            into[name] = max(a, b)
+        else:
+            into[name] = a + b
+
+
+def attributed(qs, keys: tuple[str, ...], aggregates: dict, f: UsageFilter, rule: HourTeams) -> list[dict]:
+    """`qs` grouped by `keys` with `aggregates` (Sum, Min, Max), each group split at the team
+    changes of the window, as dicts with a `team` (the team of the group's hours); rows of
+    teams outside `f.teams` are left out. Rows of one group and team are merged."""
+    hourly = "hour_start" in keys
+    if not hourly:
+        qs = qs.annotate(_since=rule.since(f.start, f.end))
+    group = keys if hourly else (*keys, "_since")
+    rows = qs.values(*group).annotate(_first=Min("hour_start"), **aggregates).order_by()
+    out: dict[tuple, dict] = {}
+    for r in rows:
+        team = rule.team(r["cluster_id"], r["namespace"], r["_first"])
+        if f.teams is not None and (not r["namespace"] or team not in f.teams):
+            continue
+        key = (*(r[k] for k in keys), team)
+        found = out.get(key)
+        if found is None:
+            out[key] = {**{k: r[k] for k in keys}, "team": team, "first": r["_first"],
+                        **{a: r[a] for a in aggregates}}
+        else:
+            found["first"] = min(found["first"], r["_first"])
+            _merge(found, r, aggregates)
+    return list(out.values())
+
+
+# ---- pod grain: the idle list --------------------------------------------------------------
+
+_POD_SUMS = dict(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"),
+                 last=Max("hour_start"))
+
+
+def pod_totals(f: UsageFilter, rule: HourTeams) -> list[dict]:
+    """Per (cluster, namespace, pod, team): allocated, used and idle GPU-seconds, first and last hour."""
+    qs = _window(UsageHour, f, rule).exclude(namespace="").filter(gpu_seconds__gt=0)
+    return attributed(qs, ("cluster_id", "namespace", "pod"), _POD_SUMS, f, rule)
+
+
+def pod_idle_hours(f: UsageFilter, pods, rule: HourTeams):
+    """The allocated hours of `pods` ((cluster id, namespace, pod) keys), per device and hour,
+    as (cluster id, namespace, pod, team, device id, node, fraction, hour, idle prefix, idle
+    suffix, longest idle run, whole hour idle), ordered by pod, team, device and hour: a stretch
+    never joins hours of two teams."""
+    # namespace IN / pod IN is a superset of the pods that the index serves well.
+    qs = (_window(UsageHour, f).exclude(namespace="").filter(gpu_seconds__gt=0)
+          .filter(namespace__in={k[1] for k in pods}, pod__in={k[2] for k in pods})
+          .values_list("cluster_id", "namespace", "pod", "device_id", "node", "gpu_fraction", "hour_start",
+                       "idle_prefix_seconds", "idle_suffix_seconds", "idle_max_run_seconds", "idle_whole_hour")
+          .order_by("cluster_id", "namespace", "pod", "device_id", "hour_start"))
+    out = []
+    for cluster_id, ns, pod, *rest in qs:
+        if (cluster_id, ns, pod) in pods:
+            out.append((cluster_id, ns, pod, rule.team(cluster_id, ns, rest[3]), *rest))
+    out.sort(key=lambda r: r[:5] + (r[7],))
+    return out
+
+
+_CELL_SUMS = dict(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"),
+                  mig_s=Sum("mig_seconds"))
+
+
+def pod_cells(f: UsageFilter, pods, rule: HourTeams) -> list[dict]:
+    """Usage cells of `pods` ((cluster id, namespace, pod) keys) per GPU model, MIG profile,
+    price class, billing day and team, in one query, to price them."""
+    if not pods:
+        return []
+    ids = {k[0] for k in pods}
+    qs = (_window(UsageHour, f).filter(gpu_seconds__gt=0, namespace__in={k[1] for k in pods},
+                                      pod__in={k[2] for k in pods}, cluster_id__in=ids)
+          .annotate(price_class=price_class_expr(ids), day=TruncDate("hour_start", tzinfo=billing_zone())))
+    rows = attributed(qs, ("cluster_id", "namespace", "pod", "gpu_model", "mig_profile", "price_class", "day"),
+                      _CELL_SUMS, f, rule)
+    return [r for r in rows if (r["cluster_id"], r["namespace"], r["pod"]) in pods]
+
+
+def unallocated_rows(f: UsageFilter, cluster_ids: set[int]):
+    """Capacity and the part no pod held, per cluster, GPU model, MIG profile, price class and day."""
+    return (_window(UsageHour, UsageFilter(start=f.start, end=f.end, cluster=f.cluster))
+            .annotate(price_class=price_class_expr(cluster_ids), day=TruncDate("hour_start", tzinfo=billing_zone()))
+            .values("cluster_id", "gpu_model", "mig_profile", "price_class", "day")
+            .annotate(cap_s=Sum("gpu_seconds"), free_s=Sum("gpu_seconds", filter=Q(namespace="")),
+                      free_mig_s=Sum("mig_seconds", filter=Q(namespace=""))).order_by())
+
+
+# ---- hour grain: the explorer's hourly rows, the idle alerts ---------------------------------
+
+def hour_cells(f: UsageFilter, rule: HourTeams) -> list[dict]:
+    """Allocated usage per (cluster, namespace, team, GPU model, MIG profile, price class, hour)."""
+    ids = set((Cluster.objects.filter(name=f.cluster) if f.cluster else Cluster.objects.all())
+              .values_list("id", flat=True))
+    qs = _window(UsageHour, f, rule).exclude(namespace="").annotate(price_class=price_class_expr(ids))
+    return attributed(qs, ("cluster_id", "namespace", "gpu_model", "mig_profile", "price_class", "hour_start"),
+                      _CELL_SUMS, f, rule)
+
+
+def idle_hours_since(since: datetime, rule: HourTeams):
+    """Every allocated hour since `since` with an idle stretch, as (cluster id, device id,
+    namespace, pod, team, hour, idle prefix, idle suffix, longest idle run, whole hour idle,
+    fraction, GPU model), ordered by device-pod, team and hour."""
+    rows = (UsageHour.objects.filter(hour_start__gte=since).exclude(namespace="")
+            .filter(Q(idle_prefix_seconds__gt=0) | Q(idle_suffix_seconds__gt=0) | Q(idle_max_run_seconds__gt=0))
+            .order_by("cluster_id", "device_id", "namespace", "pod", "hour_start")
+            .values_list("cluster_id", "device_id", "namespace", "pod", "hour_start", "idle_prefix_seconds",
+                         "idle_suffix_seconds", "idle_max_run_seconds", "idle_whole_hour", "gpu_fraction",
+                         "gpu_model"))
+    out = [(c, d, ns, pod, rule.team(c, ns, hour), hour, *rest) for c, d, ns, pod, hour, *rest in rows]
+    out.sort(key=lambda r: r[:6])
+    return out
+
+
+def has_usage(start: datetime, end: datetime) -> bool:
+    return UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end).exists()
+
+
+# ---- day grain: energy, quota use ------------------------------------------------------------
+
+def energy_by_team_day(f: UsageFilter, rule: HourTeams) -> list[dict]:
+    """Joules per (cluster, namespace, team, billing day); namespace '' is capacity no pod held
+    (kept even for a team scope: the caller decides)."""
+    qs = (_window(UsageHour, UsageFilter(start=f.start, end=f.end, cluster=f.cluster)).filter(energy_joules__isnull=False)
+          .annotate(day=TruncDate("hour_start", tzinfo=billing_zone())))
+    unscoped = UsageFilter(start=f.start, end=f.end, cluster=f.cluster)
+    return attributed(qs, ("cluster_id", "namespace", "day"), {"e": Sum("energy_joules")}, unscoped, rule)
+
+
+def quota_days(f: UsageFilter, resource: str, rule: HourTeams) -> list[dict]:
+    """A quota resource per (cluster, namespace, team, billing day): the largest hard limit, the
+    largest used and the seconds at the limit."""
+    qs = (_window(QuotaHour, f, rule).filter(resource=resource)
+          .annotate(day=TruncDate("hour_start", tzinfo=billing_zone())))
+    return attributed(qs, ("cluster_id", "namespace", "day"),
+                      dict(hard=Max("hard"), used=Max("used_max"), at_hard=Sum("seconds_at_hard")), f, rule)
+
+
+# ---- device health ---------------------------------------------------------------------------
+
+def health_rows(f: UsageFilter):
+    """The health readings of the window (every device of the scope's clusters)."""
+    return _window(DeviceHealthHour, UsageFilter(start=f.start, end=f.end, cluster=f.cluster))
+
+
+def fleet_health_by_device(f: UsageFilter):
+    return (health_rows(f).values("device_id", "cluster__name", "device__host", "device__gpu_index",
+                                  "device__mig_instance_id", "device__model_name", "device__uuid")
+            .annotate(t_max=Max("temperature_c_max"), t_avg=Avg("temperature_c_avg"),
+                      hot_max=Max("seconds_above_83c"), hot_sum=Sum("seconds_above_83c"),
+                      p_avg=Avg("power_watts_avg"), e_sum=Sum("energy_joules"), xid_n=Sum("xid_samples"))
+            .order_by("cluster__name", "device__host", "device__gpu_index", "device__mig_instance_id"))
+
+
+def fleet_xids(f: UsageFilter):
+    return (health_rows(f).filter(xid_samples__gt=0).order_by("hour_start")
+            .values_list("device_id", "xid_codes", "hour_start"))
+
+
+def fleet_health_by_hour(f: UsageFilter):
+    return (health_rows(f).values("hour_start")
+            .annotate(t_max=Max("temperature_c_max"), t_avg=Avg("temperature_c_avg"), p=Sum("power_watts_avg"))
+            .order_by("hour_start"))
+
+
+HELD_NOTHING = Q(pk__in=[])
+
+
+def held_hours(f: UsageFilter, rule: HourTeams) -> Q:
+    """A filter on the hours the scope's teams' namespaces held GPUs (`f.teams` must be set).
+
+    One query of (cluster, namespace, hour), whatever the number of devices. A namespace that
+    was theirs in every hour it held a GPU is matched by name alone (`namespace IN (…)`, per
+    cluster); only one that changed hands in the window is matched by its runs of hours — a
+    filter of one range per run and namespace took minutes on SQLite for a lead's month
+    (docs/performance.md)."""
+    hour_len = timedelta(hours=1)
+    qs = _window(UsageHour, f, rule).exclude(namespace="")
+    runs: dict[tuple[int, str], list[list[datetime]]] = {}
+    changed_hands: set[tuple[int, str]] = set()
+    for cluster_id, ns, hour in (qs.values_list("cluster_id", "namespace", "hour_start").distinct()
+                                 .order_by("cluster_id", "namespace", "hour_start")):
+        if rule.team(cluster_id, ns, hour) not in f.teams:
+            changed_hands.add((cluster_id, ns))
+            continue
+        spans = runs.setdefault((cluster_id, ns), [])
+        if spans and spans[-1][1] == hour:
+            spans[-1][1] = hour + hour_len
+        else:
+            spans.append([hour, hour + hour_len])
+    held = HELD_NOTHING
+    whole: dict[int, list[str]] = {}
+    for (cluster_id, ns), spans in sorted(runs.items()):
+        if (cluster_id, ns) not in changed_hands:
+            whole.setdefault(cluster_id, []).append(ns)
+            continue
+        for a, b in spans:
+            held |= Q(cluster_id=cluster_id, namespace=ns, hour_start__gte=a, hour_start__lt=b)
+    for cluster_id, whole_names in whole.items():
+        held |= Q(cluster_id=cluster_id, namespace__in=whole_names)
+    return held
+
+
+HELD_READINGS = ("device_id", "hour_start", "temperature_c_max", "temperature_c_avg", "seconds_above_83c",
+                 "power_watts_avg", "energy_joules", "xid_samples", "xid_codes")
+
+
+def held_readings(f: UsageFilter, held: Q) -> list[tuple]:
+    """The health readings of the device-hours matched by `held` (`held_hours`; a GPU shared by
+    time-slicing counts when any of its pods that hour matches), as `HELD_READINGS` tuples.
+
+    Read from the held side: the held (cluster, device, hour) from UsageHour by namespace (its
+    index), each reading looked up by DeviceHealthHour's unique (cluster, device, hour) — not a
+    subquery per reading, which scanned every hour of the device on SQLite (docs/performance.md)."""
+    qs = _window(UsageHour, UsageFilter(start=f.start, end=f.end, cluster=f.cluster)).filter(held)
+    reading = DeviceHealthHour.objects.filter(cluster_id=OuterRef("cluster_id"), device_id=OuterRef("device_id"),
+                                              hour_start=OuterRef("hour_start"))
+    fields = HELD_READINGS[2:]
+    rows = (qs.values("cluster_id", "device_id", "hour_start").distinct().order_by()
+            .annotate(has=Exists(reading), **{f"r_{x}": Subquery(reading.values(x)[:1]) for x in fields}))
+    return [(r["device_id"], r["hour_start"], *(r[f"r_{x}"] for x in fields)) for r in rows if r["has"]]
+
+
+# ---- namespace grain: the quota advice's histories -------------------------------------------
+
+def first_hours(cluster_ids, end: datetime) -> dict[tuple[int, str], datetime]:
+    """When each namespace first appears in the rollups (usage or quota), at any time before end."""
+    first: dict[tuple[int, str], datetime] = {}
+    usage = (UsageHour.objects.filter(cluster_id__in=cluster_ids, hour_start__lt=end).exclude(namespace="")
+             .values("cluster_id", "namespace").annotate(first=Min("hour_start")).order_by())
+    quota = (QuotaHour.objects.filter(cluster_id__in=cluster_ids, hour_start__lt=end)
+             .values("cluster_id", "namespace").annotate(first=Min("hour_start")).order_by())
+    for r in list(usage) + list(quota):
+        key = (r["cluster_id"], r["namespace"])
+        first[key] = min(first.get(key, r["first"]), r["first"])
+    return first
+
+
+def _advice_window(cluster_ids, start: datetime, end: datetime) -> dict:
+    return {"cluster_id__in": cluster_ids, "hour_start__gte": start, "hour_start__lt": end}
+
+
+def namespace_hours(cluster_ids, start: datetime, end: datetime):
+    """Allocated GPU- and MIG-seconds per (cluster, namespace, MIG profile, hour)."""
+    return (UsageHour.objects.filter(**_advice_window(cluster_ids, start, end)).exclude(namespace="")
+            .values("cluster_id", "namespace", "mig_profile", "hour_start")
+            .annotate(gpu_s=Sum("gpu_seconds"), mig_s=Sum("mig_seconds")).order_by())
+
+
+def namespace_model_totals(cluster_ids, start: datetime, end: datetime):
+    """Allocated and used GPU-seconds per (cluster, namespace, MIG profile, GPU model)."""
+    return (UsageHour.objects.filter(**_advice_window(cluster_ids, start, end)).exclude(namespace="")
+            .values("cluster_id", "namespace", "mig_profile", "gpu_model")
+            .annotate(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds")).order_by())
+
+
+def quota_hours(cluster_ids, start: datetime, end: datetime) -> list[tuple]:
+    """Hours with a hard quota: (cluster id, namespace, resource, hour, hard, used max, seconds at hard)."""
+    return list(QuotaHour.objects.filter(**_advice_window(cluster_ids, start, end), hard__isnull=False)
+                .values_list("cluster_id", "namespace", "resource", "hour_start", "hard", "used_max",
+                             "seconds_at_hard").order_by("hour_start"))
+
+
+def queued_hours(cluster_ids, start: datetime, end: datetime):
+    """Queued demand per (cluster, namespace, requested resource, hour)."""
+    return (QueuedDemandHour.objects.filter(**_advice_window(cluster_ids, start, end))
+            .values("cluster_id", "namespace", "resource", "hour_start")
+            .annotate(q=Sum("queued_gpu_seconds"), requested=Sum("requested")).order_by())
+
+
+def capacity_by_model(cluster_ids, start: datetime, end: datetime):
+    """Capacity seconds per (cluster, MIG profile, GPU model), allocated or not."""
+    return (UsageHour.objects.filter(**_advice_window(cluster_ids, start, end))
+            .values("cluster_id", "mig_profile", "gpu_model")
+            .annotate(s=Sum("gpu_seconds"), mig_s=Sum("mig_seconds")).order_by())
