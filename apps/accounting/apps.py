@@ -18,5 +18,6 @@ class AccountingConfig(AppConfig):
     def ready(self):
         from . import checks  # noqa: F401 — registers the system checks
         from apps.accounting.stored import refresh
-        refresh.connect()
+        from apps.accounting.tasks import prepare_month_answers
+        refresh.connect(prepare_month_answers)
         post_migrate.connect(_sync_input_triggers, sender=self, dispatch_uid="accounting.sync_input_triggers")

@@ -7,11 +7,11 @@ from celery import shared_task
 from django.utils import timezone
 
 from apps.accounting.stored.provenance import as_worker
-from apps.accounting.core.calc import next_period, period_of
+from apps.accounting.core.periods import next_period, period_of
 from apps.accounting.forecast.stored import prepare_forecast
 from apps.accounting.ledger.answer import closed_periods, prepare_month
 from .signals import announce_prepared
-from apps.accounting.calendar.dates import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 
 
 @shared_task(soft_time_limit=600, time_limit=660)

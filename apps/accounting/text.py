@@ -11,7 +11,7 @@ from babel import Locale
 from babel.numbers import format_decimal, parse_pattern
 from django.conf import settings
 
-from apps.accounting.core.calc import present
+from apps.accounting.core.rounding import present
 from apps.accounting.core.currencies import minor_digits
 
 

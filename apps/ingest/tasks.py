@@ -7,8 +7,8 @@ from django.core.cache import cache
 from django.db import DatabaseError
 from django.utils import timezone
 
-from apps.accounting.usage.daily import day_windows
-from apps.accounting.calendar.dates import parse_instant
+from apps.accounting.calendar.zone import day_windows
+from apps.accounting.calendar.parse import parse_instant
 from apps.clusters.models import Cluster
 
 from .pipeline import IngestBusy, IngestError, floor_hour, ingest

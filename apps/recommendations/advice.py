@@ -13,11 +13,11 @@ from decimal import Decimal
 from django.conf import settings
 from django.utils import timezone
 
-from apps.accounting.core.calc import present
+from apps.accounting.core.rounding import present
 from apps.accounting.core.measures import shown_ratio
 from apps.accounting.query.filters import ReportFilter
 from apps.accounting.pricing.rates import rate_basis_for, rate_for
-from apps.accounting.usage.cells import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 from apps.clusters.models import Cluster
 from apps.teams.access import money_covers
 from apps.accounting.usage.team_mapping import team_resolver

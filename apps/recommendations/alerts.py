@@ -17,11 +17,12 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounting.core.calc import period_of
+from apps.accounting.core.periods import period_of
 from apps.accounting.core.measures import IdleHour, idle_stretches, shown_hours
 from apps.accounting.ledger.money import team_month
 from apps.accounting.usage.reader import HourTeams, idle_hours_since
-from apps.accounting.usage.cells import UsageFilter, billing_zone, group_cells, usage_cells
+from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.usage.cells import UsageFilter, group_cells, usage_cells
 from apps.accounting.text import duration_text
 from apps.teams.models import AuditEvent
 

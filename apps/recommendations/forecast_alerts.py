@@ -15,10 +15,10 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from apps.accounting.core.calc import period_of
+from apps.accounting.core.periods import period_of
 from apps.accounting.forecast.model import crossing_day
 from apps.accounting.forecast.teams import GPU_HOURS, MONEY, month_forecast
-from apps.accounting.usage.cells import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 
 from .alerts import Raised, channels_for, do_raise_alert
 from .models import Alert, TeamBudget

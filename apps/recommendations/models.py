@@ -5,7 +5,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
 
-from apps.accounting.core.calc import present
+from apps.accounting.core.rounding import present
 from apps.accounting.core.currencies import minor_digits
 from apps.accounting.text import money_text, quantity_text
 from apps.clusters.models import Cluster

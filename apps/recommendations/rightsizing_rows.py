@@ -11,10 +11,10 @@ from decimal import Decimal
 from django.conf import settings
 from django.utils import timezone
 
-from apps.accounting.core.calc import present
+from apps.accounting.core.rounding import present
 from apps.accounting.core.measures import gpu_hours, shown_hours, shown_ratio
 from apps.accounting.query.filters import ReportFilter
-from apps.accounting.usage.cells import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.workloads import POD_KIND, WorkloadUsage, workload_usage
 from apps.accounting.usage.team_mapping import team_resolver
 from apps.accounting.forecast.teams import ClusterMark, cluster_marks

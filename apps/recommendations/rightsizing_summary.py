@@ -21,7 +21,8 @@ from django.utils import timezone
 from apps.accounting.stored.responses import body
 from apps.accounting.stored.inputs import OWNERS, RATES
 from apps.accounting.ledger.answer import usage_version
-from apps.accounting.usage.cells import UsageFilter, billing_zone
+from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.usage.cells import UsageFilter
 from apps.teams.access import money_covers
 
 from .rightsizing import KEEP

@@ -2,7 +2,7 @@
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounting.usage.cells import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 from apps.clusters.models import Cluster
 from apps.teams.models import AuditEvent
 

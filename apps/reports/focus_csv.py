@@ -15,8 +15,11 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from apps.accounting.core.calc import BASIS_PROFILE, Line, apportion, billed_cost, period_bounds
-from apps.accounting.usage.daily import day_start
+from apps.accounting.core.lines import Line
+from apps.accounting.core.periods import period_bounds
+from apps.accounting.core.ratecard import BASIS_PROFILE, billed_cost
+from apps.accounting.core.rounding import apportion
+from apps.accounting.calendar.zone import day_start
 from apps.accounting.core.measures import shown_efficiency, shown_hours
 from apps.accounting.ledger.daily_money import DayFigures, FocusMonth, line_key
 from apps.accounting.ledger.facts import lines_as_shown

@@ -8,7 +8,7 @@ from collections import defaultdict
 from datetime import datetime, timezone as dt_timezone
 from decimal import Decimal
 
-from apps.accounting.core.calc import present
+from apps.accounting.core.rounding import present
 from apps.accounting.forecast.model import LOOKBACK_DAYS, days_left
 from apps.accounting.forecast.teams import MONEY, MonthForecast, TeamForecast
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from apps.accounting.core.calc import RateCard
+from apps.accounting.core.ratecard import RateCard
 from apps.accounting.core.measures import gpu_hours
 from apps.accounting.pricing.rates import idle_share, load_rate_card, price_cells_detail
 

@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from apps.accounting.core.calc import Line, present
+from apps.accounting.core.lines import Line
+from apps.accounting.core.rounding import present
 from apps.accounting.core.measures import shown_hours
 from apps.accounting.models.periods import BillingPeriod
 from apps.accounting.pricing.rates import load_rate_card, rate_card_at
 from apps.accounting.ledger.facts import Freshness, RateUsed, billed_unit, freshness, lines_as_shown, rates_used
 from apps.accounting.ledger.statements import Statement
-from apps.accounting.usage.cells import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 from apps.teams.models import Team
 
 from .statement_rows import group_row, rate_card_fields, statement_payload

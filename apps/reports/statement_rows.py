@@ -11,7 +11,9 @@ from collections import defaultdict
 from collections.abc import Iterator
 from decimal import Decimal
 
-from apps.accounting.core.calc import BASIS_PROFILE, Line, ensure_shown, present
+from apps.accounting.core.lines import Line
+from apps.accounting.core.ratecard import BASIS_PROFILE
+from apps.accounting.core.rounding import ensure_shown, present
 from apps.accounting.core.measures import shown_efficiency, shown_hours, shown_ratio
 from apps.accounting.ledger.statements import UNALLOCATED_KEY, Statement, line_group, shown_costs, visible
 

@@ -12,7 +12,7 @@ from zoneinfo import ZoneInfo
 from django.utils import timezone
 from openpyxl.styles import Font
 
-from apps.accounting.core.calc import period_bounds
+from apps.accounting.core.periods import period_bounds
 
 from apps.accounting.query.presets import local_text
 

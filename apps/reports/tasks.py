@@ -9,8 +9,8 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from apps.accounting.core.calc import period_of
-from apps.accounting.usage.cells import billing_zone
+from apps.accounting.core.periods import period_of
+from apps.accounting.calendar.zone import billing_zone
 from apps.notifications.sending import queue, retry_countdown
 
 from .models import StatementDelivery

@@ -24,10 +24,10 @@ from django.db import transaction
 from django.utils import timezone as djtz
 
 from apps.accounting.actions.periods import do_close_period
-from apps.accounting.core.calc import period_of
+from apps.accounting.core.periods import period_of
 from apps.accounting.models import NodePool, Rate
 from apps.accounting.models.rates import PriceClass
-from apps.accounting.usage.cells import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ChunkData, ingest
 from apps.ingest.rollup import Series

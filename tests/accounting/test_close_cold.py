@@ -11,12 +11,12 @@ from django.db.models import Q
 
 from apps.accounting.usage import cells as usage
 from apps.accounting.actions.periods import do_close_period, do_reopen_period
-from apps.accounting.core.calc import period_bounds
+from apps.accounting.core.periods import period_bounds
 from apps.accounting.usage.daily import rebuild_days
 from apps.accounting.ledger.frozen import frozen_cells
 from apps.accounting.models import MonthAnswer, StatementLine
 from apps.accounting.ledger.answer import prepare_month
-from apps.accounting.calendar.dates import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 from apps.teams.models import UNASSIGNED, NamespaceAssignment
 
 from tests.support.factories import (label_namespace, make_cluster, make_device, make_namespace, make_rate, make_team,

@@ -8,7 +8,8 @@ from django.db.models import Count, F, Sum
 from django.db.models.functions import TruncDate
 
 from apps.accounting.models import UsageDay, UsageDayBuilt, UsageHour
-from apps.accounting.usage.cells import UsageFilter, billing_zone, usage_cells
+from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.usage.cells import UsageFilter, usage_cells
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.simulator.builders import build_scenario

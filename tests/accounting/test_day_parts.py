@@ -18,12 +18,13 @@ from apps.accounting.stored import rows as stored_rows
 from apps.accounting.stored.provenance import computed_on_read, recomputed
 from apps.accounting.actions.periods import do_assign_namespace, do_close_period, do_reopen_period, do_save_rate
 from apps.accounting.stored.versions import read_inputs, stored_answers
-from apps.accounting.core.calc import period_bounds
+from apps.accounting.core.periods import period_bounds
 from apps.accounting.models import MonthAnswer
 from apps.accounting.ledger.answer import month_lines, own_cells, prune_closed_months
 from apps.accounting.ledger.statements import compute_open
 from apps.accounting.tasks import prepare_month_answers
-from apps.accounting.usage.cells import UsageFilter, billing_zone, usage_cells
+from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.usage.cells import UsageFilter, usage_cells
 from apps.teams.models import Namespace
 
 from tests.support.factories import in_thread, make_cluster, make_device, make_namespace, make_pool, make_rate, make_team, \
@@ -283,7 +284,7 @@ def test_the_worker_renders_the_common_bodies_a_read_then_sends_stored(march, fi
 def test_the_database_sums_day_parts_to_the_same_floats_as_the_live_merge(db):
     """Seconds whose float sum depends on the order (0.1 + 0.2 + 0.3 and 1e16 + 1 - 1e16): the
     span cell summed in SQL from stored day parts equals the one merged in Python, to the bit."""
-    from apps.accounting.core.calc import Cell
+    from apps.accounting.core.lines import Cell
     from apps.accounting.stored.spans import exact_sum, merge_spans
 
     values = [0.1, 0.2, 0.3, 1e16, 1.0, -1e16, 2.5e-7, 3600.0 / 7]

@@ -10,7 +10,7 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 from django.db.models import Q
 
-from apps.accounting.core.calc import Cell
+from apps.accounting.core.lines import Cell
 from apps.accounting.ledger.frozen import booked_elsewhere, freeze_select, frozen_cells, carried_cells, unfreeze, write_cells
 from apps.accounting.models import BillingPeriod, FrozenDay
 

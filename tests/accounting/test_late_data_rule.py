@@ -7,7 +7,7 @@ from datetime import date
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.accounting.core.calc import Cell
+from apps.accounting.core.lines import Cell
 from apps.accounting.ledger.late_data import delta_cells
 
 H100 = "NVIDIA H100 80GB HBM3"

@@ -7,8 +7,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.accounting.core.calc import (Cell, Line, RateCard, RateEntry, apportion, build_lines, parse_period,
-                                  period_bounds, present, round_to_total, spread_shared_idle)
+from apps.accounting.core.lines import Cell, Line, build_lines
+from apps.accounting.core.shared_idle import spread_shared_idle
+from apps.accounting.core.periods import parse_period, period_bounds
+from apps.accounting.core.ratecard import RateCard, RateEntry
+from apps.accounting.core.rounding import apportion, present, round_to_total
 from apps.accounting.ledger.late_data import delta_cells
 
 H100 = "NVIDIA H100 80GB HBM3"
@@ -154,7 +157,7 @@ def test_one_rounding_for_five_thousand_half_cent_namespaces():
     """5,000 namespaces of 50 teams at 0.005 USD each: 25.00 exactly. Rounded on their own they
     would show 50.00; rounded once, every team shows its 0.50 (100 × 0.005) and the namespaces
     add up to 25.00, each at 0.00 or 0.01, 50 of each per team."""
-    from apps.accounting.core.calc import shown_amounts
+    from apps.accounting.core.rounding import shown_amounts
     lines = [Line(kind="usage", team=f"t{i // 100:02d}", cluster="prod", namespace=f"ns{i:04d}", gpu_model=H100,
                   mig_profile="", price_class="on_demand", rate_basis="gpu_model", hourly_rate=D("0.018"),
                   currency="USD", billed_seconds=D(1000)) for i in range(5000)]
@@ -168,7 +171,7 @@ def test_one_rounding_for_five_thousand_half_cent_namespaces():
 
 
 def test_one_rounding_keeps_each_team_and_namespace_within_a_unit_of_exact():
-    from apps.accounting.core.calc import shown_amounts
+    from apps.accounting.core.rounding import shown_amounts
     costs = {("A", "a1"): "1.004", ("A", "a2"): "0.333", ("B", "b1"): "0.667",
              ("B", "b2"): "-0.251", ("", ""): "4.445"}
     lines = [Line(kind="usage" if team else "unallocated", team=team, cluster="prod", namespace=ns, gpu_model=H100,
@@ -187,7 +190,7 @@ def test_one_rounding_keeps_each_team_and_namespace_within_a_unit_of_exact():
 def test_rounding_worked_example_of_the_chargeback_docs():
     """docs/chargeback.md, "Rounding": ml 0.005, nb 0.005 (team A), web 7.035 (B), unallocated
     2.345: 9.39 in all; teams 2.35, 0.01, 7.03; ml 0.01, nb 0.00."""
-    from apps.accounting.core.calc import shown_amounts
+    from apps.accounting.core.rounding import shown_amounts
     spec = [("A", "ml", "0.005"), ("A", "nb", "0.005"), ("B", "web", "7.035"), ("", "", "2.345")]
     lines = [Line(kind="usage" if team else "unallocated", team=team, cluster="prod", namespace=ns, gpu_model=H100,
                   mig_profile="", price_class="", rate_basis="", hourly_rate=None, currency="USD", fixed_cost=D(c))

@@ -13,11 +13,12 @@ from hypothesis import strategies as st
 from django.db import transaction
 
 from apps.accounting.actions.periods import ActionError, do_assign_namespace, do_close_period, do_reopen_period
-from apps.accounting.core.calc import period_bounds
+from apps.accounting.core.periods import period_bounds
 from apps.accounting.models import BillingPeriod, NodePool, Rate
 from apps.accounting.ledger.answer import closed_periods, late_cells, month_late_cells, month_lines, own_cells, own_days
 from apps.accounting.ledger.statements import compute_open
-from apps.accounting.usage.cells import UsageFilter, billing_zone, usage_cells
+from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.usage.cells import UsageFilter, usage_cells
 from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
 from apps.teams.models import Team

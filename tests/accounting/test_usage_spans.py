@@ -59,7 +59,7 @@ def test_the_statement_is_priced_from_spans_and_closing_freezes_days(moving_mont
     """March's open statement: the same lines whether built from the six days or the three
     spans; closing freezes exactly those lines and, as the late-data baseline, the six days."""
     from apps.accounting.actions.periods import do_close_period
-    from apps.accounting.core.calc import build_lines
+    from apps.accounting.core.lines import build_lines
     from django.db.models import Q
 
     from apps.accounting.ledger.frozen import frozen_cells

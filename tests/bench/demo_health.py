@@ -81,7 +81,7 @@ def measure() -> dict:
     from django.utils import timezone
 
     from apps.accounting.models import UsageHour
-    from apps.accounting.calendar.dates import billing_zone
+    from apps.accounting.calendar.zone import billing_zone
 
     zone = billing_zone()
     this_month = timezone.now().astimezone(zone).date().replace(day=1)

@@ -12,7 +12,7 @@ from decimal import Decimal
 from django.utils import timezone
 
 from apps.accounting.actions.periods import do_close_period
-from apps.accounting.core.calc import period_of, prev_period
+from apps.accounting.core.periods import period_of, prev_period
 from apps.accounting.models import DeviceHealthHour, QuotaHour, Rate, UsageHour
 from apps.clusters.models import Cluster, Device
 from apps.ingest.models import IngestRun

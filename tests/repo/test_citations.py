@@ -87,5 +87,5 @@ def test_the_check_finds_each_kind_of_dead_citation():
     # in Python, only comments and docstrings cite; a string in the code is data
     code = 'PATH = "docs/made-up.md"  # as in docs/gone.md\n'
     assert dead_citations(path, prose(code)) == [f"apps/example.py: docs/gone.md does not exist"]
-    fine = 'See docs/figures.md, "Efficiency", docs/security.md, "API tokens", apps/accounting/core/calc.py.'
+    fine = 'See docs/figures.md, "Efficiency", docs/security.md, "API tokens", apps/accounting/core/lines.py.'
     assert dead_citations(path, fine) == []

@@ -64,10 +64,10 @@ def add_import(tree: Path, module: str, line: str):
     ("apps.reports.data.explore", "from apps.web.drf import exception_handler",
      "apps.reports.data is not allowed to import rest_framework"),
     # a query string is parsed once, in apps/accounting/query/filters.py: no view parses dates itself
-    ("apps.reports.views.idle", "from apps.accounting.calendar.dates import parse_instant",
-     "apps.reports is not allowed to import apps.accounting.calendar.dates"),
-    ("apps.recommendations.api", "from apps.accounting.calendar.dates import parse_instant",
-     "apps.recommendations is not allowed to import apps.accounting.calendar.dates"),
+    ("apps.reports.views.idle", "from apps.accounting.calendar.parse import parse_instant",
+     "apps.reports is not allowed to import apps.accounting.calendar.parse"),
+    ("apps.recommendations.api", "from apps.accounting.calendar.parse import parse_instant",
+     "apps.recommendations is not allowed to import apps.accounting.calendar.parse"),
     # nothing above accounting reads the rollup models: they go through accounting/rollup_reader.py
     ("apps.reports.data.idle", "from apps.accounting.models import UsageHour",
      "apps.reports.data.idle is not allowed to import apps.accounting.models"),

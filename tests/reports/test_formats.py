@@ -9,7 +9,7 @@ overview added a bare "UTC" after naive times; the close page said "… 00:00 UT
 import re
 from datetime import timedelta
 
-from apps.accounting.core.calc import period_of
+from apps.accounting.core.periods import period_of
 from apps.ingest.models import IngestRun
 from apps.teams.models import NamespaceAssignment, Team
 

@@ -13,7 +13,7 @@ import pytest
 from openpyxl import load_workbook
 
 from apps.accounting.actions.periods import do_close_period
-from apps.accounting.core.calc import present, round_to_total
+from apps.accounting.core.rounding import present, round_to_total
 from apps.accounting.models import UsageHour
 from apps.recommendations import estimator as est
 from apps.web.csv import rows_to_csv, safe_cell

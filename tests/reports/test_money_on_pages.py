@@ -20,10 +20,10 @@ from decimal import Decimal
 
 import pytest
 
-from apps.accounting.core.calc import RateCard, RateEntry
+from apps.accounting.core.ratecard import RateCard, RateEntry
 from apps.accounting.models import Rate
 from apps.accounting.pricing.rates import idle_share, price_cells_detail
-from apps.accounting.usage.cells import Cell
+from apps.accounting.core.lines import Cell
 
 from tests.support.page_seed import A100, H100, day_d
 from .test_page_figures import headers_of, rows_of

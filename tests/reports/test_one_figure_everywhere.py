@@ -13,7 +13,7 @@ from decimal import Decimal
 import pytest
 from openpyxl import load_workbook
 
-from apps.accounting.core.calc import period_of
+from apps.accounting.core.periods import period_of
 from apps.accounting.core.measures import (IdleHour, efficiency, idle_stretches, longest_idle_seconds, percent_text,
                                      shown_efficiency, shown_hours)
 from apps.accounting.models import UsageHour

@@ -13,7 +13,9 @@ from apps.teams.access import can_close_periods, is_admin
 from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
 
 from apps.accounting.db.bulk import beside_in_snapshot, collector_paused, insert_rows, one_snapshot, planner_settings
-from apps.accounting.core.calc import Line, build_lines, cost_by_currency, last_day, parse_period, period_bounds, period_of, present
+from apps.accounting.core.lines import Line, build_lines, cost_by_currency
+from apps.accounting.core.periods import last_day, parse_period, period_bounds, period_of
+from apps.accounting.core.rounding import present
 from apps.accounting.checks import closed_in_other_zones, zone_change
 from apps.accounting.ledger.frozen import CELL_COLUMNS, booked_elsewhere, freeze_select, unfreeze, write_cells
 from apps.accounting.models import BillingPeriod, MonthCell, Rate, StatementLine, UsageHour
@@ -23,7 +25,8 @@ from apps.accounting.signals import announce_close, history_starts
 from apps.accounting.ledger.statements import closing_computation, period_has_ended
 from apps.accounting.pricing.rates import load_rate_card
 from apps.accounting.stored.spans import merged_in_db
-from apps.accounting.usage.cells import CELL_SQL_COLUMNS, UsageFilter, billing_zone, fixed_day_cells
+from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.usage.cells import CELL_SQL_COLUMNS, UsageFilter, fixed_day_cells
 
 
 class ActionError(ValueError):

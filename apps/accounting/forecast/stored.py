@@ -33,12 +33,13 @@ from apps.accounting.stored.versions import read_inputs, stored_answers
 from apps.accounting.stored.provenance import note_computed
 from apps.accounting.stored.responses import read_body, write_body
 from apps.accounting.db.bulk import collector_paused
-from apps.accounting.core.calc import period_bounds, prev_period
-from apps.accounting.usage.daily import day_of, day_start
+from apps.accounting.core.periods import period_bounds, prev_period
+from apps.accounting.calendar.zone import day_of, day_start
 from apps.accounting.forecast.model import LOOKBACK_DAYS, DaysLeft, Forecast, RunRate
 from apps.accounting.ledger.answer import closed_before, closed_periods, statement_version, stored_days
 from apps.accounting.forecast.teams import MONEY, MonthForecast, TeamForecast, data_instant, is_running, month_forecast, today_and_rest
-from apps.accounting.usage.cells import UsageFilter, billing_zone, usage_cells
+from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.usage.cells import UsageFilter, usage_cells
 
 PART = "forecast"                          # the name its computations are counted under (`computed.recomputed`)
 KEY = "forecast?unit=money&scope=all"      # its MonthBody key: every team's forecast, in money

@@ -24,12 +24,14 @@ from typing import NamedTuple
 from django.utils import timezone
 
 from apps.accounting.stored.versions import read_once
-from apps.accounting.core.calc import BASIS_PROFILE, RateCard, billed_cost, last_day, period_bounds, to_decimal
-from apps.accounting.usage.daily import day_of, day_start
+from apps.accounting.core.periods import last_day, period_bounds
+from apps.accounting.core.ratecard import BASIS_PROFILE, RateCard, billed_cost, to_decimal
+from apps.accounting.calendar.zone import day_of, day_start
 from apps.accounting.core.measures import shown_hours
 from apps.accounting.forecast.model import LOOKBACK_DAYS, Forecast, forecast_by_day, history
 from apps.accounting.pricing.rates import load_rate_card, price_cells_by_currency
-from apps.accounting.usage.cells import UsageFilter, billing_zone, group_key, usage_cells
+from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.usage.cells import UsageFilter, group_key, usage_cells
 
 MONEY = "money"
 GPU_HOURS = "gpu_hours"

@@ -22,7 +22,8 @@ from zoneinfo import ZoneInfo
 
 from django.db.models import Q
 
-from apps.accounting.core.calc import Line, RateCard, line_sums
+from apps.accounting.core.lines import Line, line_sums
+from apps.accounting.core.ratecard import RateCard
 from apps.accounting.ledger.frozen import frozen_cells
 from apps.accounting.models import BillingPeriod
 from apps.accounting.ledger.answer import (closed_before, closed_periods, month_late_cells, month_lines,

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from apps.accounting.core.calc import BASIS_PROFILE, Line, RateCard, ensure_shown, last_day
+from apps.accounting.core.lines import Line
+from apps.accounting.core.periods import last_day
+from apps.accounting.core.ratecard import BASIS_PROFILE, RateCard
+from apps.accounting.core.rounding import ensure_shown
 from apps.accounting.ledger.statements import UNALLOCATED_KEY, clusters_behind, line_group, shown_costs, visible
 
 

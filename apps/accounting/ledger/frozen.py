@@ -18,7 +18,7 @@ from django.db import connection
 from django.db.models import Q
 
 from apps.accounting.db.bulk import insert_rows
-from apps.accounting.core.calc import Cell
+from apps.accounting.core.lines import Cell
 from apps.accounting.models import FrozenDay
 
 # The lists of a frozen day, and the column of a cell SELECT each one gathers (`freeze_select`).

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from math import fsum
 
-from apps.accounting.core.calc import SECONDS_EPSILON, Cell
+from apps.accounting.core.lines import SECONDS_EPSILON, Cell
 
 CellKey = tuple  # (cluster_id, namespace, gpu_model, mig_profile, day)
 Pair = tuple     # (team, price class): what a closed month booked a day key's hours under

@@ -19,7 +19,10 @@ import orjson
 
 from django.db.models import Q
 
-from apps.accounting.core.calc import Line, apportion, billed_cost, next_period, present
+from apps.accounting.core.lines import Line
+from apps.accounting.core.periods import next_period
+from apps.accounting.core.ratecard import billed_cost
+from apps.accounting.core.rounding import apportion, present
 from apps.accounting.core.measures import shown_hours
 from apps.accounting.ledger.daily_money import focus_month, line_key
 from apps.accounting.ledger.frozen import frozen_cells

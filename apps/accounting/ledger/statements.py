@@ -15,14 +15,17 @@ from decimal import Decimal
 from django.utils import timezone
 
 from apps.accounting.stored.answers import stale_days
-from apps.accounting.core.calc import (Line, RateCard, assign_shown, build_lines, cost_by_currency, period_bounds, period_of,
-                   shown_amounts, spread_shared_idle, to_decimal)
+from apps.accounting.core.lines import Line, build_lines, cost_by_currency
+from apps.accounting.core.shared_idle import spread_shared_idle
+from apps.accounting.core.periods import period_bounds, period_of
+from apps.accounting.core.ratecard import RateCard, to_decimal
+from apps.accounting.core.rounding import assign_shown, shown_amounts
 from apps.accounting.stored.versions import read_inputs, stored_answers
 from apps.accounting.models import BillingPeriod, Rate, StatementLine, UsageHour
 from apps.accounting.ledger.answer import (billing_days, closed_before, closed_periods, day_parts, late_cells,
                      month_cells, month_late_cells, month_lines, month_zone, own_lines, stored_own_lines)
 from apps.accounting.pricing.rates import load_rate_card
-from apps.accounting.usage.cells import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 
 SHARED_IDLE = ("apart", "spread")
 UNALLOCATED_KEY = "unallocated"

@@ -14,17 +14,15 @@ version now (one query over `InputChange`) and serves the stored rows only when 
 """
 from django.db import models
 
-from apps.accounting.stored import inputs as answer_inputs
-
 
 class InputChange(models.Model):
     USAGE = "usage"        # dated: usage rows of `day`
     MAPPING = "mapping"    # which team, cluster name, price class, span boundaries: any month
-    RATES = answer_inputs.RATES     # hourly rates and currencies only: re-pricing, not re-reading usage
+    RATES = "rates"                # hourly rates and currencies only: re-pricing, not re-reading usage
     FROZEN = "frozen"      # closed months' frozen cells (closes and reopens): their late data
     EPOCH = "epoch"        # compaction of this log: every stored answer is re-proved
-    OWNERS = answer_inputs.OWNERS   # pods' workloads (stored page parts: the right-sizing block)
-    QUOTA = answer_inputs.QUOTA     # ResourceQuota hours (stored page parts: the team page's quota table)
+    OWNERS = "owners"              # pods' workloads (stored page parts: the right-sizing block)
+    QUOTA = "quota"                # ResourceQuota hours (stored page parts: the team page's quota table)
 
     id = models.BigAutoField(primary_key=True)
     category = models.CharField(max_length=10)

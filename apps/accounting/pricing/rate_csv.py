@@ -10,7 +10,7 @@ import io
 from datetime import date
 from decimal import Decimal, InvalidOperation
 
-from apps.accounting.core.calc import RateEntry
+from apps.accounting.core.ratecard import RateEntry
 from apps.accounting.core.currencies import is_currency
 
 COLUMNS = ["gpu_model", "mig_profile", "hourly_rate", "currency", "effective_from"]

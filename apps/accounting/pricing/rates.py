@@ -16,7 +16,9 @@ from dataclasses import replace
 from datetime import date
 from decimal import Decimal
 
-from apps.accounting.core.calc import BASIS_PROFILE, RateCard, RateEntry, billed_cost, line_sums, present
+from apps.accounting.core.lines import line_sums
+from apps.accounting.core.ratecard import BASIS_PROFILE, RateCard, RateEntry, billed_cost
+from apps.accounting.core.rounding import present
 from apps.accounting.core.measures import shown_hours
 from apps.accounting.models import Rate
 

@@ -29,10 +29,11 @@ from apps.teams.access import (can_see_money, is_admin, money_scope, require_tea
 from apps.web.params import BadParameters, UnknownName
 
 from apps.accounting.query import presets
-from apps.accounting.core.calc import parse_period
+from apps.accounting.core.periods import parse_period
 # The patterns are what the parsers here accept, for the OpenAPI schema to state
 # (docs/api.md, "What a value may be").
-from apps.accounting.calendar.dates import INSTANT_PATTERN, PERIOD_PATTERN, billing_zone, parse_instant  # noqa: F401
+from apps.accounting.calendar.parse import INSTANT_PATTERN, PERIOD_PATTERN, parse_instant
+from apps.accounting.calendar.zone import billing_zone  # noqa: F401
 from apps.accounting.usage.cells import UsageFilter
 
 DEFAULT_DAYS = 7

@@ -14,6 +14,8 @@ updates `ingested_until` and `label_seen_at` on every run; those change no answe
 """
 from __future__ import annotations
 
+from apps.accounting.models.answers import InputChange
+
 FUNCTIONS = r"""
 CREATE OR REPLACE FUNCTION accounting_log_dated() RETURNS trigger LANGUAGE plpgsql AS $$
 DECLARE
@@ -63,9 +65,7 @@ END $$;
 """
 
 # The undated categories a caller names (`months.usage_version(also=…)`); `InputChange` holds them all.
-RATES = "rates"
-OWNERS = "owners"      # pods' workloads: read by the right-sizing block, not by month answers
-QUOTA = "quota"        # ResourceQuota hours: read by the team page's quota table, not by month answers
+RATES, OWNERS, QUOTA = InputChange.RATES, InputChange.OWNERS, InputChange.QUOTA  # named with the log's model
 
 DATED = {"accounting_usagehour": "hour", "accounting_usageday": "day", "accounting_usagedaybuilt": "day"}
 # table: [(category, columns whose update counts ('*': any), which events)]

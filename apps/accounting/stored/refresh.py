@@ -22,8 +22,8 @@ from django.db.models.signals import post_delete, post_save
 
 from apps.accounting.stored.inputs import DATED, UNDATED
 from apps.accounting.stored.versions import stored_answers
-from apps.accounting.core.calc import next_period, period_of
-from apps.accounting.calendar.dates import billing_zone
+from apps.accounting.core.periods import next_period, period_of
+from apps.accounting.calendar.zone import billing_zone
 
 log = logging.getLogger(__name__)
 
@@ -76,13 +76,16 @@ def refresh_after_commit(periods: list[str] | None = None) -> None:
     transaction.on_commit(pending, robust=True)
 
 
-def _queue(periods: list[str], recent: bool) -> None:
-    from apps.accounting.tasks import prepare_month_answers
+_recompute = None   # the Celery task that recomputes months' answers: `connect` is handed it
 
+
+def _queue(periods: list[str], recent: bool) -> None:
+    if _recompute is None:
+        return
     try:
         # No result is asked for: `.delay` would first subscribe to the result store (the same
         # Redis) and, with Redis away, retry that for ~20 s inside the committing request.
-        prepare_month_answers.apply_async((periods, recent), ignore_result=True)
+        _recompute.apply_async((periods, recent), ignore_result=True)
     except Exception as exc:  # noqa: BLE001 — a broker outage must not fail a committed write
         log.warning("stored answers not queued for recompute (%s: %s); the next beat or reader computes them",
                     type(exc).__name__, exc)
@@ -99,7 +102,11 @@ def input_models() -> list:
     return [m for m in django_apps.get_models() if m._meta.db_table in tables]
 
 
-def connect() -> None:
+def connect(recompute) -> None:
+    """Recompute with `recompute` (a Celery task taking periods and `recent`) after every write to an
+    input. The store sits below the tasks that fill it, so apps.py hands it the task (docs/architecture.md)."""
+    global _recompute
+    _recompute = recompute
     for model in input_models():
         uid = f"accounting.refresh.{model._meta.label_lower}"
         post_save.connect(_on_input_write, sender=model, dispatch_uid=uid + ".save", weak=False)

@@ -10,7 +10,8 @@ from datetime import date
 from django.db import connection
 
 from apps.accounting.db.bulk import insert_rows
-from apps.accounting.core.calc import Cell, Line, to_decimal
+from apps.accounting.core.lines import Cell, Line
+from apps.accounting.core.ratecard import to_decimal
 from apps.accounting.models import MonthAnswer, MonthCell, MonthLine
 
 

@@ -11,7 +11,7 @@ from decimal import Context, Decimal
 from django.db import connection
 
 from apps.accounting.db.bulk import planner_settings
-from apps.accounting.core.calc import Cell
+from apps.accounting.core.lines import Cell
 
 
 def merge_spans(cells, starts: list[date]) -> list[Cell]:

@@ -18,7 +18,7 @@ import psycopg
 from django.conf import settings
 from django.db import connection
 
-from apps.accounting.core.calc import period_bounds
+from apps.accounting.core.periods import period_bounds
 
 
 # What shapes a stored answer or body: the product's code and templates, and the libraries that
@@ -62,13 +62,13 @@ def month_dates(period: str):
 
 
 def _zone():
-    from apps.accounting.calendar.dates import billing_zone
+    from apps.accounting.calendar.zone import billing_zone
     return billing_zone()
 
 
 def day_dates(day: date):
     """The UTC dates a billing day's instants fall on (one, or two in any zone but UTC)."""
-    from apps.accounting.usage.daily import day_start
+    from apps.accounting.calendar.zone import day_start
     zone = _zone()
     start, end = day_start(day, zone), day_start(day + timedelta(days=1), zone)
     return start.astimezone(timezone.utc).date(), (end - timedelta(microseconds=1)).astimezone(timezone.utc).date()

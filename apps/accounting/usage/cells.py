@@ -26,15 +26,15 @@ from apps.clusters.models import Cluster
 from apps.teams.models import UNASSIGNED
 from apps.teams.resolve import TeamResolver
 
-from apps.accounting.usage.daily import day_start
+from apps.accounting.calendar.zone import day_start
 from apps.accounting.core.measures import efficiency
-from apps.accounting.core.calc import Cell
+from apps.accounting.core.lines import Cell
 from apps.accounting.stored.spans import merge_spans
 from apps.accounting.models import UsageDay, UsageDayBuilt, UsageHour
 from apps.accounting.usage.team_mapping import team_resolver
 from apps.accounting.usage.price_classes import price_class_expr
 from apps.accounting.stored.versions import read_once
-from apps.accounting.calendar.dates import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 
 GROUP_BYS = ("namespace", "team", "cluster", "gpu_model")
 FLEET_GROUP_BYS = ("cluster", "gpu_model")

@@ -1,4 +1,4 @@
-"""Billing-zone days and the daily rollup kept equal to the hourly one.
+"""The daily rollup (UsageDay) kept equal to the hourly one (days: `calendar/zone.py`).
 
 An hour belongs to the billing day its start falls in (as `TruncDate(hour_start, zone)` does),
 so a day is the hours with `day_start <= hour_start < next day_start`, both local midnights
@@ -7,36 +7,18 @@ the transaction that rewrote the hours, so readers never see the two tables disa
 """
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
-from zoneinfo import ZoneInfo
+from datetime import date, timedelta
 
 from django.db import connection
 from django.db.models import Count, Sum
 
 from apps.accounting.models import UsageDay, UsageDayBuilt, UsageHour
-from apps.accounting.calendar.dates import billing_zone, local_midnight
+from apps.accounting.calendar.zone import billing_zone, day_start
 
 BULK = 5000
 
 
 zone = billing_zone   # one definition of the billing zone (docs/dates-and-money.md)
-
-
-def day_start(day: date, tz: ZoneInfo | None = None) -> datetime:
-    """The day's first instant in UTC: the same midnight a typed date means (docs/dates-and-money.md)."""
-    return local_midnight(day, tz or zone())
-
-
-def day_of(instant: datetime, tz: ZoneInfo | None = None) -> date:
-    return instant.astimezone(tz or zone()).date()
-
-
-def days_touched(start: datetime, end: datetime, tz: ZoneInfo | None = None) -> list[date]:
-    """Billing days holding an hour start in [start, end) (start, end on whole hours)."""
-    if end <= start:
-        return []
-    first, last = day_of(start, tz), day_of(end - timedelta(seconds=1), tz)
-    return [first + timedelta(days=i) for i in range((last - first).days + 1)]
 
 
 def rebuild_days(cluster_id: int, days: list[date]) -> int:
@@ -88,14 +70,3 @@ def _insert_orm(cluster_id, day, lo, hi) -> int:
     UsageDay.objects.bulk_create(objs, batch_size=BULK)
     return len(objs)
 
-
-def day_windows(start: datetime, end: datetime, tz: ZoneInfo | None = None) -> list[tuple[datetime, datetime]]:
-    """[start, end) cut at billing-day boundaries: one atomic ingest (and one task) per day."""
-    tz = tz or zone()
-    out = []
-    cursor = start
-    while cursor < end:
-        nxt = min(day_start(day_of(cursor, tz) + timedelta(days=1), tz), end)
-        out.append((cursor, nxt))
-        cursor = nxt
-    return out

@@ -28,7 +28,7 @@ from apps.teams.resolve import TeamResolver
 from apps.accounting.models.rollups import DeviceHealthHour, QueuedDemandHour, QuotaHour, UsageHour
 from apps.accounting.usage.price_classes import price_class_expr
 from apps.accounting.usage.team_mapping import team_resolver
-from apps.accounting.calendar.dates import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.cells import NARROW_MAX_NAMESPACES, UsageFilter
 
 

@@ -12,12 +12,12 @@ from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounting.core.calc import period_of
+from apps.accounting.core.periods import period_of
 from apps.accounting.query.filters import parse_period_param
 from apps.accounting.forecast.stored import stored_forecast
 from apps.accounting.forecast.teams import NotRunning
 from apps.reports.forecast_rows import forecast_payload
-from apps.accounting.usage.cells import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 
 from .chargeback import SeesMoney, statement_scope
 

@@ -7,7 +7,9 @@ from datetime import date, datetime, timedelta
 from apps.accounting.usage import reader as rollup_reader
 from apps.accounting.core.measures import efficiency, shown_hours, shown_ratio
 from apps.accounting.usage.reader import HourTeams
-from apps.accounting.usage.cells import Cell, billing_zone, cluster_names, usage_cells
+from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.core.lines import Cell
+from apps.accounting.usage.cells import cluster_names, usage_cells
 from apps.web.params import BadParameters
 from apps.accounting.query.filters import ReportFilter
 

@@ -21,7 +21,8 @@ from django.conf import settings
 from apps.accounting.usage import reader as rollup_reader
 from apps.accounting.core.measures import efficiency, longest_idle_seconds, share, shown_hours, shown_ratio
 from apps.accounting.usage.reader import HourTeams
-from apps.accounting.usage.cells import Cell, cluster_names
+from apps.accounting.core.lines import Cell
+from apps.accounting.usage.cells import cluster_names
 from apps.web.params import BadParameters
 from apps.accounting.query.filters import ReportFilter
 

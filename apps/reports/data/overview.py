@@ -8,10 +8,12 @@ from django.conf import settings
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from apps.accounting.usage.daily import day_of, day_start
+from apps.accounting.calendar.zone import day_of, day_start
 from apps.accounting.core.measures import efficiency, gpu_hours, share, shown_hours
 from apps.accounting.forecast.teams import watermarks
-from apps.accounting.usage.cells import Cell, UsageFilter, UsageRow, billing_zone, group_cells
+from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.core.lines import Cell
+from apps.accounting.usage.cells import UsageFilter, UsageRow, group_cells
 from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
 

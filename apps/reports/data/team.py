@@ -8,15 +8,16 @@ from datetime import date, datetime, time, timedelta
 
 from django.utils import timezone
 
-from apps.accounting.core.calc import period_of
+from apps.accounting.core.periods import period_of
 from apps.accounting.core.measures import gpu_hours
 from apps.accounting.usage import reader as rollup_reader
 from apps.accounting.usage.reader import HourTeams
 from apps.accounting.ledger.money import team_month
 from apps.accounting.forecast.stored import stored_forecast
 from apps.reports.forecast_rows import forecast_payload
-from apps.accounting.usage.cells import UsageFilter, billing_zone, usage_cells
-from apps.accounting.usage.daily import day_of, day_start
+from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.usage.cells import UsageFilter, usage_cells
+from apps.accounting.calendar.zone import day_of, day_start
 from apps.accounting.usage.team_mapping import team_resolver
 from apps.teams.resolve import TeamResolver
 from apps.accounting.query.filters import ReportFilter

@@ -7,7 +7,7 @@ from django import template
 from django.conf import settings
 
 from apps.accounting.core.measures import gpu_hours, percent_text
-from apps.accounting.usage.cells import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.text import money_text
 
 from apps.accounting.query.presets import local_text

@@ -5,7 +5,7 @@ from django.utils import timezone as djtz
 
 from apps.accounting.actions.periods import ActionError, do_assign_namespace, do_import_rate_file
 from apps.accounting.pricing.rate_csv import COLUMNS as RATE_COLUMNS, OPTIONAL as RATE_OPTIONAL, RateFileError
-from apps.accounting.usage.cells import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 from apps.ingest.models import IngestRun
 from apps.teams.claims import ClaimError, do_decide_claim, first_claimed, pending_claims, recent_decisions
 from apps.teams.models import LabelClaim, Namespace, Team

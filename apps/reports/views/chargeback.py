@@ -13,7 +13,7 @@ from django.views.decorators.http import require_http_methods
 from apps.accounting.actions.periods import ActionError, NotAllowed, before_history, check_may_close, do_close_period, may_close
 from apps.accounting.stored.provenance import computed_here
 from apps.accounting.stored.responses import scope_tag
-from apps.accounting.core.calc import next_period, parse_period, period_bounds, prev_period
+from apps.accounting.core.periods import next_period, parse_period, period_bounds, prev_period
 from apps.accounting.query.filters import parse_period_param
 from apps.accounting.ledger.money import late_hours
 from apps.accounting.models.periods import BillingPeriod

@@ -8,7 +8,7 @@ from django.shortcuts import render
 from apps.accounting.stored.versions import versions_read_once
 from apps.accounting.query.filters import filter_from
 from apps.accounting.usage.team_mapping import cluster_names, team_names
-from apps.accounting.usage.cells import billing_zone
+from apps.accounting.calendar.zone import billing_zone
 from apps.teams.models import UNASSIGNED
 from apps.web.pages import bad_request
 from apps.web.params import BadParameters

@@ -1,4 +1,4 @@
-from apps.accounting.core.calc import present
+from apps.accounting.core.rounding import present
 from apps.clusters.models import Device
 from apps.web.csv import streaming_csv
 from apps.web.pages import bad_request

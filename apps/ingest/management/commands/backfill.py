@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.accounting.calendar.dates import parse_window_options
+from apps.accounting.calendar.parse import parse_window_options
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import IngestError
 from apps.ingest.tasks import backfill_windows, ingest_cluster_window

@@ -4,7 +4,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import InterfaceError, OperationalError
 from tqdm import tqdm
 
-from apps.accounting.calendar.dates import parse_window_options
+from apps.accounting.calendar.parse import parse_window_options
 from apps.clusters.models import Cluster
 from apps.ingest.pipeline import IngestError, database_failure, ingest
 

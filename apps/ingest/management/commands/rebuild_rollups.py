@@ -5,9 +5,10 @@ from django.db import transaction
 from django.db.models import Max, Min
 
 from apps.accounting.models import UsageHour
-from apps.accounting.calendar.dates import parse_instant
+from apps.accounting.calendar.parse import parse_instant
 from apps.clusters.models import Cluster
-from apps.accounting.usage.daily import days_touched, rebuild_days
+from apps.accounting.calendar.zone import days_touched
+from apps.accounting.usage.daily import rebuild_days
 from apps.ingest.pipeline import IngestBusy, cluster_lock
 from apps.teams.models import AuditEvent
 

@@ -13,13 +13,12 @@ The result is always an aware datetime in UTC.
 """
 from __future__ import annotations
 
-from contextlib import contextmanager
-from contextvars import ContextVar
-from datetime import date, datetime, time, timezone
+from datetime import date, datetime, timezone
 from zoneinfo import ZoneInfo
 
-MIN_YEAR, MAX_YEAR = 2000, 2100
-YEARS_TEXT = f"years {MIN_YEAR}-{MAX_YEAR} only"
+from apps.accounting.calendar.zone import billing_zone, local_midnight
+from apps.accounting.core.periods import MAX_YEAR, MIN_YEAR, YEARS_TEXT
+
 MAX_LENGTH = 64   # the longest ISO 8601 instant is 32 characters; anything longer is not one
 
 # The same rules as regular expressions, for the OpenAPI document (docs/api.md): a client that
@@ -35,32 +34,6 @@ PERIOD_PATTERN = rf"^{YEAR_PATTERN}-(0[1-9]|1[0-2])$"
 INSTANT_PATTERN = (rf"^{DATE_PATTERN}"
                    r"(T([01][0-9]|2[0-3]):[0-5][0-9](:[0-5][0-9](\.[0-9]{1,6})?)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])?)?$")
 
-
-# A closed month is read in the zone it was closed in (docs/chargeback.md, "3. Close the month"):
-# `in_zone` sets it for the work done inside, and `billing_zone()` answers it there.
-_zone_of_closed_month: ContextVar[str | None] = ContextVar("zone_of_closed_month", default=None)
-
-
-def billing_zone() -> ZoneInfo:
-    from django.conf import settings
-    return ZoneInfo(_zone_of_closed_month.get() or settings.BILLING_TIMEZONE)
-
-
-@contextmanager
-def in_zone(key: str | None):
-    """Billing days and months inside are those of zone `key` (None or "": the configured zone)."""
-    token = _zone_of_closed_month.set(key or None)
-    try:
-        yield
-    finally:
-        _zone_of_closed_month.reset(token)
-
-
-def local_midnight(day: date, zone: ZoneInfo) -> datetime:
-    """The first instant of a billing-zone day, in UTC. Where DST starts at midnight (the
-    local midnight does not exist) it is the first local instant of the day (fold=0 reads the
-    missing wall time with the offset in force before the gap)."""
-    return datetime.combine(day, time.min, tzinfo=zone).astimezone(timezone.utc)
 
 
 def parse_instant(text: str, *, name: str = "time", zone: ZoneInfo | None = None) -> datetime:
