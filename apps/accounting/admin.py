@@ -5,8 +5,10 @@ from django import forms
 
 from apps.teams.models import NamespaceAssignment
 
-from apps.accounting.actions.periods import (ActionError, do_assign_namespace, do_close_period, do_delete_rate, do_reopen_period,
-                      do_save_rate)
+from apps.accounting.actions.audit import ActionError
+from apps.accounting.actions.namespaces import do_assign_namespace
+from apps.accounting.actions.periods import do_close_period, do_reopen_period
+from apps.accounting.actions.rates import do_delete_rate, do_save_rate
 from .models import BillingPeriod, NodePool, Rate, StatementLine
 
 

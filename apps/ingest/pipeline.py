@@ -19,7 +19,7 @@ from django.db import DatabaseError, InterfaceError, OperationalError, connectio
 from django.utils import timezone as djtz
 
 from apps.accounting.db.bulk import collector_paused
-from apps.accounting.stored.refresh import months_of, refresh_after_commit
+from apps.accounting.stored import months_of, refresh_after_commit
 from apps.accounting.calendar.zone import days_touched
 from apps.accounting.usage.daily import rebuild_days
 from apps.clusters.models import Cluster

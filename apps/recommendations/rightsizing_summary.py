@@ -18,8 +18,8 @@ from decimal import Decimal
 
 from django.utils import timezone
 
-from apps.accounting.stored.responses import body
-from apps.accounting.stored.inputs import OWNERS, RATES
+from apps.accounting.stored import month_body as body
+from apps.accounting.stored import OWNERS, RATES
 from apps.accounting.ledger.answer import usage_version
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.cells import UsageFilter

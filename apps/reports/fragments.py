@@ -25,7 +25,7 @@ from django.conf import settings
 from django.core.signals import setting_changed
 from django.dispatch import receiver
 
-from apps.accounting.stored.responses import body as month_body
+from apps.accounting.stored import month_body
 
 
 def fragment(period: str | None, view: str, version: str | None, params, templates: tuple[str, ...], render) -> str:

@@ -4,7 +4,7 @@ A claim is a (namespace, team label) that the namespace's label history holds. O
 with `label_trust = approve` it counts only once approved, from the hour the admin says; until
 then the namespace's hours stay with the team it had before (or `unassigned`). Decisions go
 through `do_decide_claim` (one transaction, one audit row); mapping the namespace to a team
-instead is the dated admin mapping (`apps.accounting.actions.periods.do_assign_namespace`).
+instead is the dated admin mapping (`apps.accounting.actions.namespaces.do_assign_namespace`).
 """
 from __future__ import annotations
 

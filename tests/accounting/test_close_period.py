@@ -6,7 +6,9 @@ from decimal import Decimal
 import pytest
 from django.core.management import CommandError, call_command
 
-from apps.accounting.actions.periods import ActionError, NotAllowed, do_assign_namespace, do_close_period, do_reopen_period
+from apps.accounting.actions.audit import ActionError, NotAllowed
+from apps.accounting.actions.namespaces import do_assign_namespace
+from apps.accounting.actions.periods import do_close_period, do_reopen_period
 from apps.accounting.models import BillingPeriod, Rate, UsageHour
 from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
@@ -121,7 +123,7 @@ def test_close_period_command(march, finance):
 
 
 def test_rate_changes_are_audited_old_to_new(march, admin_user):
-    from apps.accounting.actions.periods import do_save_rate
+    from apps.accounting.actions.rates import do_save_rate
     _, _, rate, _ = march
     rate.hourly_rate = Decimal("2.50")
     do_save_rate(admin_user, rate)

@@ -12,7 +12,8 @@ import pytest
 from django.db import connection
 
 from apps.accounting.actions import periods as actions
-from apps.accounting.actions.periods import ActionError, do_close_period, do_reopen_period
+from apps.accounting.actions.audit import ActionError
+from apps.accounting.actions.periods import do_close_period, do_reopen_period
 from apps.accounting.models import BillingPeriod, FrozenDay
 from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload

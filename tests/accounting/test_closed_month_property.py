@@ -11,7 +11,8 @@ from hypothesis import HealthCheck, given, settings as hsettings
 from hypothesis import strategies as st
 from openpyxl import load_workbook
 
-from apps.accounting.actions.periods import do_assign_namespace, do_close_period
+from apps.accounting.actions.namespaces import do_assign_namespace
+from apps.accounting.actions.periods import do_close_period
 from apps.accounting.models import NodePool, Rate, UsageHour
 from apps.clusters.models import Cluster
 from apps.teams.models import Namespace

@@ -16,7 +16,9 @@ from apps.accounting.stored import answers
 from apps.accounting.ledger import answer as months
 from apps.accounting.stored import rows as stored_rows
 from apps.accounting.stored.provenance import computed_on_read, recomputed
-from apps.accounting.actions.periods import do_assign_namespace, do_close_period, do_reopen_period, do_save_rate
+from apps.accounting.actions.namespaces import do_assign_namespace
+from apps.accounting.actions.periods import do_close_period, do_reopen_period
+from apps.accounting.actions.rates import do_save_rate
 from apps.accounting.stored.versions import read_inputs, stored_answers
 from apps.accounting.core.periods import period_bounds
 from apps.accounting.models import MonthAnswer

@@ -22,7 +22,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.accounting.stored.provenance import recomputed
-from apps.accounting.actions.periods import do_assign_namespace, do_save_rate
+from apps.accounting.actions.namespaces import do_assign_namespace
+from apps.accounting.actions.rates import do_save_rate
 from apps.accounting.forecast.stored import fleet_forecast
 from apps.accounting.models import MonthBody, Rate
 from apps.accounting.forecast.teams import month_forecast

@@ -12,7 +12,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.accounting.stored import versions as input_versions
-from apps.accounting.actions.periods import do_assign_namespace, do_close_period, do_reopen_period, do_save_rate
+from apps.accounting.actions.namespaces import do_assign_namespace
+from apps.accounting.actions.periods import do_close_period, do_reopen_period
+from apps.accounting.actions.rates import do_save_rate
 from apps.accounting.stored.answers import compact_input_changes
 from apps.accounting.stored.versions import read_inputs
 from apps.accounting.models import MonthAnswer, MonthBody, NodePool, UsageHour

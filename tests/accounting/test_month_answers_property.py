@@ -12,7 +12,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from django.db import transaction
 
-from apps.accounting.actions.periods import ActionError, do_assign_namespace, do_close_period, do_reopen_period
+from apps.accounting.actions.audit import ActionError
+from apps.accounting.actions.namespaces import do_assign_namespace
+from apps.accounting.actions.periods import do_close_period, do_reopen_period
 from apps.accounting.core.periods import period_bounds
 from apps.accounting.models import BillingPeriod, NodePool, Rate
 from apps.accounting.ledger.answer import closed_periods, late_cells, month_late_cells, month_lines, own_cells, own_days

@@ -9,7 +9,8 @@ from django.test.utils import CaptureQueriesContext
 from django.db import connection
 
 from apps.accounting.stored import refresh
-from apps.accounting.actions.periods import do_assign_namespace, do_save_rate
+from apps.accounting.actions.namespaces import do_assign_namespace
+from apps.accounting.actions.rates import do_save_rate
 from apps.accounting.stored.answers import proven
 from apps.accounting.stored.versions import read_inputs, stored_answers
 from apps.accounting.models import MonthAnswer

@@ -5,7 +5,8 @@ import pytest
 from django.core import checks
 from django.core.management import CommandError, call_command
 
-from apps.accounting.actions.periods import ActionError, do_close_period
+from apps.accounting.actions.audit import ActionError
+from apps.accounting.actions.periods import do_close_period
 from apps.accounting.models import BillingPeriod
 
 from tests.support.factories import make_cluster, make_device, make_namespace, make_rate, make_usage, utc

@@ -171,7 +171,8 @@ def bench_api(results: dict) -> None:
     from django.core.management import call_command
     from django.test import Client
 
-    from apps.accounting.actions.periods import do_close_period, do_reopen_period, do_save_rate
+    from apps.accounting.actions.periods import do_close_period, do_reopen_period
+    from apps.accounting.actions.rates import do_save_rate
     from apps.accounting.ledger.answer import prepare_month
     from apps.accounting.models import Rate
     from apps.simulator.benchseed import seed_month

@@ -16,7 +16,8 @@ import pytest
 from django.contrib.auth.models import User
 from rest_framework.test import APIClient
 
-from apps.accounting.actions.periods import do_assign_namespace, do_close_period
+from apps.accounting.actions.namespaces import do_assign_namespace
+from apps.accounting.actions.periods import do_close_period
 from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
 from apps.accounting.usage.cells import UsageFilter, usage_cells

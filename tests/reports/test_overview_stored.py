@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounting.actions.periods import do_save_rate
+from apps.accounting.actions.rates import do_save_rate
 from apps.accounting.models import MonthBody, Rate
 from apps.accounting.usage.cells import UsageFilter
 from apps.reports.data.overview_store import KEY

@@ -16,7 +16,8 @@ from django.conf import settings as django_settings
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from apps.accounting.actions.periods import do_assign_namespace, do_save_rate
+from apps.accounting.actions.namespaces import do_assign_namespace
+from apps.accounting.actions.rates import do_save_rate
 from apps.accounting.models import MonthBody, Rate
 from apps.clusters.models import Cluster
 from apps.teams.models import Namespace, Team

@@ -12,7 +12,8 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
-from apps.accounting.actions.periods import ActionError, do_close_period, do_reopen_period
+from apps.accounting.actions.audit import ActionError
+from apps.accounting.actions.periods import do_close_period, do_reopen_period
 from apps.accounting.models import BillingPeriod
 from apps.accounting.signals import period_closed
 from apps.clusters.models import Cluster

@@ -1,8 +1,8 @@
-"""The writes that matter in accounting, one function each, atomic and audited (docs/conventions.md, "Writes that matter")."""
+"""Closing and reopening a billing month, and who may: atomic and audited (docs/chargeback.md,
+"3. Close the month")."""
 from __future__ import annotations
 
 import contextlib
-from datetime import date
 
 from django.conf import settings
 from django.db import OperationalError, connection, transaction
@@ -10,11 +10,10 @@ from django.db.models import Min
 from django.utils import timezone
 
 from apps.teams.access import can_close_periods, is_admin
-from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
 
 from apps.accounting.db.bulk import beside_in_snapshot, collector_paused, insert_rows, one_snapshot, planner_settings
 from apps.accounting.core.lines import Line, build_lines, cost_by_currency
-from apps.accounting.core.periods import last_day, parse_period, period_bounds, period_of
+from apps.accounting.core.periods import parse_period, period_bounds
 from apps.accounting.core.rounding import present
 from apps.accounting.checks import closed_in_other_zones, zone_change
 from apps.accounting.ledger.frozen import CELL_COLUMNS, booked_elsewhere, freeze_select, unfreeze, write_cells
@@ -28,14 +27,7 @@ from apps.accounting.stored.spans import merged_in_db
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.cells import CELL_SQL_COLUMNS, UsageFilter, fixed_day_cells
 
-
-class ActionError(ValueError):
-    """A refused write; the message says why, for the API, the page and the CLI alike."""
-
-
-class NotAllowed(ActionError):
-    """The actor may not do this at all: pages and the API answer it with a 403."""
-
+from apps.accounting.actions.audit import ActionError, NotAllowed, audit
 
 # Who may close and reopen a month is decided here and only here; the page, the API, the
 # Django admin and the command line all ask these (docs/chargeback.md, "Who may close").
@@ -63,63 +55,6 @@ def check_may_reopen(actor) -> None:
     if not is_admin(actor):
         raise NotAllowed(REOPEN_REFUSED)
 
-
-def _audit(actor, action, target, old=None, new=None):
-    AuditEvent.objects.create(actor=actor if actor and actor.is_authenticated else None, action=action,
-                              target=target, old_value=old, new_value=new)
-
-
-# ---------------------------------------------------------------- rates
-
-def do_import_rate_file(data: bytes, actor=None, source="") -> list[Rate]:
-    """A rate-card CSV as uploaded or read from disk: every row or none. Raises RateFileError
-    listing each bad line (or the file's encoding) — the command line and the admin's upload
-    page both call this (docs/chargeback.md)."""
-    from apps.accounting.models import PRICE_CLASSES
-    from apps.accounting.pricing.rate_csv import RateFileError, parse_rates
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise RateFileError([f"the file is not UTF-8 text (byte {exc.start}): save it as CSV UTF-8"])
-    text = text.replace("\r\n", "\n").replace("\r", "\n")   # universal newlines, as a text file is read
-    existing = set(Rate.objects.values_list("gpu_model", "mig_profile", "price_class", "effective_from"))
-    return do_import_rates(parse_rates(text, PRICE_CLASSES, existing), actor=actor, source=source)
-
-
-def do_import_rates(entries, actor=None, source="") -> list[Rate]:
-    with transaction.atomic():
-        rates = [Rate(gpu_model=e.gpu_model, mig_profile=e.mig_profile, price_class=e.price_class,
-                      hourly_rate=e.hourly_rate, currency=e.currency, effective_from=e.effective_from)
-                 for e in entries]
-        for r in rates:
-            r.full_clean()
-            r.save()
-        _audit(actor, "rates.import", source or "csv", None, [r.as_dict() for r in rates])
-    return rates
-
-
-def do_save_rate(actor, rate: Rate) -> Rate:
-    """Create or change one rate (admin page, REST API); the audit row keeps old → new."""
-    with transaction.atomic():
-        old = None
-        if rate.pk:
-            old = Rate.objects.select_for_update().get(pk=rate.pk).as_dict()
-        rate.full_clean()
-        rate.save()
-        rate.refresh_from_db()  # the stored value (6 decimal places), so old and new read alike
-        _audit(actor, "rate.change" if old else "rate.create", f"rate {rate.pk}", old, rate.as_dict())
-    return rate
-
-
-def do_delete_rate(actor, rate: Rate) -> None:
-    with transaction.atomic():
-        old = rate.as_dict()
-        pk = rate.pk
-        rate.delete()
-        _audit(actor, "rate.delete", f"rate {pk}", old, None)
-
-
-# ---------------------------------------------------------------- periods
 
 def _period(text: str) -> str:
     try:
@@ -254,7 +189,7 @@ def _close(period: str, actor) -> BillingPeriod:
     bp.rate_card_version, bp.rate_card_changed_at = last if last else (None, None)
     bp.save()
     totals = {c: present(a, c) for c, a in cost_by_currency(computed.lines).items()}
-    _audit(actor, "period.close", period, {"closed": False},
+    audit(actor, "period.close", period, {"closed": False},
            {"closed": True, "lines": len(computed.lines), "cost_by_currency": totals,
             "adjusted_periods": sorted(computed.deltas)})
     announce_close(bp)   # after commit: statements by e-mail (apps/accounting/signals.py)
@@ -336,34 +271,6 @@ def do_reopen_period(period: str, actor) -> BillingPeriod:
         bp.closed_at = None
         bp.closed_by = None
         bp.save()
-        _audit(actor, "period.reopen", period, old, {"closed": False})
+        audit(actor, "period.reopen", period, old, {"closed": False})
         refresh_after_commit([period])   # open again: its own parts are read, and kept current
     return bp
-
-
-# ---------------------------------------------------------------- namespace → team
-
-def do_assign_namespace(namespace: Namespace, team: Team, effective_from: date, actor=None) -> NamespaceAssignment:
-    """Move a namespace to a team from a billing-zone date on. Closed months keep their
-    mapping: a move that would be in force during a closed month is refused."""
-    with transaction.atomic():
-        blocking = (BillingPeriod.objects.select_for_update().filter(closed_at__isnull=False)
-                    .filter(period__gte=period_of(effective_from)).order_by("-period").first())
-        if blocking is not None:
-            raise ActionError(f"{blocking.period} is closed; a move dated {effective_from} would change it. "
-                              f"Date it {_day_after(blocking.period)} "
-                              "or later, or have an admin reopen the period")
-        old = (NamespaceAssignment.objects.filter(namespace=namespace, effective_from__lte=effective_from)
-               .select_related("team").order_by("-effective_from").first())
-        assignment, _ = NamespaceAssignment.objects.update_or_create(
-            namespace=namespace, effective_from=effective_from,
-            defaults={"team": team, "created_by": actor if actor and actor.is_authenticated else None},
-        )
-        _audit(actor, "namespace.assign", str(namespace),
-               {"team": old.team.name, "effective_from": old.effective_from.isoformat()} if old else None,
-               {"team": team.name, "effective_from": effective_from.isoformat()})
-    return assignment
-
-
-def _day_after(period: str) -> date:
-    return date.fromordinal(last_day(period).toordinal() + 1)

@@ -199,8 +199,9 @@ def _history(days: dict[date, list], today: date, owned) -> list[tuple[date, dic
 
 def _booked(period: str, teams, cluster) -> dict[str, dict[str, Decimal]]:
     """team -> {currency: its money on the month's ledger} (usage and adjustments, as shown)."""
-    from apps.accounting.ledger.money import money_by, month_ledger
-    lines = [line for line in month_ledger(period).lines
+    from apps.accounting.ledger.money import money_by
+    from apps.accounting.ledger.statements import statement
+    lines = [line for line in statement(period).lines
              if line.team and (teams is None or line.team in teams) and (not cluster or line.cluster == cluster)]
     return {team: dict(m.costs) for team, m in money_by(lines, lambda line: line.team).items() if m.costs}
 

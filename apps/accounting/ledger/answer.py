@@ -1,11 +1,13 @@
-"""A billing month's answer, the one way every surface reads it (docs/performance.md).
+"""A billing month's answer as computed and stored: the cells and lines `statements.statement`
+is made of (docs/performance.md, "Stored month answers").
 
 `month_lines(period)` is an open month's statement lines — its own usage lines and the
 adjustments for the closed months right before it — exactly `statements.compute_open(period)`,
-read from the stored answers (`answers.py`) when they are current. `window_cells(f)` is
+read from the stored answers (`stored/answers.py`) when they are current. `window_cells(f)` is
 `usage_cells(f, per_day=False)`, from the month's stored cells when the window is a whole
-billing month. The chargeback API and page, its CSV and XLSX, the FOCUS export and the usage
-API's month rows all read through these two.
+billing month. The statement and the usage API's month rows read through these two; pages and
+the API also read here the versions that key their stored bodies (`statement_version`,
+`usage_version`).
 """
 from __future__ import annotations
 

@@ -1,9 +1,10 @@
-"""A month's ledger: the one place a month's money is read from (docs/chargeback.md, "One
-month, one answer").
+"""A month's money as the views split it: by team, by namespace, by day, and the hours that
+arrived after a close (docs/chargeback.md, "One month, one answer").
 
-The ledger of a month is its statement (`statements.statement`): for a closed month its frozen
+Every figure here is cut from the month's statement (`statements.statement`, the one read of a
+month): for a closed month its frozen
 lines, for an open month its live lines with the adjustments for the closed months before it,
-rounded once as a whole (`calc.shown_amounts`). Every view of a whole month's money — the
+rounded once as a whole (`rounding.shown_amounts`). Every view of a whole month's money — the
 chargeback page and API, the usage API's month rows by team or namespace, the team page's
 months, the overview, budget alerts — reads its figures from here, so a month shows one
 figure per team and per namespace wherever it is looked at.
@@ -29,15 +30,10 @@ from apps.accounting.ledger.frozen import frozen_cells
 from apps.accounting.stored.responses import body
 from apps.accounting.stored.versions import read_inputs, stored_answers
 from apps.accounting.ledger.answer import closed_periods, month_late_cells, statement_version
-from apps.accounting.ledger.statements import Statement, statement
+from apps.accounting.ledger.statements import statement
 from apps.accounting.usage.cells import UNASSIGNED
 
 OWN_USAGE = ("usage",)           # a team's own allocated usage of the month (no adjustments, no idle)
-
-
-def month_ledger(period: str) -> Statement:
-    """The month's statement lines, each with its shown cost (unallocated cost apart)."""
-    return statement(period)
 
 
 @dataclass
@@ -101,7 +97,7 @@ def usage_money(period: str, group_by: str, teams=None, lines: list[Line] | None
     from their hours)."""
     if group_by not in ("team", "namespace"):
         return None
-    lines = month_ledger(period).lines if lines is None else lines
+    lines = statement(period).lines if lines is None else lines
     lines = [line for line in lines if teams is None or line.team in teams]
     key_of = (lambda line: line.team or UNASSIGNED) if group_by == "team" else (lambda line: line.namespace)
     return {key: (*money.single, shown_hours(money.unpriced_seconds))
@@ -219,7 +215,7 @@ def team_month(period: str, team: str, cluster: str | None = None) -> dict:
         closed, teams = kept
         out = _figures_back(orjson.loads(teams[team])) if team in teams else _team_figures(team, [])
     else:
-        stmt = month_ledger(period)
+        stmt = statement(period)
         closed = stmt.closed
         out = _team_figures(team, [line for line in stmt.lines
                                    if line.team == team and (not cluster or line.cluster == cluster)])
@@ -241,7 +237,7 @@ def team_months(period: str) -> tuple[bool, dict[str, str]] | None:
         return None
 
     def render() -> bytes:
-        stmt = month_ledger(period)
+        stmt = statement(period)
         by_team: dict[str, list[Line]] = defaultdict(list)
         for line in stmt.lines:
             if line.team:
@@ -277,4 +273,4 @@ def _figures_back(data: dict) -> dict:
     return {**data, "money": {c: Decimal(a) for c, a in data["money"].items()}}
 
 
-__all__ = ["month_ledger", "money_by", "closed_money_by_day", "usage_money", "late_hours", "late_by_team", "team_month", "team_months", "Money", "LateHours", "OWN_USAGE"]
+__all__ = ["money_by", "closed_money_by_day", "usage_money", "late_hours", "late_by_team", "team_month", "team_months", "Money", "LateHours", "OWN_USAGE"]

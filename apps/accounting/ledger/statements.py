@@ -1,5 +1,7 @@
-"""Monthly chargeback statements: open periods from the stored month answers (computed when
-stale, docs/performance.md), closed periods read back from their frozen lines.
+"""A month's statement, the one read of a month's money (docs/chargeback.md, "One month, one
+answer"): an open month's lines from its stored answer (`answer.py`, computed when stale), a closed
+month's read back from its frozen lines. Every other view of a month (`money.py`, `facts.py`,
+`daily_money.py`, the forecast) is cut from `statement(period)`.
 
 A statement here is data: its lines with their exact and shown costs as Decimals. How it is
 shown — the rows the API, the CSV, the XLSX and the HTML page all show — is

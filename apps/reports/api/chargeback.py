@@ -8,8 +8,9 @@ from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.views import APIView
 
-from apps.accounting.actions.periods import ActionError, NotAllowed, do_close_period, do_reopen_period
-from apps.accounting.stored.responses import scope_tag
+from apps.accounting.actions.audit import ActionError, NotAllowed
+from apps.accounting.actions.periods import do_close_period, do_reopen_period
+from apps.accounting.stored import scope_tag
 from apps.accounting.query.filters import PERIOD_PATTERN, iso_utc as iso, parse_choice, parse_period_param
 from apps.accounting.ledger.answer import month_bounds, statement_version
 from apps.accounting.ledger.statements import SHARED_IDLE, clusters_behind, default_period, statement

@@ -13,8 +13,8 @@ from __future__ import annotations
 import logging
 from types import SimpleNamespace
 
-from apps.accounting.stored.responses import body as month_body
-from apps.accounting.stored.versions import stored_answers
+from apps.accounting.stored import month_body
+from apps.accounting.stored import stored_answers
 from apps.accounting.query.filters import iso_utc as iso
 from apps.accounting.ledger.answer import month_bounds, statement_version, usage_version
 from apps.accounting.usage.cells import UsageFilter

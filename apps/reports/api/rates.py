@@ -11,7 +11,7 @@ from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounting.actions.periods import do_delete_rate, do_save_rate
+from apps.accounting.actions.rates import do_delete_rate, do_save_rate
 from apps.accounting.core.currencies import ISO_4217
 from apps.accounting.query.filters import parse_choice
 from apps.accounting.models.rates import PRICE_CLASSES, NodePool, Rate

@@ -10,7 +10,7 @@ import re
 from django.utils.cache import patch_vary_headers
 from rest_framework.response import Response
 
-from apps.accounting.stored.responses import body as month_body
+from apps.accounting.stored import month_body
 from apps.web.rendered import Rendered, render_plain
 
 # As Django's GZipMiddleware reads Accept-Encoding, plus an explicit "gzip;q=0" refusing it.

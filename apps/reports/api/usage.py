@@ -7,7 +7,7 @@ from rest_framework.views import APIView
 from apps.accounting.query.filters import filter_from, iso_utc as iso, parse_choice
 from apps.accounting.pricing.rates import price_usage_rows_detail
 from apps.accounting.core.measures import shown_hours, shown_ratio
-from apps.accounting.stored.responses import scope_tag
+from apps.accounting.stored import scope_tag
 from apps.accounting.ledger.money import usage_money
 from apps.accounting.ledger.answer import usage_version, whole_month, window_cells
 from apps.accounting.usage.cells import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells

@@ -10,7 +10,7 @@ from dataclasses import asdict, fields
 from datetime import date
 from decimal import Decimal
 
-from apps.accounting.stored.responses import body as month_body
+from apps.accounting.stored import month_body
 from apps.accounting.ledger.answer import usage_version
 from apps.accounting.usage.cells import UsageFilter, UsageRow
 

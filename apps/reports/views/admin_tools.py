@@ -3,7 +3,9 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils import timezone as djtz
 
-from apps.accounting.actions.periods import ActionError, do_assign_namespace, do_import_rate_file
+from apps.accounting.actions.audit import ActionError
+from apps.accounting.actions.namespaces import do_assign_namespace
+from apps.accounting.actions.rates import do_import_rate_file
 from apps.accounting.pricing.rate_csv import COLUMNS as RATE_COLUMNS, OPTIONAL as RATE_OPTIONAL, RateFileError
 from apps.accounting.calendar.zone import billing_zone
 from apps.ingest.models import IngestRun

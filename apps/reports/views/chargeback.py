@@ -10,9 +10,10 @@ from django.utils.safestring import mark_safe
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
-from apps.accounting.actions.periods import ActionError, NotAllowed, before_history, check_may_close, do_close_period, may_close
-from apps.accounting.stored.provenance import computed_here
-from apps.accounting.stored.responses import scope_tag
+from apps.accounting.actions.audit import ActionError, NotAllowed
+from apps.accounting.actions.periods import before_history, check_may_close, do_close_period, may_close
+from apps.accounting.stored import computed_here
+from apps.accounting.stored import scope_tag
 from apps.accounting.core.periods import next_period, parse_period, period_bounds, prev_period
 from apps.accounting.query.filters import parse_period_param
 from apps.accounting.ledger.money import late_hours

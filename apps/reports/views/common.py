@@ -5,7 +5,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
-from apps.accounting.stored.versions import versions_read_once
+from apps.accounting.stored import versions_read_once
 from apps.accounting.query.filters import filter_from
 from apps.accounting.usage.team_mapping import cluster_names, team_names
 from apps.accounting.calendar.zone import billing_zone

@@ -6,7 +6,8 @@ from django.utils.safestring import mark_safe
 from dataclasses import replace
 from decimal import Decimal
 
-from apps.accounting.ledger.money import OWN_USAGE, closed_money_by_day, money_by, month_ledger
+from apps.accounting.ledger.money import OWN_USAGE, closed_money_by_day, money_by
+from apps.accounting.ledger.statements import statement
 from apps.accounting.ledger.answer import whole_month
 from apps.accounting.usage.cells import UNASSIGNED, group_cells, usage_cells
 
@@ -92,7 +93,7 @@ def _from_ledger(f, data) -> None:
     period = whole_month(f)
     if period is None or f.cluster or f.namespaces is not None or f.gpu_models is not None:
         return
-    lines = [line for line in month_ledger(period).lines if f.teams is None or line.team in f.teams]
+    lines = [line for line in statement(period).lines if f.teams is None or line.team in f.teams]
     by_team = money_by(lines, lambda line: line.team or UNASSIGNED, OWN_USAGE)
     total = money_by(lines, lambda line: "", OWN_USAGE).get("")
 

@@ -7,10 +7,10 @@ from django.template.loader import render_to_string
 from django.utils import timezone
 from django.utils.safestring import mark_safe
 
-from apps.accounting.stored.versions import prefetch_versions
+from apps.accounting.stored import prefetch_versions
 from apps.accounting.core.periods import period_of, prev_period
 from apps.accounting.forecast.stored import forecast_version
-from apps.accounting.stored.inputs import QUOTA
+from apps.accounting.stored import QUOTA
 from apps.accounting.ledger.answer import usage_version, whole_month
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.cells import UsageFilter, group_cells

@@ -2,7 +2,8 @@
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.accounting.actions.periods import ActionError, do_close_period
+from apps.accounting.actions.audit import ActionError
+from apps.accounting.actions.periods import do_close_period
 
 
 class Command(BaseCommand):

@@ -3,7 +3,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from apps.accounting.actions.periods import do_import_rate_file
+from apps.accounting.actions.rates import do_import_rate_file
 from apps.accounting.pricing.rate_csv import RateFileError
 
 
