@@ -12,7 +12,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from apps.accounting.core.rounding import present
-from apps.accounting.core.measures import gpu_hours, shown_hours, shown_ratio
+from apps.accounting.core.measures import gpu_hours, hours_of, shown_hours, shown_ratio
 from apps.accounting.query.filters import ReportFilter
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.workloads import POD_KIND, WorkloadUsage, workload_usage
@@ -98,7 +98,7 @@ def assess(u: WorkloadUsage, window: tuple[datetime, datetime], params: rs.Param
         idle_gpu_seconds=u.idle_gpu_seconds, activity_p95=u.activity_p95,
         fb_peak_mib=u.fb_peak_mib, fb_p95_mib=u.fb_p95_mib)
     advice = rs.advise(observed, params)
-    history_hours = (window[1] - max(window[0], u.first_hour)).total_seconds() / 3600
+    history_hours = hours_of((window[1] - max(window[0], u.first_hour)).total_seconds())
     instance_hours = gpu_hours(u.mig_seconds if u.mig_profile else u.gpu_seconds)
     now_rate = rate(u.gpu_model, u.mig_profile)
     advised = None

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 from apps.accounting.stored.versions import versions_read_once
 from apps.accounting.models import NodePool
 from apps.accounting.usage.price_classes import price_class_expr
-from apps.accounting.usage.cells import cluster_names
+from apps.accounting.usage.cells import cluster_name_by_id
 from apps.clusters.models import Cluster
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +23,7 @@ def test_node_pools_and_cluster_names_read_once_a_page():
     NodePool.objects.create(cluster=a, name="spot", host_pattern="spot-*", price_class="spot")
     with versions_read_once(), CaptureQueriesContext(connection) as page:
         first, second = price_class_expr({a.pk}), price_class_expr({a.pk})
-        assert cluster_names() == cluster_names() == {a.pk: "a"}
+        assert cluster_name_by_id() == cluster_name_by_id() == {a.pk: "a"}
     assert str(first) == str(second) and "spot" in str(first)
     assert pool_reads(page.captured_queries) == 1
     assert sum("clusters_cluster" in q["sql"] for q in page.captured_queries) == 1
@@ -33,7 +33,7 @@ def test_node_pools_and_cluster_names_read_once_a_page():
     b = Cluster.objects.create(name="b", prometheus_url="http://prom-b:9090")
     with versions_read_once(), CaptureQueriesContext(connection) as later:
         assert "reserved" in str(price_class_expr({a.pk}))
-        assert cluster_names() == {a.pk: "a", b.pk: "b"}
+        assert cluster_name_by_id() == {a.pk: "a", b.pk: "b"}
     assert pool_reads(later.captured_queries) == 1
 
     # outside a page (a task, an export), every call reads

@@ -72,6 +72,15 @@ def test_bad_period_is_explained(month, finance):
     assert response.status_code == 400 and "is not a month like 2026-03" in response.content.decode()
 
 
+def test_bad_shared_idle_is_refused_as_the_api_refuses_it(month, finance):
+    """The page and the API parse the query string alike (docs/conventions.md, "A query string is
+    parsed once"): an unknown `shared_idle` is a 400 naming it on both, not a silent default."""
+    page = client_for(finance).get("/chargeback/", {"period": "2026-03", "shared_idle": "evenly"})
+    api = client_for(finance).get("/api/v1/chargeback/", {"period": "2026-03", "shared_idle": "evenly"})
+    assert page.status_code == 400 and "shared_idle" in page.content.decode()
+    assert api.status_code == 400 and "shared_idle" in api.content.decode()
+
+
 def test_default_month_is_the_last_one_with_usage_or_this_one(client, django_user_model):
     """A portal in its first month opens on the month to date, not on an empty last month."""
     from datetime import datetime, timedelta, timezone

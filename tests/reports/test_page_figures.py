@@ -229,9 +229,9 @@ def test_every_chart_carries_plotly_whites_template_as_plotly_would_set_it():
 
     import plotly.graph_objects as go
 
-    from apps.reports import figures
+    from apps.reports import charts
 
-    fragment = figures.efficiency_trend([type("Day", (), {"day": "2026-03-01", "efficiency": 0.5})(),
+    fragment = charts.efficiency_trend([type("Day", (), {"day": "2026-03-01", "efficiency": 0.5})(),
                                          type("Day", (), {"day": "2026-03-02", "efficiency": 0.25})()])
     spec = json.loads(re.search(r'<script type="application/json"[^>]*>(.*?)</script>', fragment, re.S).group(1))
     plotly_way = go.Figure()

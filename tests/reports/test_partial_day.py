@@ -14,7 +14,7 @@ from django.utils import timezone as dj_timezone
 from apps.accounting.models import UsageHour
 from apps.accounting.usage.cells import UsageFilter
 from apps.clusters.models import Cluster
-from apps.reports import figures
+from apps.reports import charts
 from apps.reports.data.overview import DayTotals, PartialDay, partial_day
 
 from tests.support.page_seed import H100
@@ -41,7 +41,7 @@ def test_the_fleet_chart_scales_and_marks_the_partial_day():
     # 16 GPUs: 384 GPU-hours a whole day; today 20 hours of data = 320 (all unallocated here)
     days = [DayTotals(date(2026, 11, 25), unallocated_gpu_seconds=384 * 3600.0),
             DayTotals(date(2026, 11, 26), unallocated_gpu_seconds=320 * 3600.0)]
-    spec = spec_of(figures.fleet_area(days, True, PartialDay(date(2026, 11, 26), 20, 24)))
+    spec = spec_of(charts.fleet_area(days, True, PartialDay(date(2026, 11, 26), 20, 24)))
     unallocated = next(t for t in spec["data"] if t["name"] == "unallocated")
     assert unallocated["y"] == [384.0, 384.0]                      # 320 × 24 / 20
     axis = spec["layout"]["xaxis"]
@@ -53,7 +53,7 @@ def test_the_fleet_chart_scales_and_marks_the_partial_day():
 
 def test_the_last_day_of_a_long_window_has_its_label():
     days = [DayTotals(date(2026, 10, 1) + timedelta(days=i), allocated_gpu_seconds=3600.0) for i in range(31)]
-    axis = spec_of(figures.fleet_area(days, False))["layout"]["xaxis"]
+    axis = spec_of(charts.fleet_area(days, False))["layout"]["xaxis"]
     assert axis["ticktext"][-1] == "Oct 31" and len(axis["ticktext"]) <= 14
     assert axis["tickvals"][-1].startswith("2026-10-31")
 

@@ -19,6 +19,11 @@ SHOWN_DIGITS = 6             # API answers and exports: hours and ratios to 6 de
 
 # ---------------------------------------------------------------- hours
 
+def hours_of(seconds) -> float:
+    """Seconds of a stretch of time as hours, unrounded: 5400 -> 1.5 (hours at a quota, lag)."""
+    return float(seconds) / SECONDS_PER_HOUR
+
+
 def gpu_hours(seconds) -> float:
     """GPU-seconds as GPU-hours (or MIG instance-seconds as instance-hours), unrounded:
     5400 → 1.5. Charts and sums use this; what is shown as a number goes through

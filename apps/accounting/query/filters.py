@@ -32,8 +32,8 @@ from apps.accounting.query import presets
 from apps.accounting.core.periods import parse_period
 # The patterns are what the parsers here accept, for the OpenAPI schema to state
 # (docs/api.md, "What a value may be").
-from apps.accounting.calendar.parse import INSTANT_PATTERN, PERIOD_PATTERN, parse_instant
-from apps.accounting.calendar.zone import billing_zone  # noqa: F401
+from apps.accounting.calendar.parse import INSTANT_PATTERN, PERIOD_PATTERN, parse_instant  # noqa: F401
+from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.cells import UsageFilter
 
 DEFAULT_DAYS = 7

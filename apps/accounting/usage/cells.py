@@ -50,7 +50,7 @@ class UsageFilter:
     gpu_models: frozenset[str] | None = None
 
 
-def cluster_names() -> dict[int, str]:
+def cluster_name_by_id() -> dict[int, str]:
     """{cluster id: name} of every cluster, read once a page (`input_versions.read_once`)."""
     return read_once("cluster names", lambda: dict(Cluster.objects.values_list("id", "name")))
 

@@ -17,7 +17,7 @@ from django.db import connection
 from django.db.models import (Aggregate, CharField, Count, F, FloatField, Max, Min, OuterRef, Subquery, Sum, Value)
 from django.db.models.functions import Cast, Coalesce, Concat, NullIf
 
-from apps.accounting.core.measures import percentile
+from apps.accounting.core.measures import efficiency, percentile
 from apps.accounting.models import PodOwner, UsageHour
 
 POD_KIND = "Pod"
@@ -63,7 +63,7 @@ class WorkloadUsage:
     @property
     def activity(self) -> float | None:
         """Used ÷ allocated GPU-seconds over the window (docs/figures.md, efficiency)."""
-        return self.used_gpu_seconds / self.gpu_seconds if self.gpu_seconds > 0 else None
+        return efficiency(self.used_gpu_seconds, self.gpu_seconds)
 
     @property
     def devices_per_pod(self) -> float:

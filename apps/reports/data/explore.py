@@ -9,7 +9,7 @@ from apps.accounting.core.measures import efficiency, shown_hours, shown_ratio
 from apps.accounting.usage.reader import HourTeams
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.core.lines import Cell
-from apps.accounting.usage.cells import cluster_names, usage_cells
+from apps.accounting.usage.cells import cluster_name_by_id, usage_cells
 from apps.web.params import BadParameters
 from apps.accounting.query.filters import ReportFilter
 
@@ -102,7 +102,7 @@ def parse_options(params, sel: ReportFilter) -> ExploreOptions:
 
 def _hourly_cells(sel: ReportFilter, opts: ExploreOptions):
     """Usage cells of one hour each, straight from the hourly rows: (bucket, cell)."""
-    names = cluster_names()
+    names = cluster_name_by_id()
     f = sel.usage_filter(namespaces=frozenset({opts.namespace}) if opts.namespace else None,
                          gpu_models=frozenset({opts.gpu_model}) if opts.gpu_model else None)
     zone = billing_zone()

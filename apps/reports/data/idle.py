@@ -22,7 +22,7 @@ from apps.accounting.usage import reader as rollup_reader
 from apps.accounting.core.measures import efficiency, longest_idle_seconds, share, shown_hours, shown_ratio
 from apps.accounting.usage.reader import HourTeams
 from apps.accounting.core.lines import Cell
-from apps.accounting.usage.cells import cluster_names
+from apps.accounting.usage.cells import cluster_name_by_id
 from apps.web.params import BadParameters
 from apps.accounting.query.filters import ReportFilter
 
@@ -118,7 +118,7 @@ def idle_pods(sel: ReportFilter, opts: IdleOptions) -> list[IdlePod]:
     A pod whose namespace changed team in the window is listed once per team, with that
     team's hours (docs/teams-and-relabels.md, "Which team owns an hour")."""
     f, rule = sel.usage_filter(), HourTeams()
-    names = cluster_names()
+    names = cluster_name_by_id()
     pods: dict[tuple[int, str, str, str], IdlePod] = {}
     for t in rollup_reader.pod_totals(f, rule):
         if not t["idle_s"] or efficiency(t["used_s"], t["gpu_s"]) >= opts.max_utilization:
@@ -195,7 +195,7 @@ class Unallocated:
 def unallocated_capacity(sel: ReportFilter) -> list[Unallocated]:
     """Capacity no pod held, per cluster and GPU model (fleet-wide: not for team leads), with
     the unallocated usage cells that price it."""
-    clusters = cluster_names()
+    clusters = cluster_name_by_id()
     rows = rollup_reader.unallocated_rows(sel.usage_filter(), set(clusters))
     out: dict[tuple[str, str], Unallocated] = {}
     for r in rows:

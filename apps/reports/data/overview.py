@@ -9,7 +9,7 @@ from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from apps.accounting.calendar.zone import day_of, day_start
-from apps.accounting.core.measures import efficiency, gpu_hours, share, shown_hours
+from apps.accounting.core.measures import efficiency, gpu_hours, hours_of, share, shown_hours
 from apps.accounting.forecast.teams import watermarks
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.core.lines import Cell
@@ -86,7 +86,7 @@ def partial_day(f: UsageFilter, now: datetime | None = None) -> PartialDay | Non
     end = min(day_start(date.fromordinal(day.toordinal() + 1), zone), f.end)
     if horizon <= start or horizon >= end:
         return None
-    return PartialDay(day, (horizon - start).total_seconds() / 3600, (end - start).total_seconds() / 3600)
+    return PartialDay(day, hours_of((horizon - start).total_seconds()), hours_of((end - start).total_seconds()))
 
 
 def daily_totals(cells: list[Cell]) -> list[DayTotals]:
@@ -153,7 +153,7 @@ def ingest_freshness(now: datetime | None = None, stale_hours: float | None = No
     ).order_by("name")
     out = []
     for c in clusters:
-        lag = (now - c.ingested_until).total_seconds() / 3600.0 if c.ingested_until else None
+        lag = hours_of((now - c.ingested_until).total_seconds()) if c.ingested_until else None
         out.append(Freshness(
             cluster=c.name, ingested_until=c.ingested_until, lag_hours=lag,
             stale=lag is None or lag > stale_hours, last_status=c.last_status,

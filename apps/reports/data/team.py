@@ -9,7 +9,7 @@ from datetime import date, datetime, time, timedelta
 from django.utils import timezone
 
 from apps.accounting.core.periods import period_of
-from apps.accounting.core.measures import gpu_hours
+from apps.accounting.core.measures import gpu_hours, hours_of
 from apps.accounting.usage import reader as rollup_reader
 from apps.accounting.usage.reader import HourTeams
 from apps.accounting.ledger.money import team_month
@@ -125,7 +125,7 @@ def quota_use(sel: ReportFilter, team: str, resolver: TeamResolver | None = None
         if r["hard"] is not None:
             q.hard = r["hard"]   # the latest day's: the quota as it stands, as the advice reads it
         q.used_peak = _max(q.used_peak, r["used"])
-        q.hours_at_hard += (r["at_hard"] or 0.0) / 3600.0
+        q.hours_at_hard += hours_of(r["at_hard"] or 0.0)
     return sorted(out.values(), key=lambda q: (q.namespace, q.cluster_id))
 
 

@@ -14,8 +14,8 @@ from apps.accounting.actions.audit import ActionError, NotAllowed
 from apps.accounting.actions.periods import before_history, check_may_close, do_close_period, may_close
 from apps.accounting.stored import computed_here
 from apps.accounting.stored import scope_tag
-from apps.accounting.core.periods import next_period, parse_period, period_bounds, prev_period
-from apps.accounting.query.filters import parse_period_param
+from apps.accounting.core.periods import next_period, period_bounds, prev_period
+from apps.accounting.query.filters import parse_choice, parse_period_param
 from apps.accounting.ledger.money import late_hours
 from apps.accounting.models.periods import BillingPeriod
 from apps.accounting.usage.reader import has_usage
@@ -51,7 +51,10 @@ def statement_view(request):
     period, refused = _period(request)
     if refused:
         return refused
-    shared_idle = request.GET.get("shared_idle") if request.GET.get("shared_idle") in SHARED_IDLE else "apart"
+    try:
+        shared_idle = parse_choice(request.GET, "shared_idle", SHARED_IDLE, default="apart")
+    except BadParameters as exc:
+        return bad_request(request, exc.detail)
     team = request.GET.get("team") or ""
     if team:
         require_team(request.user, team, money=True)

@@ -4,7 +4,7 @@ from apps.web.csv import streaming_csv
 from apps.web.pages import bad_request
 from apps.web.params import BadParameters
 
-from .. import figures
+from .. import charts
 from ..data.explore import (CSV_COLUMNS, DEFAULT_SORT, GRAINS, MONEY_COLUMNS, MONEY_SORTS, SORTS, explore,
                             parse_options, row_order)
 from ..data.paging import page_of, parse_paging, sort_rows
@@ -54,7 +54,7 @@ def explorer(request, sel):
         "csv_url": "?" + csv_query.urlencode(),
         "sort_links": sort_links(request, paging, FIRST_DIRECTION | (MONEY_FIRST_DIRECTION if sel.money else {})), "page_links": page_links(request, shown),
         "gpu_models": sorted(set(Device.objects.exclude(model_name="").values_list("model_name", flat=True))),
-        "fig_heatmap": figures.efficiency_heatmap(result.heatmap),
+        "fig_heatmap": charts.efficiency_heatmap(result.heatmap),
     })
 
 

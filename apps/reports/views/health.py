@@ -1,4 +1,4 @@
-from .. import figures
+from .. import charts
 from ..data.health import HOT_SUSTAINED_SECONDS, device_health, energy_by_team_month, held_hours, hourly_health
 from .common import page, report_view
 
@@ -12,7 +12,7 @@ def health(request, sel):
     return page(request, sel, "reports/health.html", "health", {
         "flagged": [d for d in devices if d.flagged], "devices": devices, "energy": energy,
         "hot_minutes": HOT_SUSTAINED_SECONDS / 60,
-        "fig_temperature": figures.temperature_lines(hours),
-        "fig_power": figures.power_line(hours),
-        "fig_energy": figures.energy_bar(energy),
+        "fig_temperature": charts.temperature_lines(hours),
+        "fig_power": charts.power_line(hours),
+        "fig_energy": charts.energy_bar(energy),
     })

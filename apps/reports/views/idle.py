@@ -1,7 +1,7 @@
 from apps.web.pages import bad_request
 from apps.web.params import BadParameters
 
-from .. import figures
+from .. import charts
 from ..data.idle import (DEFAULT_SORT, SORTS, idle_pods, parse_idle_options, pod_cells, pod_order,
                          unallocated_capacity)
 from ..data.paging import page_of, parse_paging, sort_rows
@@ -42,5 +42,5 @@ def idle(request, sel):
         "unallocated": unallocated_rows,
         "csv_url": "/api/v1/idle/?" + api_query.urlencode(),
         "sort_links": sort_links(request, paging, FIRST_DIRECTION), "page_links": page_links(request, shown),
-        "fig_pods": figures.idle_pods_bar(pods),
+        "fig_pods": charts.idle_pods_bar(pods),
     })

@@ -11,7 +11,7 @@ from apps.accounting.ledger.statements import statement
 from apps.accounting.ledger.answer import whole_month
 from apps.accounting.usage.cells import UNASSIGNED, group_cells, usage_cells
 
-from .. import figures
+from .. import charts
 from ..data.overview import daily_totals, partial_day, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
 from ..data.overview_store import kept_html
 from ..money import load_rate_card, price_groups
@@ -50,10 +50,10 @@ def _figures(f, money: bool, fleet: bool) -> dict:
     idle_teams = top_idle_teams(spans)
     partial = partial_day(f)
     data = {"days": days, "teams": teams, "idle_teams": idle_teams, "models": models,
-            "fig_fleet": figures.fleet_area(days, fleet, partial),
-            "fig_efficiency": figures.efficiency_trend(days, partial),
-            "fig_idle_teams": figures.idle_teams_bar(idle_teams),
-            "fig_models": figures.models_bar(models) if fleet else None}
+            "fig_fleet": charts.fleet_area(days, fleet, partial),
+            "fig_efficiency": charts.efficiency_trend(days, partial),
+            "fig_idle_teams": charts.idle_teams_bar(idle_teams),
+            "fig_models": charts.models_bar(models) if fleet else None}
     if money:
         data.update(_money(cells, spans, days, teams, models))
         _from_ledger(f, data)

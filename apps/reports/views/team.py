@@ -16,7 +16,7 @@ from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.cells import UsageFilter, group_cells
 from apps.teams.access import require_team, sees_money_of, team_exists, team_scope
 
-from .. import figures
+from .. import charts
 from ..fragments import digest, fragment, fragment_parts
 from ..money import load_rate_card, price_groups
 from ..data.team import mig_hours, month_costs, team_forecast, namespace_moves, namespace_series, quota_use, team_cells
@@ -81,8 +81,8 @@ def _usage_parts(sel, name, picker_start, picker_end) -> list[str]:
         priced = price_groups([r.cells for r in namespaces], card=card) if sel.money else [None] * len(namespaces)
         ctx = {"sel": sel, "team": name, "picker_start": picker_start, "picker_end": picker_end,
                "namespaces": namespaces, "namespace_rows": list(zip(namespaces, priced)), "mig": mig,
-               "fig_namespaces": figures.namespace_lines(namespace_series(cells), partial),
-               "fig_mig": figures.mig_bar(mig), "moves": namespace_moves(sel, name)}
+               "fig_namespaces": charts.namespace_lines(namespace_series(cells), partial),
+               "fig_mig": charts.mig_bar(mig), "moves": namespace_moves(sel, name)}
         return [render_to_string(template, ctx) for template in USAGE_TEMPLATES[:3]]
     period, version = kept if kept is not None else (None, None)
     return fragment_parts(period, "team-page", version and f"{version}|partial {partial!r}",
@@ -113,6 +113,6 @@ def _quota_part(sel, name) -> str:
 
     def render() -> str:
         quotas = quota_use(sel, name)
-        return render_to_string(QUOTA_TEMPLATES[0], {"quotas": quotas, "fig_quota": figures.quota_bar(quotas)})
+        return render_to_string(QUOTA_TEMPLATES[0], {"quotas": quotas, "fig_quota": charts.quota_bar(quotas)})
     period, version = kept if kept is not None else (None, None)
     return fragment(period, "team-page-quota", version, [("team", digest(name))], QUOTA_TEMPLATES, render)
