@@ -17,7 +17,7 @@ from rest_framework.exceptions import NotAuthenticated
 from rest_framework.routers import APIRootView
 
 from apps.recommendations.api import QuotaRecommendationsView
-from apps.recommendations.rightsizing_api import RightsizingView
+from apps.recommendations.rightsizing.api import RightsizingView
 from apps.reports.api.chargeback import ChargebackView, ChargebackXLSXView, ClosePeriodView, ReopenPeriodView
 from apps.reports.api.focus import FocusExportView
 from apps.reports.api.forecast import ForecastView

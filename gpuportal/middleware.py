@@ -45,7 +45,7 @@ class AnswerComputedMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
-        from apps.accounting.stored.provenance import computed_on_read
+        from apps.accounting.stored import computed_on_read
 
         with computed_on_read() as computed:
             response = self.get_response(request)

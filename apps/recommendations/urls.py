@@ -1,6 +1,7 @@
 from django.urls import path
 
-from . import rightsizing_views, views
+from apps.recommendations.rightsizing import views as rightsizing_views
+from apps.recommendations import views
 
 app_name = "advice"
 

@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 
 from apps.accounting.usage.workloads import workload_usage
 from apps.recommendations.mig_profiles import mig_model, profile_named
-from apps.recommendations.rightsizing_rows import CSV_COLUMNS, RightsizeQuery, rightsizing_rows
+from apps.recommendations.rightsizing.rows import CSV_COLUMNS, RightsizeQuery, rightsizing_rows
 
 from tests.support import factories as f
 from . import rightsizing_fleet as fleet

@@ -1,9 +1,9 @@
-"""Right-sizing rules and money, by hand (apps/recommendations/rightsizing.py; no database)."""
+"""Right-sizing rules and money, by hand (apps/recommendations/rightsizing/rules.py; no database)."""
 from decimal import Decimal
 
 import pytest
 
-from apps.recommendations import rightsizing as rs
+from apps.recommendations.rightsizing import rules as rs
 from apps.recommendations.mig_profiles import MIB_PER_GB, board_memory_gb, mig_model
 
 H100 = "NVIDIA H100 80GB HBM3"

@@ -9,8 +9,8 @@ from django.conf import settings
 
 from apps.teams.access import can_see_money, money_covers, money_scope, team_scope
 
-from ..rightsizing_rows import RightsizeQuery
-from ..rightsizing_summary import summary
+from apps.recommendations.rightsizing.rows import RightsizeQuery
+from apps.recommendations.rightsizing.summary import summary
 
 register = template.Library()
 

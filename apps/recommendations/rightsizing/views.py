@@ -7,8 +7,8 @@ from apps.teams.access import team_scope
 from apps.teams.models import Team
 from apps.web.throttle import throttled_page
 
-from .views import page_query
-from .rightsizing_rows import RightsizeQuery, params_from_settings, rightsizing_rows, total_saving
+from apps.recommendations.views import page_query
+from apps.recommendations.rightsizing.rows import RightsizeQuery, params_from_settings, rightsizing_rows, total_saving
 
 
 @login_required

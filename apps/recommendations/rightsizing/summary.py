@@ -25,8 +25,8 @@ from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.cells import UsageFilter
 from apps.teams.access import money_covers
 
-from .rightsizing import KEEP
-from .rightsizing_rows import RightsizeQuery, params_from_settings, rightsizing_rows, total_saving, windows
+from apps.recommendations.rightsizing.rules import KEEP
+from apps.recommendations.rightsizing.rows import RightsizeQuery, params_from_settings, rightsizing_rows, total_saving, windows
 
 SHOWN = 5
 FIELDS = ("namespace", "workload_kind", "workload_name", "action_text", "resource_advised", "monthly_saving",

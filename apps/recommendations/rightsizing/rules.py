@@ -37,8 +37,8 @@ from decimal import ROUND_HALF_UP, Decimal
 
 from apps.accounting.core.currencies import minor_unit
 
-from .estimator import HOURS_PER_MONTH
-from .mig_profiles import MIB_PER_GB, MigModel, board_memory_gb, mig_model, profile_named
+from apps.recommendations.estimator import HOURS_PER_MONTH
+from apps.recommendations.mig_profiles import MIB_PER_GB, MigModel, board_memory_gb, mig_model, profile_named
 
 RELEASE = "release"
 MIG = "mig"

@@ -8,9 +8,9 @@ from rest_framework.views import APIView
 
 from apps.accounting.query.filters import filter_from
 
-from .api import WINDOW_DAYS_SCHEMA
-from .rightsizing import ACTIONS
-from .rightsizing_rows import CSV_COLUMNS, RightsizeQuery, public, rightsizing_rows, total_saving
+from apps.recommendations.api import WINDOW_DAYS_SCHEMA
+from apps.recommendations.rightsizing.rules import ACTIONS
+from apps.recommendations.rightsizing.rows import CSV_COLUMNS, RightsizeQuery, public, rightsizing_rows, total_saving
 
 _money = dict(allow_null=True)
 ROW_FIELDS = {

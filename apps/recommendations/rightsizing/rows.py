@@ -19,9 +19,9 @@ from apps.accounting.usage.workloads import POD_KIND, WorkloadUsage, workload_us
 from apps.accounting.usage.team_mapping import team_resolver
 from apps.accounting.forecast.teams import ClusterMark, cluster_marks
 
-from . import rightsizing as rs
-from .advice import PRICE_CLASS, make_rater, window_for
-from .mig_profiles import mig_model, profile_named
+from apps.recommendations.rightsizing import rules as rs
+from apps.recommendations.advice import PRICE_CLASS, make_rater, window_for
+from apps.recommendations.mig_profiles import mig_model, profile_named
 
 from apps.accounting.pricing.rates import rate_basis_for, rate_for
 from apps.teams.access import money_covers
