@@ -1,3 +1,4 @@
+"""Ingest's run log: one `IngestRun` per window ingested, with its outcome and what it said."""
 from django.db import models
 
 from apps.clusters.models import Cluster

@@ -28,7 +28,7 @@ PHASES = os.environ.get("API_FUZZ_PHASES", "examples,fuzzing,stateful")
 def test_api_holds_its_schema_under_fuzzing(transactional_db, live_server, settings, tmp_path):
     world = seed()
     # identity: a whole month is sent gzip-compressed to a client that accepts it
-    # (tests/accounting/test_month_bodies.py checks that); the schema is checked on plain bytes.
+    # (tests/accounting/stored/test_responses.py checks that); the schema is checked on plain bytes.
     command = [sys.executable, "-m", "schemathesis.cli", "run", f"{live_server.url}/api/v1/schema/?format=json",
                # every check; the one that wants every schema-valid request accepted runs through
                # api_fuzz_checks.positive_data_acceptance_but_cross_field_rules

@@ -68,7 +68,7 @@ def test_the_dialog_warns_of_a_month_without_data(finance):
 
 def test_the_dialog_refuses_a_month_before_the_fleets_history(finance):
     """Nothing ingested ends before February 2025 ends: there is no button to press (the close
-    itself refuses it too, tests/accounting/test_close_period.py)."""
+    itself refuses it too, tests/accounting/actions/test_periods.py)."""
     c = signed_in(finance)
     body = c.get("/chargeback/close/", {"period": "2025-02"}).content.decode().split("<main>")[1]
     assert "2025-02 ends before the fleet&#x27;s history begins: nothing has been ingested yet" in body

@@ -4,7 +4,7 @@ Pages, API answers, CSV and XLSX exports, alerts and quota advice all turn secon
 they show by calling these functions, so no two of them can disagree (docs/conventions.md, "One home per concept"). A line's
 cost is the other figure with one home: `calc.billed_cost`.
 
-Plain Python, no Django; pinned by hand-computed cases in tests/accounting/test_figures.py.
+Plain Python, no Django; pinned by hand-computed cases in tests/accounting/core/test_measures.py.
 """
 from __future__ import annotations
 

@@ -1,3 +1,4 @@
+"""Accounting's models, one module a kind: rollups (hourly, daily), rates and node pools, billing periods and their lines, stored answers."""
 from .answers import InputChange, MonthAnswer, MonthBody, MonthCell, MonthLine
 from .daily import UsageDay, UsageDayBuilt
 from .periods import BillingPeriod, FrozenDay, LineKind, StatementLine

@@ -4,7 +4,7 @@ Every table an answer is computed from is listed here, with how a write to it is
 `accounting_inputchange`: by the dates it touched (usage), or once per statement for the other
 inputs (mapping, rates, frozen cells). Postgres triggers are generated from these lists and kept
 in step with them on every `migrate` (`sync_triggers`, connected in `AccountingConfig.ready`), and
-`tests/accounting/test_answer_inputs.py` fails when computing an answer reads a table that is in
+`tests/accounting/stored/test_inputs.py` fails when computing an answer reads a table that is in
 none of them. SQLite (the demo) has no triggers: there answers are computed on every read.
 
 Statement-level AFTER triggers with transition tables: one small INSERT per statement, however

@@ -9,7 +9,7 @@ from collections import Counter
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-# (period, part) → how many times this process computed it; `tests/accounting/test_day_parts.py`
+# (period, part) → how many times this process computed it; `tests/accounting/stored/test_answers_day_parts.py`
 # counts the day parts an ingested hour recomputes with it.
 recomputed: Counter = Counter()
 # Set while a worker task prepares answers; outside it, a computation is a reader's own.

@@ -99,7 +99,7 @@ def fixed_day_cells(f: UsageFilter) -> tuple[tuple[str, list] | None, list[Cell]
     and the other cells (namespaces that change team, hours read from `UsageHour`), computed as
     `usage_cells` computes them; and the window's span starts (`span_starts`). No cell is in both, and together they are `usage_cells(f)` to
     the bit: the same grouped query gives the same sums, and the team is the one `_cells` would
-    give (`tests/accounting/test_close_cold.py`). Postgres only; a window with no filter but
+    give (`tests/accounting/actions/test_periods_cold.py`). Postgres only; a window with no filter but
     `cluster`."""
     assert f.teams is None and f.namespaces is None and f.gpu_models is None, "a whole window, unfiltered"
     clusters = Cluster.objects.filter(name=f.cluster) if f.cluster else Cluster.objects.all()

@@ -1,3 +1,4 @@
+"""`/api/v1/usage/`: usage and money per namespace, team, cluster or GPU model over a window (docs/api.md)."""
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
 from rest_framework import serializers

@@ -1,3 +1,4 @@
+"""The admins' pages in the portal's frame: label claims, the rate-card upload, the ingest log."""
 from django.contrib import messages
 from django.shortcuts import redirect
 from django.urls import reverse

@@ -1,3 +1,4 @@
+"""The explorer page: usage over a window at the grain asked for, paged, and its CSV."""
 from apps.accounting.core.rounding import present
 from apps.clusters.models import Device
 from apps.web.csv import streaming_csv

@@ -1,3 +1,4 @@
+"""The fleet health page: temperatures, power, XIDs and held-but-failing hours."""
 from .. import charts
 from ..data.health import HOT_SUSTAINED_SECONDS, device_health, energy_by_team_month, held_hours, hourly_health
 from .common import page, report_view

@@ -1,3 +1,4 @@
+"""The Idle GPUs page: who held GPUs without using them, for how long and at what cost."""
 from apps.web.pages import bad_request
 from apps.web.params import BadParameters
 

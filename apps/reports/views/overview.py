@@ -1,3 +1,4 @@
+"""The overview page: the fleet's allocated, used and idle GPU-hours, money and freshness for a window."""
 from collections import defaultdict
 
 from django.template.loader import render_to_string

@@ -1,3 +1,4 @@
+"""A team's page: its usage, money, months, quota, forecast and advice."""
 from dataclasses import replace
 
 from django.http import Http404

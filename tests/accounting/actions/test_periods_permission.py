@@ -15,7 +15,7 @@ from tests.support.factories import make_user, two_teams_in_march
 
 pytestmark = pytest.mark.django_db
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from django.db import connection
 from apps.accounting.db.bulk import insert_rows, upsert_rows
 from apps.accounting.models import BillingPeriod, FrozenDay, StatementLine
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.django_db
