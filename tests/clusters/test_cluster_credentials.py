@@ -15,6 +15,7 @@ from apps.clusters.secrets import PREFIX, seal, unseal
 from apps.ingest.prometheus import PrometheusClient
 from apps.ingest.prometheus_http import PrometheusError
 from tests.support.fake_http import answering
+from tests.support.factories import make_cluster
 
 pytestmark = pytest.mark.django_db
 VECTOR_1 = {"status": "success", "data": {"resultType": "vector", "result": [{"metric": {}, "value": [0, "1"]}]}}
@@ -47,7 +48,7 @@ def raw_column(cluster, name):
 
 
 def test_a_stored_token_is_encrypted_and_still_works(guarded):
-    cluster = Cluster.objects.create(name="lab", prometheus_url=guarded.url, bearer_token="tok-123")
+    cluster = make_cluster("lab", prometheus_url=guarded.url, bearer_token="tok-123")
     stored = raw_column(cluster, "bearer_token")
     assert stored.startswith(PREFIX) and "tok-123" not in stored
     PrometheusClient.for_cluster(Cluster.objects.get(pk=cluster.pk), 5).check()
@@ -58,7 +59,7 @@ def test_a_token_file_is_read_at_each_use(guarded, tmp_path, settings):
     settings.CLUSTER_CREDENTIALS_DIR = str(tmp_path)
     token = tmp_path / "token"
     token.write_text("tok-123\n")
-    cluster = Cluster.objects.create(name="lab", prometheus_url=guarded.url, bearer_token="stale",
+    cluster = make_cluster("lab", prometheus_url=guarded.url, bearer_token="stale",
                                      bearer_token_source=f"file:{token}")
     PrometheusClient.for_cluster(cluster, 5).check()                 # the file wins over the stored value
     token.write_text("rotated")                                      # a rotated Secret is picked up
@@ -161,7 +162,7 @@ def test_keys_rotate_old_values_still_read(settings):
 
 
 def test_the_admin_never_shows_a_credential_back(client):
-    cluster = Cluster.objects.create(name="lab", prometheus_url="http://prometheus:9090", bearer_token="tok-123",
+    cluster = make_cluster("lab", prometheus_url="http://prometheus:9090", bearer_token="tok-123",
                                      basic_auth_user="portal", basic_auth_password="pw-456")
     client.force_login(User.objects.create_superuser("root", password="root-correct-horse"))
     url = f"/admin/clusters/cluster/{cluster.pk}/change/"

@@ -13,7 +13,6 @@ from django.test import override_settings
 from django.utils import timezone as djtz
 
 from apps.accounting.models import UsageHour
-from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
 from apps.ingest.pipeline import IngestBusy, cluster_lock, floor_hour, ingest
 from apps.simulator.builders import build_scenario
@@ -22,6 +21,7 @@ from apps.simulator.expected import expected_figures
 from tests.support.series import H, T0, dt, small_cluster_fetcher
 from tests.support.prom import served
 from tests.support.worker_redis import key_prefix, own_keys
+from tests.support.factories import make_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/13"  # this run's keys carry their own prefix (tests/support/worker_redis.py)
@@ -53,7 +53,7 @@ def test_beat_catch_up_on_a_real_worker(clean_redis):
     expected = expected_figures(scenario)
     with served(scenario) as server:
         start = datetime.fromtimestamp(scenario.start, tz=timezone.utc)
-        cluster = Cluster.objects.create(name="celery-sim", prometheus_url=server.url, ingested_until=start)
+        cluster = make_cluster("celery-sim", prometheus_url=server.url, ingested_until=start)
         env = worker_env()
         worker = celery("worker", "--pool=solo", "--loglevel=WARNING", "--without-gossip", "--without-mingle",
                         env=env)
@@ -84,7 +84,7 @@ def test_beat_catch_up_on_a_real_worker(clean_redis):
 
 @pytest.mark.django_db
 def test_one_ingest_per_cluster_at_a_time(clean_redis):
-    cluster = Cluster.objects.create(name="locked", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("locked", prometheus_url="http://127.0.0.1:9")
     with override_settings(REDIS_URL=REDIS_URL):
         with cluster_lock(cluster.pk):
             with pytest.raises(IngestBusy, match="another ingest"):

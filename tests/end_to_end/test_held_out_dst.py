@@ -42,6 +42,7 @@ from apps.simulator.truth import iter_device_truth
 from tests.support.factories import make_pool, make_rate
 
 from tests.support.prom import served
+from tests.support.factories import make_cluster
 
 pytestmark = [pytest.mark.django_db, pytest.mark.prometheus]
 
@@ -153,7 +154,7 @@ def world(servers, settings):
             make_rate(model, rate, effective_from=since, mig_profile=profile, price_class=price_class)
     oracle = Oracle()
     for name, scenario in SCENARIOS.items():
-        cluster = Cluster.objects.create(name=name, prometheus_url=servers[name].url)
+        cluster = make_cluster(name, prometheus_url=servers[name].url)
         pools = []
         if name == "dst-ha":
             make_pool(cluster, SPOT_HOSTS, "spot")

@@ -6,12 +6,12 @@ from django.db.models import Sum
 
 from apps.accounting.models import PodOwner, UsageHour
 from apps.accounting.usage.workloads import workload_usage
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.ingest.rollup import Series, pod_owners
 
 from tests.support.prom import served_series
 from .test_real_clusters import H, KSM, T0, dcgm_labels, dt, every, pod, requests, series
+from tests.support.factories import make_cluster
 
 NONE = "<none>"
 
@@ -80,7 +80,7 @@ def test_owners_through_a_real_prometheus_into_the_rollups(tmp_path):
                                          "owner_name": "web", "owner_is_controller": "true", **KSM}, times, 1),
     ]
     with served_series(data, tmp_path) as server:
-        cluster = Cluster.objects.create(name="owners", prometheus_url=server.url)
+        cluster = make_cluster("owners", prometheus_url=server.url)
         run = ingest(cluster, dt(T0), dt(end))
         assert run.status == "succeeded", run.error
         again = ingest(cluster, dt(T0), dt(end))      # idempotent: the same rows
@@ -105,7 +105,7 @@ def test_the_simulated_cluster_names_its_workloads():
     from apps.simulator.demo import SimulatorFetcher
 
     scenario = build_scenario(name="owners", hours=3, interval_seconds=60, seed=5, time_slicing=True)
-    cluster = Cluster.objects.create(name="owners-sim", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("owners-sim", prometheus_url="http://127.0.0.1:9")
     ingest(cluster, dt(scenario.start), dt(scenario.end), fetcher=SimulatorFetcher(scenario))
     owners = {(o.namespace, o.pod): (o.workload_kind, o.workload_name) for o in PodOwner.objects.filter(cluster=cluster)}
     assert owners[("ml-research", "llm-pretrain-worker-0")] == ("Job", "llm-pretrain")
@@ -136,7 +136,7 @@ def test_owners_of_a_run_of_several_chunks_keep_the_last_chunk_that_saw_each_pod
         owner("web-5d8f-a"), owner("web-5d8f-b"),
     ]
     with served_series(data, tmp_path) as server:
-        cluster = Cluster.objects.create(name="owners-chunks", prometheus_url=server.url)
+        cluster = make_cluster("owners-chunks", prometheus_url=server.url)
         run = ingest(cluster, dt(T0), dt(end), chunk_hours=1)
         assert run.status == "succeeded", run.error
         assert run.chunks_total == 2

@@ -8,11 +8,11 @@ import pytest
 from django.db.models import Sum
 
 from apps.accounting.models import DeviceHealthHour, QueuedDemandHour, UsageHour
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.simulator.emit import SimSeries
 
 from tests.support.prom import served_series
+from tests.support.factories import make_cluster
 
 pytestmark = [pytest.mark.django_db, pytest.mark.prometheus]
 
@@ -97,7 +97,7 @@ def test_ha_pair_counts_each_device_once_and_fills_one_replicas_gap_from_the_oth
         data.append(requests("ml", "queued-0", "nvidia_com_gpu", 2, pending, rep))
         data.append(phase("ml", "queued-0", "Pending", pending, rep))
     with served_series(data, tmp_path) as server:
-        cluster = Cluster.objects.create(name="ha", prometheus_url=server.url)
+        cluster = make_cluster("ha", prometheus_url=server.url)
         run = ingest(cluster, dt(T0), dt(end))
     assert run.status == "succeeded", run.error
     # The pod held the GPU for 3 h of wall clock: 10 800 s, 3 600 s in each hour, whatever the copies.
@@ -128,7 +128,7 @@ def test_interval_change_and_two_intervals_at_once(tmp_path):
         requests("ml", "serve-0", "nvidia_com_gpu", 1, every(T0, end, 30)),
     ]
     with served_series(data, tmp_path) as server:
-        cluster = Cluster.objects.create(name="iv", prometheus_url=server.url)
+        cluster = make_cluster("iv", prometheus_url=server.url)
         run = ingest(cluster, dt(T0), dt(end))
         assert run.status == "succeeded", run.error
         # each GPU held for every second of every hour: 3 600 s per hour, 80 % and 40 % used
@@ -139,7 +139,7 @@ def test_interval_change_and_two_intervals_at_once(tmp_path):
 
         # An admin who pins the interval gets exactly that: each sample 60 s, so hour 1 (240
         # samples at 15 s) reads 14 400 s — the override is theirs to set, never a guess.
-        pinned = Cluster.objects.create(name="iv-pinned", prometheus_url=server.url, pinned_interval_seconds=60)
+        pinned = make_cluster("iv-pinned", prometheus_url=server.url, pinned_interval_seconds=60)
         ingest(pinned, dt(T0), dt(end))
     assert gpu_seconds_by("hour_start", pinned, device__uuid="GPU-IV")[dt(T0 + H)] == pytest.approx(14400.0)
 
@@ -188,7 +188,7 @@ def test_per_pod_exporter_formats_and_shared_requests(tmp_path):
     data.append(phase("ml", "shared-wait", "Pending", times))
 
     with served_series(data, tmp_path) as server:
-        cluster = Cluster.objects.create(name="ts", prometheus_url=server.url)
+        cluster = make_cluster("ts", prometheus_url=server.url)
         run = ingest(cluster, dt(T0), dt(end))
     assert run.status == "succeeded", run.error
 
@@ -226,7 +226,7 @@ def test_idle_gpus_are_not_billed_to_the_exporters_namespace_honor_labels_false(
     exporter = {"container": "nvidia-dcgm-exporter", "namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-x7k2p"}
     data = [series("DCGM_FI_DEV_GPU_UTIL", dcgm_labels("GPU-IDLE", "node-1", workload=exporter), every(T0, end, 30), 0)]
     with served_series(data, tmp_path) as server:
-        cluster = Cluster.objects.create(name="hl-false", prometheus_url=server.url)
+        cluster = make_cluster("hl-false", prometheus_url=server.url)
         run = ingest(cluster, dt(T0), dt(end))
     assert run.status == "succeeded", run.error
     assert gpu_seconds_by("namespace", cluster) == {"": pytest.approx(3600.0)}
@@ -247,7 +247,7 @@ def test_idle_gpus_are_not_billed_to_the_exporters_namespace_honor_labels_true(t
         phase("monitoring", "gpu-metrics-4hx2z", "Running", times),
     ]
     with served_series(data, tmp_path) as server:
-        cluster = Cluster.objects.create(name="hl-true", prometheus_url=server.url)
+        cluster = make_cluster("hl-true", prometheus_url=server.url)
         run = ingest(cluster, dt(T0), dt(end))
     assert run.status == "succeeded", run.error
     assert gpu_seconds_by("namespace", cluster) == {"ml": pytest.approx(3600.0), "": pytest.approx(3600.0)}
@@ -273,7 +273,7 @@ def test_mig_board_power_counts_once_and_is_shared_by_slices(tmp_path):
         if ns:
             data.append(requests(ns, f"{ns}-0", resource, 1, times))
     with served_series(data, tmp_path) as server:
-        cluster = Cluster.objects.create(name="mig-power", prometheus_url=server.url)
+        cluster = make_cluster("mig-power", prometheus_url=server.url)
         run = ingest(cluster, dt(T0), dt(end))
     assert run.status == "succeeded", run.error
     board = 350.0 * H   # 1.26 MJ in the hour, once

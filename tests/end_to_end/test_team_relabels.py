@@ -21,7 +21,6 @@ from apps.accounting.actions.periods import do_close_period
 from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
 from apps.accounting.usage.cells import UsageFilter, usage_cells
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.simulator.builders import H100
 from apps.simulator.scenario import Scenario, SimDevice, SimPod
@@ -29,6 +28,7 @@ from apps.teams.models import Namespace, NamespaceLabel, Team
 from tests.support.factories import make_rate
 
 from tests.support.prom import served
+from tests.support.factories import make_cluster
 
 pytestmark = [pytest.mark.django_db, pytest.mark.prometheus]
 
@@ -69,7 +69,7 @@ def cluster(prometheus, settings):
     settings.INGEST_CHUNK_HOURS = 24      # a month in 31 chunks, not 372
     settings.BILLING_TIMEZONE = "UTC"
     make_rate(H100, "2.00", effective_from=date(2026, 1, 1))
-    return Cluster.objects.create(name="relabels", prometheus_url=prometheus.url)
+    return make_cluster("relabels", prometheus_url=prometheus.url)
 
 
 @pytest.fixture

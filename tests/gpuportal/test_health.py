@@ -4,9 +4,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
 from tests.support.promtext import sample_values
+from tests.support.factories import make_cluster
 
 pytestmark = pytest.mark.django_db
 
@@ -15,8 +15,8 @@ pytestmark = pytest.mark.django_db
 def clusters(settings):
     settings.STALE_INGEST_HOURS = 3
     now = timezone.now()
-    fresh = Cluster.objects.create(name="fresh", prometheus_url="http://p:9090", ingested_until=now - timedelta(hours=1))
-    old = Cluster.objects.create(name='old"one', prometheus_url="http://q:9090", bearer_token="s3cret",
+    fresh = make_cluster("fresh", prometheus_url="http://p:9090", ingested_until=now - timedelta(hours=1))
+    old = make_cluster('old"one', prometheus_url="http://q:9090", bearer_token="s3cret",
                                  ingested_until=now - timedelta(hours=10))
     for c, rows, status in ((fresh, 120, "succeeded"), (fresh, 30, "succeeded"), (old, 5, "failed")):
         IngestRun.objects.create(cluster=c, window_start=now - timedelta(hours=2), window_end=now, status=status,

@@ -7,7 +7,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.clusters.models import Cluster
+from tests.support.factories import make_cluster
 
 pytestmark = pytest.mark.django_db
 TOKEN = "scrape-token-0123456789abcdef"
@@ -18,7 +18,7 @@ def production(settings):
     settings.METRICS_PUBLIC = False
     settings.METRICS_TOKEN = ""
     settings.REDIS_URL = ""
-    Cluster.objects.create(name="secret-lab-a", prometheus_url="http://p:9090",
+    make_cluster("secret-lab-a", prometheus_url="http://p:9090",
                            ingested_until=timezone.now() - timedelta(hours=1))
     return settings
 

@@ -20,6 +20,7 @@ from apps.recommendations.models import Alert, RecommendationSnapshot
 from apps.teams.models import Namespace, NamespaceAssignment, Team
 from apps.teams.tokens import do_create_api_token
 from tests.support.factories import H100, make_role_users, usage_row
+from tests.support.factories import make_cluster
 
 CURRENCY = "SEK"
 ROLE_USERS = ("viewer", "team_lead", "finance", "admin")
@@ -72,7 +73,7 @@ def seed(names: Names | None = None) -> Seeded:
     n = names or Names()
     now = timezone.now()
     d = day_d()
-    cluster = Cluster.objects.create(name=n.cluster, prometheus_url="http://127.0.0.1:9/", ingested_until=now)
+    cluster = make_cluster(n.cluster, prometheus_url="http://127.0.0.1:9/", ingested_until=now)
     team_a = Team.objects.create(name=n.team_a, cost_centre=n.cost_centre_a)
     team_b = Team.objects.create(name=n.team_b, cost_centre=n.cost_centre_b)
     users, tokens = make_users(team_a)

@@ -5,12 +5,12 @@ from unittest import mock
 import pytest
 from django.core.management import call_command
 
-from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
 from apps.ingest.pipeline import IngestBusy, cluster_lock, ingest
 from apps.ingest.tasks import backfill_windows
 from apps.simulator.builders import build_scenario
 from apps.simulator.demo import SimulatorFetcher
+from tests.support.factories import make_cluster
 
 pytestmark = pytest.mark.django_db
 START = datetime(2026, 10, 5, tzinfo=timezone.utc)
@@ -26,7 +26,7 @@ def fetcher():
 @pytest.fixture
 def cluster(settings):
     settings.BILLING_TIMEZONE = "UTC"
-    return Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
+    return make_cluster("lab", prometheus_url="http://127.0.0.1:9")
 
 
 def test_windows_are_billing_days_and_seed_the_watermark(settings, cluster):

@@ -7,11 +7,11 @@ from datetime import datetime, timezone
 import pytest
 
 from apps.accounting.models import UsageHour
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.simulator.emit import SimSeries
 
 from tests.support.prom import served_series
+from tests.support.factories import make_cluster
 
 T0 = 1_788_220_800          # 2026-09-01 00:00 UTC
 H = 3600
@@ -43,7 +43,7 @@ def test_samples_on_a_chunk_edge_count_once(settings, tmp_path, offset):
             for aggregate in (True, False):
                 settings.INGEST_CHUNK_HOURS = chunk
                 settings.INGEST_PROMETHEUS_AGGREGATES = aggregate
-                cluster = Cluster.objects.create(name=f"edge-{chunk}-{aggregate}", prometheus_url=server.url)
+                cluster = make_cluster(f"edge-{chunk}-{aggregate}", prometheus_url=server.url)
                 run = ingest(cluster, datetime.fromtimestamp(T0, tz=timezone.utc),
                              datetime.fromtimestamp(T0 + 6 * H, tz=timezone.utc), now=NOW)
                 assert run.status == "succeeded", run.error

@@ -7,7 +7,6 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from apps.clusters.models import Cluster
 from apps.ingest import pipeline
 from apps.ingest.pipeline import DEFAULT_CHUNK_HOURS, ingest, sized_chunk_hours
 from apps.ingest.prometheus import PrometheusClient
@@ -16,6 +15,7 @@ from apps.simulator.builders import build_scenario
 from apps.simulator.emit import SimSeries
 
 from tests.support.prom import served, served_series
+from tests.support.factories import make_cluster
 
 T0 = 1_788_220_800          # 2026-09-01 00:00 UTC, a whole hour
 H = 3600
@@ -70,7 +70,7 @@ def test_ingest_sizes_its_chunks_from_prometheus(settings, budget, chunks):
     scenario = build_scenario(name="chunks", hours=6, interval_seconds=60, seed=3)
     start = datetime.fromtimestamp(scenario.start, tz=timezone.utc)
     with served(scenario) as server:
-        cluster = Cluster.objects.create(name=f"chunks-{budget}", prometheus_url=server.url)
+        cluster = make_cluster(f"chunks-{budget}", prometheus_url=server.url)
         run = ingest(cluster, start, start + timedelta(hours=6))
     assert run.status == "succeeded"
     assert (run.chunks_total, run.chunks_done) == (chunks, chunks)
@@ -107,7 +107,7 @@ def test_the_first_hour_is_fetched_while_the_rest_is_planned(settings, monkeypat
     scenario = build_scenario(name="first-hour", hours=6, interval_seconds=60, seed=3)
     start = scenario.start
     with served(scenario) as server:
-        cluster = Cluster.objects.create(name="first-hour", prometheus_url=server.url)
+        cluster = make_cluster("first-hour", prometheus_url=server.url)
         run = ingest(cluster, datetime.fromtimestamp(start, tz=timezone.utc),
                      datetime.fromtimestamp(start + 6 * H, tz=timezone.utc))
     assert run.status == "succeeded", run.error

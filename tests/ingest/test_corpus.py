@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from apps.accounting.models import UsageHour
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.simulator.capture import CaptureError, read_capture
 
 from tests.support.prom import served_series
+from tests.support.factories import make_cluster
 
 CORPUS = Path(__file__).parent / "corpus"
 T0 = 1_788_220_800          # 2026-09-01 00:00 UTC
@@ -66,7 +66,7 @@ def replay(capture, tmp_path, name: str) -> list[tuple[str, datetime, float, flo
     idle GPU-s, MIG-s) of every UsageHour row."""
     series = capture.series(T0, HOURS, 30, add_labels=target_labels)
     with served_series(series, tmp_path) as server:
-        cluster = Cluster.objects.create(name=re.sub(r"[^a-z0-9-]", "-", name.lower())[:60],
+        cluster = make_cluster(re.sub(r"[^a-z0-9-]", "-", name.lower())[:60],
                                          prometheus_url=server.url)
         run = ingest(cluster, datetime.fromtimestamp(T0, tz=timezone.utc),
                      datetime.fromtimestamp(T0 + HOURS * H, tz=timezone.utc), now=NOW)

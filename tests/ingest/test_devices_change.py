@@ -7,11 +7,11 @@ from datetime import datetime, timezone
 import pytest
 
 from apps.accounting.models import UsageHour
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.simulator.emit import SimSeries
 
 from tests.support.prom import served_series
+from tests.support.factories import make_cluster
 
 T0 = 1_788_220_800          # 2026-09-01 00:00 UTC
 H = 3600
@@ -48,7 +48,7 @@ def _instance(h0, h1, gi_id, profile, pod=None, active=0.5):
 def _ingested(series, tmp_path, chunk_hours, hours, settings, name):
     settings.INGEST_CHUNK_HOURS = chunk_hours
     with served_series(series, tmp_path / f"c{chunk_hours}") as server:
-        cluster = Cluster.objects.create(name=f"{name}-{chunk_hours}", prometheus_url=server.url)
+        cluster = make_cluster(f"{name}-{chunk_hours}", prometheus_url=server.url)
         run = ingest(cluster, datetime.fromtimestamp(T0, tz=timezone.utc),
                      datetime.fromtimestamp(T0 + hours * H, tz=timezone.utc), now=NOW)
         server_url = server.url

@@ -13,6 +13,7 @@ from apps.ingest.pipeline import IngestError, ingest
 
 from tests.support.fake_http import free_port
 from tests.support.series import H, T0, dt, small_cluster_fetcher
+from tests.support.factories import make_cluster
 
 ARGS = ["--start", "2026-10-05T10:00:00Z", "--end", "2026-10-05T12:00:00Z", "--no-progress"]
 
@@ -38,7 +39,7 @@ def test_create_keeps_the_new_cluster_and_its_failed_run():
 
 @pytest.mark.django_db
 def test_a_known_cluster_stays_after_a_failed_ingest():
-    Cluster.objects.create(name="known", prometheus_url=f"http://127.0.0.1:{free_port()}")
+    make_cluster("known", prometheus_url=f"http://127.0.0.1:{free_port()}")
     with pytest.raises(CommandError, match="is unreachable"):
         call_command("ingest", "--cluster", "known", *ARGS)
     assert Cluster.objects.get(name="known").ingest_runs.get().status == "failed"
@@ -55,7 +56,7 @@ def _terminate(pid: int) -> None:
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.postgres   # terminates the connection's Postgres backend
 def test_a_database_outage_mid_ingest_is_one_line_and_writes_nothing():
-    cluster = Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("lab", prometheus_url="http://127.0.0.1:9")
     connection.ensure_connection()
     pid = connection.connection.info.backend_pid
     killed = []

@@ -26,6 +26,7 @@ from apps.simulator.promserver import PrometheusServer, backfill
 from tests.support.fake_http import slow_proxy
 from tests.support.prom import served
 from tests.support.worker_redis import key_prefix, own_keys
+from tests.support.factories import make_cluster
 
 ROOT = Path(__file__).resolve().parents[2]
 REDIS_URL = "redis://127.0.0.1:6379/12"
@@ -102,7 +103,7 @@ def wait_for(predicate, seconds, what, worker=None):
 @pytest.mark.django_db
 def test_slow_prometheus_times_out_cleanly(small_history):
     scenario, server = small_history
-    cluster = Cluster.objects.create(name="slow", prometheus_url=server.url)
+    cluster = make_cluster("slow", prometheus_url=server.url)
     ingest(cluster, dt(scenario.start), dt(scenario.end))
     before = allocated(cluster)
     with slow_proxy(server.url, delay_seconds=2.0) as url:
@@ -120,7 +121,7 @@ def test_worker_killed_mid_task_is_redelivered_and_completes(small_history, clea
     scenario, server = small_history
     expected = expected_figures(scenario)
     with slow_proxy(server.url, delay_seconds=0.15) as url:
-        cluster = Cluster.objects.create(name="killed", prometheus_url=url)
+        cluster = make_cluster("killed", prometheus_url=url)
         env = worker_env()
         worker = start_worker(env)
         send_ingest(env, cluster, scenario.start, scenario.end)
@@ -149,7 +150,7 @@ def test_database_connection_dropped_mid_ingest_rolls_back_and_retries(small_his
     expected = expected_figures(scenario)
     name = connection.settings_dict["NAME"]
     with slow_proxy(server.url, delay_seconds=0.3) as url:
-        cluster = Cluster.objects.create(name="dropped", prometheus_url=url)
+        cluster = make_cluster("dropped", prometheus_url=url)
         env = worker_env(CELERY_VISIBILITY_TIMEOUT="600", INGEST_LOCK_SECONDS="600")
         worker = start_worker(env)
         try:
@@ -189,7 +190,7 @@ def test_nan_and_inf_samples_from_a_real_prometheus(tmp_path):
     om.write_text("\n".join(lines) + "\n")
     backfill(om, tmp_path / "tsdb")
     with PrometheusServer(tmp_path / "tsdb") as server:
-        cluster = Cluster.objects.create(name="nan", prometheus_url=server.url)
+        cluster = make_cluster("nan", prometheus_url=server.url)
         run = ingest(cluster, dt(t0), dt(t0 + 3600))
     [row] = UsageHour.objects.filter(cluster=cluster)
     assert row.gpu_seconds == pytest.approx(6 * 60.0)          # held all six samples

@@ -3,19 +3,20 @@ import pytest
 from django.db.models import Sum
 
 from apps.accounting.models import QueuedDemandHour, QuotaHour, UsageHour
-from apps.clusters.models import Cluster, Device
+from apps.clusters.models import Device
 from apps.ingest.models import IngestRun
 from apps.ingest.pipeline import IngestError, ingest
 from apps.teams.models import Namespace
 
 from tests.support.series import H, T0, dt, small_cluster_fetcher
+from tests.support.factories import make_cluster
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def cluster():
-    return Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
+    return make_cluster("lab", prometheus_url="http://127.0.0.1:9")
 
 
 def totals():

@@ -4,11 +4,11 @@ from datetime import datetime, timezone
 import pytest
 
 from apps.accounting.models import DeviceHealthHour, UsageHour
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.ingest.prometheus import PrometheusClient
 from apps.simulator.builders import build_scenario
 from tests.support.prom import served
+from tests.support.factories import make_cluster
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.django_db]
 FIELDS = ("fb_used_mib_avg", "fb_used_mib_max", "power_watts_avg", "energy_joules", "gpu_seconds")
@@ -43,7 +43,7 @@ def test_hourly_aggregates_equal_raw_rollups(settings, monkeypatch):
         for aggregate in (False, True):
             settings.INGEST_PROMETHEUS_AGGREGATES = aggregate
             # temperatures × 1.15 run some GPUs over 83 °C: those series come raw, the rest hourly
-            cluster = Cluster.objects.create(name=f"agg-{aggregate}", prometheus_url=server.url,
+            cluster = make_cluster(f"agg-{aggregate}", prometheus_url=server.url,
                                              metric_overrides={"temperature": {"scale": 1.15}})
             ingest(cluster, start, end)
             results[aggregate] = figures(cluster)

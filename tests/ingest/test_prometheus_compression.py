@@ -5,13 +5,13 @@ from datetime import datetime, timezone
 
 import pytest
 
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.ingest.prometheus import PrometheusClient
 from apps.ingest.prometheus_http import http_session
 from apps.simulator.builders import build_scenario
 from tests.ingest.test_prometheus_aggregates import figures
 from tests.support.prom import served
+from tests.support.factories import make_cluster
 
 pytestmark = [pytest.mark.prometheus, pytest.mark.django_db]
 
@@ -36,7 +36,7 @@ def test_answers_are_uncompressed_unless_asked_and_the_rows_are_the_same(setting
         rows = {}
         for compressed in (False, True):
             settings.PROMETHEUS_COMPRESSION = compressed
-            cluster = Cluster.objects.create(name=f"gz-{compressed}", prometheus_url=server.url)
+            cluster = make_cluster(f"gz-{compressed}", prometheus_url=server.url)
             ingest(cluster, start, end)
             rows[compressed] = figures(cluster)
     assert rows[False][0] and rows[False] == rows[True]

@@ -10,12 +10,12 @@ from django.db import connection
 from django.db.models import Sum
 
 from apps.accounting.models import UsageHour
-from apps.clusters.models import Cluster
 from apps.ingest.models import IngestRun
 from apps.ingest.pipeline import ingest
 
 from tests.support.fake_http import free_port, serving
 from tests.support.series import H, T0, dt, small_cluster_fetcher
+from tests.support.factories import make_cluster
 
 pytestmark = pytest.mark.django_db
 ROOT = Path(__file__).resolve().parents[2]
@@ -24,7 +24,7 @@ ARGS = ["--start", "2026-10-05T10:00:00Z", "--end", "2026-10-05T12:00:00Z", "--n
 
 @pytest.fixture
 def lab():
-    cluster = Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("lab", prometheus_url="http://127.0.0.1:9")
     ingest(cluster, dt(T0), dt(T0 + 2 * H), fetcher=small_cluster_fetcher())
     return cluster
 

@@ -11,13 +11,13 @@ import pytest
 import requests
 
 from apps.accounting.models import UsageHour
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import DEFAULT_CHUNK_HOURS, ingest
 from apps.ingest.prometheus import PrometheusClient
 from apps.ingest.queries import MetricNames
 from apps.simulator.emit import SimSeries
 
 from tests.support.prom import served_series
+from tests.support.factories import make_cluster
 
 T0 = 1_788_220_800          # 2026-09-01 00:00 UTC
 H = 3600
@@ -80,7 +80,7 @@ def test_every_query_ingest_sends_is_accepted(settings, tmp_path, monkeypatch, a
 
     monkeypatch.setattr(requests.Session, "request", recording)
     with served_series(_history(), tmp_path) as server:
-        cluster = Cluster.objects.create(name=f"shipped-{aggregate}", prometheus_url=server.url)
+        cluster = make_cluster(f"shipped-{aggregate}", prometheus_url=server.url)
         run = ingest(cluster, datetime.fromtimestamp(T0, tz=timezone.utc),
                      datetime.fromtimestamp(T0 + 3 * H, tz=timezone.utc), now=datetime(2026, 11, 28, tzinfo=timezone.utc))
         assert run.status == "succeeded", run.error
@@ -108,7 +108,7 @@ def test_a_refused_planning_query_falls_back_and_says_so(settings, tmp_path, mon
     settings.INGEST_CHUNK_HOURS = 0
     monkeypatch.setattr(PrometheusClient, "busiest_hour_query", lambda self, names, start, end: "sum(")
     with served_series(_history(5), tmp_path) as server:
-        cluster = Cluster.objects.create(name="refuses-plans", prometheus_url=server.url)
+        cluster = make_cluster("refuses-plans", prometheus_url=server.url)
         run = ingest(cluster, datetime.fromtimestamp(T0, tz=timezone.utc),
                      datetime.fromtimestamp(T0 + 5 * H, tz=timezone.utc), now=datetime(2026, 11, 28, tzinfo=timezone.utc))
     assert run.status == "succeeded", run.error

@@ -10,11 +10,11 @@ from datetime import datetime, timezone
 import pytest
 
 from apps.accounting.models import UsageHour
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.simulator.emit import SimSeries
 
 from tests.support.prom import served_series
+from tests.support.factories import make_cluster
 
 T0 = 1_788_220_800          # 2026-09-01 00:00 UTC
 H = 3600
@@ -82,7 +82,7 @@ def test_reconfigurations_give_the_same_rows_in_any_chunks(settings, tmp_path, s
     with served_series(series, tmp_path) as server:
         for chunk in (1, 2, 3, 5, 12, 0):
             settings.INGEST_CHUNK_HOURS = chunk
-            cluster = Cluster.objects.create(name=f"reconf-{seed}-{chunk}", prometheus_url=server.url)
+            cluster = make_cluster(f"reconf-{seed}-{chunk}", prometheus_url=server.url)
             run = ingest(cluster, datetime.fromtimestamp(T0, tz=timezone.utc),
                          datetime.fromtimestamp(T0 + HOURS * H, tz=timezone.utc), now=NOW)
             assert run.status == "succeeded", run.error

@@ -20,6 +20,7 @@ from apps.simulator.emit import SimSeries
 
 from tests.support.fake_http import api_only_proxy
 from tests.support.prom import served_series
+from tests.support.factories import make_cluster
 
 pytestmark = [pytest.mark.django_db, pytest.mark.prometheus]
 
@@ -61,7 +62,7 @@ FOUR_HOURS = {dt(T0 + k * H): pytest.approx(3600.0) for k in range(4)}
 def ingested_in_full(tmp_path):
     """The cluster ingested from the Prometheus that holds the whole history: 4 × 3 600 s."""
     with served_series(history(), tmp_path / "full") as server:
-        cluster = Cluster.objects.create(name="ret", prometheus_url=server.url)
+        cluster = make_cluster("ret", prometheus_url=server.url)
         run = ingest(cluster, dt(T0), dt(END))
     assert run.status == "succeeded", run.error
     assert by_hour(cluster) == FOUR_HOURS
@@ -130,7 +131,7 @@ def test_a_window_inside_the_history_is_rewritten_from_its_first_hour(tmp_path):
     samples Prometheus gives from just before the window (its look-around) show it holds the
     window's first hour too, though that hour's first sample is 7 s into it."""
     with served_series(history(offset=7), tmp_path / "first") as server:
-        cluster = Cluster.objects.create(name="ret", prometheus_url=server.url)
+        cluster = make_cluster("ret", prometheus_url=server.url)
         assert ingest(cluster, dt(T0), dt(END)).status == "succeeded"
     assert used_by_hour(cluster) == {dt(T0 + k * H): pytest.approx(1800.0) for k in range(4)}
     with served_series(history(offset=7, util=80.0), tmp_path / "corrected") as server, \

@@ -6,13 +6,13 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from apps.accounting.models import DeviceHealthHour, UsageHour
-from apps.clusters.models import Cluster
 from apps.ingest import rollup
 from apps.ingest.pipeline import ingest
 from apps.ingest.rollup import RollupConfig, Series, Window
 from apps.simulator.builders import build_fleet
 
 from tests.support.prom import served
+from tests.support.factories import make_cluster
 
 H = 3600
 T0 = 1_700_000_000 - (1_700_000_000 % H)  # a whole hour
@@ -87,7 +87,7 @@ def test_the_same_window_in_chunks_of_any_size_gives_the_same_rows(settings):
     with served(scenario) as server:
         for hours in (1, 2, 5, 7, 0):
             settings.INGEST_CHUNK_HOURS = hours
-            cluster = Cluster.objects.create(name=f"chunks-of-{hours}", prometheus_url=server.url)
+            cluster = make_cluster(f"chunks-of-{hours}", prometheus_url=server.url)
             run = ingest(cluster, start, start + timedelta(hours=24))
             assert run.status == "succeeded", run.error
             rows[hours] = (sorted(UsageHour.objects.filter(cluster=cluster).values_list(*USAGE)),

@@ -86,14 +86,14 @@ def test_default_month_is_the_last_one_with_usage_or_this_one(client, django_use
     from datetime import datetime, timedelta, timezone
 
     from apps.accounting.models import UsageHour
-    from apps.clusters.models import Cluster, Device
+    from apps.clusters.models import Device
     from apps.accounting.ledger.statements import default_period
 
     now = datetime.now(timezone.utc)
     this_month = f"{now:%Y-%m}"
     last = now.replace(day=1) - timedelta(days=1)
     assert default_period() == this_month
-    cluster = Cluster.objects.create(name="dflt", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("dflt", prometheus_url="http://127.0.0.1:9")
     device = Device.objects.create(cluster=cluster, uuid="GPU-d", model_name="M", first_seen=now, last_seen=now)
     UsageHour.objects.create(cluster=cluster, device=device, namespace="ns", pod="p", gpu_model="M",
                              gpu_fraction=1.0, sample_count=1, gpu_seconds=60.0,

@@ -14,11 +14,12 @@ import re
 import pytest
 
 from apps.accounting.models import UsageHour
-from apps.clusters.models import Cluster, Device
+from apps.clusters.models import Device
 
 from tests.support.page_seed import H100, at, seed_rates
 from .test_page_figures import rows_of
 from tests.support.bodies import body_of
+from tests.support.factories import make_cluster
 
 N = 120
 BASE = "/explore/?cluster=wide&grain=day"
@@ -27,7 +28,7 @@ BASE = "/explore/?cluster=wide&grain=day"
 @pytest.fixture
 def wide(seeded):
     seed_rates()
-    cluster = Cluster.objects.create(name="wide", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("wide", prometheus_url="http://127.0.0.1:9")
     devices = Device.objects.bulk_create([
         Device(cluster=cluster, uuid=f"GPU-W{i}", host=f"node-{i // 8}", gpu_index=str(i % 8), model_name=H100,
                first_seen=at(0), last_seen=at(23)) for i in range(N)])

@@ -11,17 +11,18 @@ import re
 import pytest
 
 from apps.accounting.models import UsageHour
-from apps.clusters.models import Cluster, Device
+from apps.clusters.models import Device
 
 from tests.support.page_seed import H100, at
 from .test_page_figures import rows_of
+from tests.support.factories import make_cluster
 
 N = 1000
 
 
 @pytest.fixture
 def big(seeded):
-    cluster = Cluster.objects.create(name="big", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("big", prometheus_url="http://127.0.0.1:9")
     devices = Device.objects.bulk_create([
         Device(cluster=cluster, uuid=f"GPU-B{i}", host=f"node-{i // 8}", gpu_index=str(i % 8), model_name=H100,
                first_seen=at(0), last_seen=at(23)) for i in range(N)])

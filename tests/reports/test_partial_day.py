@@ -18,6 +18,7 @@ from apps.reports import charts
 from apps.reports.data.overview import DayTotals, PartialDay, partial_day
 
 from tests.support.page_seed import H100
+from tests.support.factories import make_cluster
 
 UTC = timezone.utc
 
@@ -27,7 +28,7 @@ def spec_of(fragment):
 
 
 def test_the_partial_day_is_where_the_data_stops(db):
-    Cluster.objects.create(name="a", prometheus_url="http://127.0.0.1:9/",
+    make_cluster("a", prometheus_url="http://127.0.0.1:9/",
                            ingested_until=datetime(2026, 11, 26, 20, tzinfo=UTC))
     week = UsageFilter(start=datetime(2026, 11, 20, tzinfo=UTC), end=datetime(2026, 11, 27, tzinfo=UTC))
     assert partial_day(week, now=datetime(2026, 11, 26, 21, 30, tzinfo=UTC)) == PartialDay(date(2026, 11, 26), 20, 24)

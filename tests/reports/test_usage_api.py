@@ -6,13 +6,13 @@ from datetime import date
 import pytest
 from rest_framework.test import APIClient
 
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.teams.models import Namespace, NamespaceAssignment, NamespaceLabel, Team
 from apps.teams.tokens import do_create_api_token
 
 from tests.support.factories import PASSWORD, make_user
 from tests.support.series import A100, H, H100, T0, dt, small_cluster_fetcher
+from tests.support.factories import make_cluster
 
 pytestmark = pytest.mark.django_db
 WINDOW = {"start": "2026-10-05T10:00:00Z", "end": "2026-10-05T12:00:00Z"}
@@ -20,7 +20,7 @@ WINDOW = {"start": "2026-10-05T10:00:00Z", "end": "2026-10-05T12:00:00Z"}
 
 @pytest.fixture
 def ingested():
-    cluster = Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("lab", prometheus_url="http://127.0.0.1:9")
     ingest(cluster, dt(T0), dt(T0 + 2 * H), fetcher=small_cluster_fetcher())
     return cluster
 

@@ -5,11 +5,11 @@ import pytest
 from django.db.models import Sum
 
 from apps.accounting.models import QueuedDemandHour, UsageHour
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.simulator.builders import build_scenario
 from apps.simulator.demo import SimulatorFetcher, create_logins
 from apps.simulator.expected import expected_figures
+from tests.support.factories import make_cluster
 
 pytestmark = pytest.mark.django_db
 
@@ -22,7 +22,7 @@ def test_in_process_feed_matches_the_oracle():
     scenario = build_scenario(name="fallback", hours=3, interval_seconds=60, spelling="old", seed=5,
                               time_slicing=True)
     expected = expected_figures(scenario)
-    cluster = Cluster.objects.create(name="fallback", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("fallback", prometheus_url="http://127.0.0.1:9")
     ingest(cluster, dt(scenario.start), dt(scenario.end), fetcher=SimulatorFetcher(scenario))
     by_ns = dict(UsageHour.objects.exclude(namespace="").values_list("namespace").annotate(s=Sum("gpu_seconds")))
     assert by_ns == {ns: pytest.approx(s) for ns, s in expected.allocated_gpu_seconds.items()}

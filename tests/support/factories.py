@@ -37,9 +37,11 @@ def hours_before(end, count):
     return [end - (count - i) * HOUR for i in range(count)]
 
 
-def make_cluster(name="prod", *, ingested_until=None) -> Cluster:
-    return Cluster.objects.get_or_create(name=name, defaults={"prometheus_url": "http://prom.example:9090",
-                                                              "ingested_until": ingested_until})[0]
+def make_cluster(name="prod", *, ingested_until=None, **fields) -> Cluster:
+    """The cluster named `name` (made once): a Prometheus URL nobody serves unless `fields` gives
+    one, and any other field of `Cluster` (credentials, label trust, metric names) as given."""
+    defaults = {"prometheus_url": "http://prom.example:9090", "ingested_until": ingested_until, **fields}
+    return Cluster.objects.get_or_create(name=name, defaults=defaults)[0]
 
 
 def make_device(cluster, host="node-1", model=H100, mig_profile="", fraction=1.0, *, uuid=None,

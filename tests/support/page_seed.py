@@ -17,6 +17,7 @@ from apps.clusters.models import Cluster, Device
 from apps.ingest.models import IngestRun
 from apps.teams.models import SINCE_EVER, Namespace, NamespaceAssignment, NamespaceLabel, Team
 from tests.support.factories import A100, H100, make_role_users, usage_row
+from tests.support.factories import make_cluster
 
 
 def day_d():
@@ -39,8 +40,8 @@ def usage(device, ns, pod, hour, gpu_s, used_s=0.0, idle_s=0.0, **kw):
 def seed():
     now = timezone.now()
     users = make_role_users(("admin", "finance", "team_lead", "viewer"))
-    alpha = Cluster.objects.create(name="alpha", prometheus_url="http://127.0.0.1:9/", ingested_until=now - timedelta(hours=1))
-    beta = Cluster.objects.create(name="beta", prometheus_url="http://127.0.0.1:9/", ingested_until=now - timedelta(hours=10))
+    alpha = make_cluster("alpha", prometheus_url="http://127.0.0.1:9/", ingested_until=now - timedelta(hours=1))
+    beta = make_cluster("beta", prometheus_url="http://127.0.0.1:9/", ingested_until=now - timedelta(hours=10))
     vision = Team.objects.create(name="vision")
     vision.members.add(users["team_lead"])
     Team.objects.create(name="nlp")

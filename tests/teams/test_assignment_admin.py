@@ -5,8 +5,8 @@ import pytest
 from django.contrib.auth.models import User
 
 from apps.accounting.models import BillingPeriod
-from apps.clusters.models import Cluster
 from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
+from tests.support.factories import make_cluster
 
 pytestmark = pytest.mark.django_db
 
@@ -15,7 +15,7 @@ pytestmark = pytest.mark.django_db
 def setup(client):
     admin = User.objects.create_superuser("admin", password="pw")
     client.force_login(admin)
-    cluster = Cluster.objects.create(name="c1", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("c1", prometheus_url="http://127.0.0.1:9")
     ns = Namespace.objects.create(cluster=cluster, name="ml")
     return client, ns, Team.objects.create(name="research")
 

@@ -18,6 +18,7 @@ from apps.teams.labels import TEAM_FROM_LABEL, ensure_label_teams
 from apps.teams.models import AuditEvent, Namespace, Team
 from tests.support.factories import make_user
 from tests.support.series import H, T0, dt, small_cluster_fetcher
+from tests.support.factories import make_cluster
 
 pytestmark = pytest.mark.django_db
 
@@ -30,7 +31,7 @@ def picker_teams(body):
 
 
 def test_ingest_makes_every_label_value_a_team_with_page_and_picker_entry(client):
-    cluster = Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("lab", prometheus_url="http://127.0.0.1:9")
     assert not Team.objects.exists()
     ingest(cluster, dt(T0), dt(T0 + 2 * H), fetcher=small_cluster_fetcher())
 
@@ -57,7 +58,7 @@ def test_ingest_makes_every_label_value_a_team_with_page_and_picker_entry(client
 
 
 def test_a_second_ingest_adds_no_team_and_no_audit_row():
-    cluster = Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("lab", prometheus_url="http://127.0.0.1:9")
     ingest(cluster, dt(T0), dt(T0 + 2 * H), fetcher=small_cluster_fetcher())
     ingest(cluster, dt(T0), dt(T0 + 2 * H), fetcher=small_cluster_fetcher())
     assert Team.objects.count() == 2
@@ -65,7 +66,7 @@ def test_a_second_ingest_adds_no_team_and_no_audit_row():
 
 
 def test_ensure_label_teams_skips_no_label_unassigned_and_names_too_long():
-    cluster = Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
+    cluster = make_cluster("lab", prometheus_url="http://127.0.0.1:9")
     Team.objects.create(name="vision")
     created = ensure_label_teams(["vision", "nlp", "", "unassigned", "x" * 101, "nlp"], cluster)
     assert created == ["nlp"]
@@ -75,7 +76,7 @@ def test_ensure_label_teams_skips_no_label_unassigned_and_names_too_long():
 
 def test_no_team_from_labels_where_an_admin_decides_the_teams():
     for trust in (Cluster.LabelTrust.KNOWN_TEAMS, Cluster.LabelTrust.APPROVE):
-        cluster = Cluster.objects.create(name=f"lab-{trust}", prometheus_url="http://127.0.0.1:9", label_trust=trust)
+        cluster = make_cluster(f"lab-{trust}", prometheus_url="http://127.0.0.1:9", label_trust=trust)
         ingest(cluster, dt(T0), dt(T0 + 2 * H), fetcher=small_cluster_fetcher())
     assert not Team.objects.exists()
     # Approving serve's claim on the `approve` cluster makes `search` a team; research stays a claim.

@@ -11,7 +11,6 @@ from apps.accounting.actions.periods import do_close_period
 from apps.accounting.models import NodePool, Rate
 from apps.accounting.ledger.statements import statement
 from apps.reports.statement_rows import statement_payload
-from apps.clusters.models import Cluster
 from apps.teams.models import Team
 
 from tests.support.factories import make_cluster, make_device, make_usage, utc
@@ -41,7 +40,7 @@ def test_a_rate_edited_in_the_admin_keeps_its_history_with_the_user(admin_client
 
 
 def test_pools_clusters_and_teams_keep_history_but_not_ingest_bookkeeping():
-    cluster = Cluster.objects.create(name="lab", prometheus_url="http://prometheus:9090")
+    cluster = make_cluster("lab", prometheus_url="http://prometheus:9090")
     cluster.detected_label_spelling = "plain"
     cluster.save(update_fields=["detected_label_spelling"])      # ingest's own bookkeeping: no row
     cluster.label_trust = "approve"

@@ -12,6 +12,7 @@ from django.db import connection
 
 from apps.accounting.db.bulk import insert_rows, upsert_rows
 from apps.accounting.models import BillingPeriod, FrozenDay, StatementLine
+from tests.support.factories import make_cluster
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -42,9 +43,8 @@ def test_an_upsert_inserts_new_rows_and_replaces_the_others_fields_of_stored_one
     from datetime import datetime, timezone
 
     from apps.accounting.models import PodOwner
-    from apps.clusters.models import Cluster
 
-    prod, other = (Cluster.objects.create(name=n, prometheus_url="http://p:9090") for n in ("prod", "other"))
+    prod, other = (make_cluster(n, prometheus_url="http://p:9090") for n in ("prod", "other"))
     seen = [datetime(2026, 3, d, tzinfo=timezone.utc) for d in (1, 2)]
     fields = ("cluster_id", "namespace", "pod", "owner_kind", "owner_name", "workload_kind", "workload_name",
               "last_seen")

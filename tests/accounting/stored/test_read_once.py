@@ -9,7 +9,7 @@ from apps.accounting.stored.versions import versions_read_once
 from apps.accounting.models import NodePool
 from apps.accounting.usage.price_classes import price_class_expr
 from apps.accounting.usage.cells import cluster_name_by_id
-from apps.clusters.models import Cluster
+from tests.support.factories import make_cluster
 
 pytestmark = pytest.mark.django_db
 
@@ -19,7 +19,7 @@ def pool_reads(queries):
 
 
 def test_node_pools_and_cluster_names_read_once_a_page():
-    a = Cluster.objects.create(name="a", prometheus_url="http://prom-a:9090")
+    a = make_cluster("a", prometheus_url="http://prom-a:9090")
     NodePool.objects.create(cluster=a, name="spot", host_pattern="spot-*", price_class="spot")
     with versions_read_once(), CaptureQueriesContext(connection) as page:
         first, second = price_class_expr({a.pk}), price_class_expr({a.pk})
@@ -30,7 +30,7 @@ def test_node_pools_and_cluster_names_read_once_a_page():
 
     # the next page sees an edit made in between
     NodePool.objects.filter(cluster=a).update(price_class="reserved")
-    b = Cluster.objects.create(name="b", prometheus_url="http://prom-b:9090")
+    b = make_cluster("b", prometheus_url="http://prom-b:9090")
     with versions_read_once(), CaptureQueriesContext(connection) as later:
         assert "reserved" in str(price_class_expr({a.pk}))
         assert cluster_name_by_id() == {a.pk: "a", b.pk: "b"}

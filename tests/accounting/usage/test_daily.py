@@ -10,10 +10,10 @@ from django.db.models.functions import TruncDate
 from apps.accounting.models import UsageDay, UsageDayBuilt, UsageHour
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.cells import UsageFilter, usage_cells
-from apps.clusters.models import Cluster
 from apps.ingest.pipeline import ingest
 from apps.simulator.builders import build_scenario
 from apps.simulator.demo import SimulatorFetcher
+from tests.support.factories import make_cluster
 
 pytestmark = pytest.mark.django_db
 H = timedelta(hours=1)
@@ -37,7 +37,7 @@ def fetcher(scenario):
 
 @pytest.fixture
 def cluster():
-    return Cluster.objects.create(name="lab", prometheus_url="http://127.0.0.1:9")
+    return make_cluster("lab", prometheus_url="http://127.0.0.1:9")
 
 
 def daily_from_hourly():
