@@ -96,6 +96,29 @@ def add_import(tree: Path, module: str, line: str):
     ("apps.accounting.ledger.money", "from openpyxl import Workbook", "apps.accounting is not allowed to import openpyxl"),
     ("apps.accounting.ledger.daily_money", "from rest_framework.response import Response",
      "apps.accounting is not allowed to import rest_framework"),
+    # accounting's rooms import down only (apps/accounting/__init__.py, docs/architecture.md)
+    ("apps.accounting.usage.cells", "from apps.accounting.ledger.statements import statement",
+     "apps.accounting.usage is not allowed to import apps.accounting.ledger"),
+    ("apps.accounting.stored.answers", "from apps.accounting.usage.cells import usage_cells",
+     "apps.accounting.stored is not allowed to import apps.accounting.usage"),
+    ("apps.accounting.ledger.money", "from apps.accounting.forecast.teams import month_forecast",
+     "apps.accounting.ledger is not allowed to import apps.accounting.forecast"),
+    # the store is under what it stores: it is handed the recompute task, never imports it
+    ("apps.accounting.stored.refresh", "from apps.accounting.tasks import prepare_month_answers",
+     "apps.accounting.stored is not allowed to import apps.accounting.tasks"),
+    # rooms on one floor are independent
+    ("apps.accounting.query.filters", "from apps.accounting.forecast.teams import is_running",
+     "apps.accounting.query is not allowed to import apps.accounting.forecast"),
+    # core is plain Python
+    ("apps.accounting.core.lines", "from django.conf import settings",
+     "apps.accounting.core is not allowed to import django"),
+    ("apps.accounting.core.rounding", "from apps.accounting.models import Rate",
+     "apps.accounting.core is not allowed to import apps.accounting.models"),
+    # one front door to the stored answers
+    ("apps.reports.views.overview", "from apps.accounting.stored.responses import body",
+     "apps.reports is not allowed to import apps.accounting.stored.responses"),
+    ("gpuportal.middleware", "from apps.accounting.stored.versions import stored_answers",
+     "gpuportal is not allowed to import apps.accounting.stored.versions"),
     # the cycle alerts <-> tasks that dispatching deliveries from alerts.py used to make
     ("apps.recommendations.alerts", "from apps.recommendations.tasks import deliver_alert",
      "No cycles are allowed in apps.recommendations"),
