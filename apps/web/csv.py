@@ -52,14 +52,17 @@ def write_row(writer, out: io.StringIO, cells: list) -> None:
     if not any(isinstance(c, str) and ";" in c for c in cells):
         writer.writerow(cells)
         return
-    line = io.StringIO()
-    for i, cell in enumerate(cells):
+    fields = []
+    for cell in cells:
+        if cell == "":      # alone in a row, an empty field is written "" (to tell it from no row)
+            fields.append("")
+            continue
+        one = io.StringIO()
+        # The row's own line terminator: QUOTE_MINIMAL quotes a field holding one of its characters.
         quoting = csv.QUOTE_ALL if isinstance(cell, str) and ";" in cell else csv.QUOTE_MINIMAL
-        if cell != "":      # alone in a row, an empty field is written "" (to tell it from no row)
-            csv.writer(line, quoting=quoting, lineterminator="").writerow([cell])
-        if i < len(cells) - 1:
-            line.write(",")
-    out.write(line.getvalue() + "\r\n")
+        csv.writer(one, quoting=quoting, lineterminator="\r\n").writerow([cell])
+        fields.append(one.getvalue()[:-2])
+    out.write(",".join(fields) + "\r\n")
 
 
 def flatten_row(row, prefix=""):

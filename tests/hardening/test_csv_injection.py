@@ -97,6 +97,9 @@ def test_a_formula_after_a_separator_is_quoted_and_neutralised():
         assert text.splitlines()[1] == '"job;\'=cmd|\' /C calc\'!A0","x,\'=1",2,'
         for delimiter in (",", ";"):
             assert formula_cells(text, delimiter) == [], delimiter
+    # a row quoted cell by cell reads back as written: a YAML cell's newlines and quotes stay in it
+    text = rows_to_csv([{"a": "x;y", "b": 'kind: Pod\n  name: "a, b"', "c": 1.5}])
+    assert list(csv.reader(io.StringIO(text)))[1] == ["x;y", 'kind: Pod\n  name: "a, b"', "1.5"]
 
 
 def test_no_download_cell_starts_a_formula_when_split_on_semicolons(as_role, world):
