@@ -3,6 +3,7 @@ from django.contrib import admin
 from simple_history.admin import SimpleHistoryAdmin
 
 from .models import Cluster, ClusterQueueQuota, Device
+from .outbound import redacted
 
 SECRET_FIELDS = ("bearer_token", "basic_auth_password")
 
@@ -49,9 +50,14 @@ class ClusterForm(forms.ModelForm):
 @admin.register(Cluster)
 class ClusterAdmin(SimpleHistoryAdmin):
     form = ClusterForm
-    list_display = ("name", "prometheus_url", "label_spelling", "detected_label_spelling",
+    list_display = ("name", "prometheus_address", "label_spelling", "detected_label_spelling",
                     "detected_interval_seconds", "ingested_until")
     search_fields = ("name",)
+
+    @admin.display(description="Prometheus URL", ordering="prometheus_url")
+    def prometheus_address(self, cluster):
+        """A row saved before URLs with credentials were refused shows them as *** (docs/security.md)."""
+        return redacted(cluster.prometheus_url)
     readonly_fields = ("detected_label_spelling", "detected_interval_seconds", "ingested_until", "created_at")
 
 

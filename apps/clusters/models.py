@@ -8,7 +8,7 @@ from django.db import models
 
 from simple_history.models import HistoricalRecords
 
-from .outbound import outbound_problem
+from .outbound import outbound_problem, redacted
 from .secrets import SealedField, resolve, validate_source
 
 # Fields ingest maintains by itself: saving only these is not a configuration change and
@@ -54,15 +54,15 @@ def validate_prometheus_url(value: str) -> None:
         parts = urlsplit(value)
         port = parts.port
     except ValueError:
-        raise ValidationError(f"{value!r} is not a URL (a bad port?)") from None
+        raise ValidationError(f"{redacted(value)!r} is not a URL (a bad port?)") from None
     host = parts.hostname or ""
     labels = host.split(".")
     ip_like = host.replace(".", "").replace(":", "").isalnum() and (":" in host or host.replace(".", "").isdigit())
     if parts.scheme not in ("http", "https") or not host or (
             not ip_like and not all(_HOST_LABEL.match(label) for label in labels)) or (port is not None and port == 0):
-        raise ValidationError(f"{value!r} is not an http(s) URL of a Prometheus, e.g. http://prometheus:9090")
-    if problem := outbound_problem(value):
-        raise ValidationError(f"{value!r}: {problem}")
+        raise ValidationError(f"{redacted(value)!r} is not an http(s) URL of a Prometheus, e.g. http://prometheus:9090")
+    if problem := outbound_problem(value):   # backslashes, credentials, the allow-list (docs/security.md)
+        raise ValidationError(problem)
 
 
 class Cluster(models.Model):

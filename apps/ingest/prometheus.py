@@ -19,6 +19,8 @@ from prometheus_api_client import PrometheusApiClientException, PrometheusConnec
 from prometheus_client.parser import text_string_to_metric_families
 from urllib3.util.retry import Retry
 
+from apps.clusters.outbound import OutboundRefused
+
 from .answer_bytes import (body_of, converted, drained, interned, json_of, matrix_columns, on_parsing_thread,
                            value_columns)
 from .hourly import HourlySums
@@ -50,8 +52,8 @@ class PrometheusClient(HourlySums):
         from apps.clusters.outbound import outbound_problem
         from apps.clusters.secrets import CredentialError
 
-        if problem := outbound_problem(cluster.prometheus_url):   # a row saved before the allow-list
-            raise PrometheusError(f"cluster {cluster.name}: {cluster.prometheus_url} is refused: {problem}")
+        if problem := outbound_problem(cluster.prometheus_url):   # a row saved before the rules
+            raise PrometheusError(f"cluster {cluster.name}: its Prometheus URL is refused: {problem}")
         try:
             token, auth = cluster.credentials()
         except CredentialError as exc:
@@ -64,6 +66,8 @@ class PrometheusClient(HourlySums):
     def _call(self, what: str, fn, *args, **kwargs):
         try:
             return fn(*args, **kwargs)
+        except OutboundRefused as exc:    # a redirect, or an address the rules refuse (docs/security.md)
+            raise PrometheusError(f"Prometheus at {self.url} was not asked for {what}: {exc}") from None
         except requests.exceptions.JSONDecodeError:
             raise PrometheusError(f"the answer from {self.url} to {what} is not Prometheus' (not JSON)") from None
         except requests.exceptions.Timeout:

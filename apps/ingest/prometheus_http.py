@@ -2,11 +2,12 @@
 error every failure becomes (`prometheus.py` asks; `hourly.py` asks for per-hour sums)."""
 from __future__ import annotations
 
-import requests
+from apps.clusters.outbound import OutboundSession, outbound_session
 
 
-def http_session(compressed: bool | None = None) -> requests.Session:
-    """The HTTP session every request to Prometheus goes through: answers uncompressed unless
+def http_session(compressed: bool | None = None) -> OutboundSession:
+    """The HTTP session every request to Prometheus goes through, the outbound rules' own (no
+    redirect followed, the address checked: docs/security.md, "Outbound requests"), answers uncompressed unless
     `compressed` (default: the PROMETHEUS_COMPRESSION setting). Prometheus gzips an answer
     whenever the client accepts it, and on a fast link that costs it several times the query
     itself (docs/performance.md, "Answers uncompressed")."""
@@ -14,7 +15,7 @@ def http_session(compressed: bool | None = None) -> requests.Session:
         from django.conf import settings
 
         compressed = settings.PROMETHEUS_COMPRESSION
-    session = requests.Session()
+    session = outbound_session()
     if not compressed:
         session.headers["Accept-Encoding"] = "identity"
     return session

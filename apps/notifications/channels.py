@@ -9,7 +9,7 @@ import requests
 from django.conf import settings
 from django.core.mail import EmailMessage
 
-from apps.clusters.outbound import outbound_problem
+from apps.clusters.outbound import OutboundRefused, outbound_problem, outbound_session
 
 log = logging.getLogger(__name__)
 
@@ -42,12 +42,16 @@ def send_email(subject: str, body: str, to: list[str], attachments=()) -> Outcom
 
 
 def post_webhook(url: str, payload: dict, timeout: float | None = None) -> Outcome:
-    """POST `payload` as JSON; any 2xx is success. The error text is the status only: the
-    receiver's reply goes to the log, never to the pages (docs/security.md, "Outbound requests")."""
+    """POST `payload` as JSON; any 2xx is success, a redirect is not followed (a failure naming
+    its target). The error text is the status only: the receiver's reply goes to the log, never
+    to the pages (docs/security.md, "Outbound requests")."""
     if problem := outbound_problem(url):
         return Outcome(False, None, f"Refused: {problem}")
     try:
-        response = requests.post(url, json=payload, timeout=timeout or settings.ALERT_WEBHOOK_TIMEOUT_SECONDS)
+        with outbound_session() as session:
+            response = session.post(url, json=payload, timeout=timeout or settings.ALERT_WEBHOOK_TIMEOUT_SECONDS)
+    except OutboundRefused as exc:      # a redirect, or an address the rules refuse
+        return Outcome(False, None, f"Refused: {exc}"[:2000])
     except requests.RequestException as exc:
         return Outcome.failed(exc)
     if 200 <= response.status_code < 300:

@@ -9,11 +9,18 @@ from apps.notifications.channels import Outcome, post_webhook, send_email
 from .models import Alert, AlertDelivery
 
 
+def slack_text(text: str) -> str:
+    """`text` as Slack's message format reads it as plain characters: `&`, `<` and `>` are its
+    control characters (`<!channel>` pings everyone, `<https://…|label>` is a link), so a model,
+    namespace or pod label carrying them is escaped (docs/security.md, "Hostile input")."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
 def webhook_payload(alert: Alert) -> dict:
-    """Slack-compatible: `text` is what Slack (and Mattermost, Teams workflows) show; the
-    structured fields ride along for other receivers."""
+    """Slack-compatible: `text` is what Slack (and Mattermost, Teams workflows) show, escaped
+    for it; the structured fields ride along for other receivers as plain JSON values."""
     return {
-        "text": alert.text,
+        "text": slack_text(alert.text),
         "alert": {"key": alert.key, "kind": alert.kind, "team": alert.team,
                   "created_at": alert.created_at.isoformat().replace("+00:00", "Z"),
                   "url": settings.PORTAL_URL.rstrip("/") + "/advice/alerts/", **alert.fields},

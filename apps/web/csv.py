@@ -19,6 +19,9 @@ FORMULA_PREFIXES = ("=", "+", "-", "@", "\t", "\r")
 # A plain decimal number, as money and hours are written ("-10.00", "1234", "0.125"): a
 # spreadsheet reads it as a number, never as a formula, so it is written as it is.
 PLAIN_NUMBER = re.compile(r"-?[0-9]+(\.[0-9]+)?", re.ASCII)
+# A formula start after a separator: a spreadsheet that splits on ";" (the portal offers de_DE,
+# whose spreadsheets do) or on "," reads what follows as a cell of its own.
+FORMULA_AFTER_SEPARATOR = re.compile(r"([,;][ ]*)(?=[=+\-@\t\r])")
 
 
 def safe_cell(value):
@@ -27,13 +30,39 @@ def safe_cell(value):
     Numbers stay numbers (docs/dates-and-money.md): ints, floats and Decimals, and text that is
     nothing but a plain decimal number, such as a negative adjustment's cost "-10.00". Any other
     text starting with =, +, -, @, a tab or a carriage return gets a leading quote, so a team
-    named "=HYPERLINK(...)" or "-2+3+cmd|..." stays text.
+    named "=HYPERLINK(...)" or "-2+3+cmd|..." stays text. So does every such start after a
+    separator, "," or ";", whichever the reader splits on: `job;=cmd|' /C calc'!A0` is written
+    `job;'=cmd|' /C calc'!A0` (docs/security.md, "Hostile input").
     """
     if value is None:
         return ""
-    if isinstance(value, str) and value.startswith(FORMULA_PREFIXES) and not PLAIN_NUMBER.fullmatch(value):
+    if not isinstance(value, str) or PLAIN_NUMBER.fullmatch(value):
+        return value
+    if ("," in value or ";" in value) and FORMULA_AFTER_SEPARATOR.search(value):
+        value = FORMULA_AFTER_SEPARATOR.sub(r"\1'", value)
+    if value.startswith(FORMULA_PREFIXES):
         return "'" + value
     return value
+
+
+def write_row(writer, out: io.StringIO, cells: list) -> None:
+    """`writer.writerow(cells)`, with every text cell holding a ";" quoted as well: the writer
+    quotes only for its own delimiter, and a reader splitting on ";" (a de_DE spreadsheet)
+    then keeps such a value one cell (docs/security.md, "Hostile input")."""
+    if not any(isinstance(c, str) and ";" in c for c in cells):
+        writer.writerow(cells)
+        return
+    fields = []
+    for cell in cells:
+        if cell == "":      # alone in a row, an empty field is written "" (to tell it from no row)
+            fields.append("")
+            continue
+        one = io.StringIO()
+        # The row's own line terminator: QUOTE_MINIMAL quotes a field holding one of its characters.
+        quoting = csv.QUOTE_ALL if isinstance(cell, str) and ";" in cell else csv.QUOTE_MINIMAL
+        csv.writer(one, quoting=quoting, lineterminator="\r\n").writerow([cell])
+        fields.append(one.getvalue()[:-2])
+    out.write(",".join(fields) + "\r\n")
 
 
 def flatten_row(row, prefix=""):
@@ -59,7 +88,7 @@ def rows_to_csv(rows, columns=None):
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(columns)
     for r in flat_rows:
-        writer.writerow([safe_cell(r.get(c)) for c in columns])
+        write_row(writer, out, [safe_cell(r.get(c)) for c in columns])
     return out.getvalue()
 
 
@@ -73,7 +102,7 @@ def csv_chunks(rows: Iterable[dict], columns: list[str], chunk_rows: int = CHUNK
     pending = 0
     for row in rows:
         flat = flatten_row(row)
-        writer.writerow([safe_cell(flat.get(c)) for c in columns])
+        write_row(writer, out, [safe_cell(flat.get(c)) for c in columns])
         pending += 1
         if pending == chunk_rows:
             yield _drain(out)

@@ -75,3 +75,37 @@ def test_negative_numbers_stay_numbers():
     from apps.web.csv import safe_cell
     assert safe_cell(-12.5) == -12.5 and safe_cell("-12.50") == "-12.50" and safe_cell("=1") == "'=1"
     assert safe_cell("-12.50+1") == "'-12.50+1" and safe_cell("-acme-pod") == "'-acme-pod"
+
+
+SEMICOLON_FORMULA = "job;=cmd|' /C calc'!A0"
+
+
+def formula_cells(text, delimiter):
+    return [cell for row in csv.reader(io.StringIO(text), delimiter=delimiter) for cell in row
+            if cell.lstrip(" ").startswith(FORMULA_START + ("\t", "\r")) and not is_number(cell)]
+
+
+def test_a_formula_after_a_separator_is_quoted_and_neutralised():
+    """A spreadsheet splitting on ";" (de_DE) read `job;=cmd…` as two cells, the second a
+    formula: the guard looked at the first character only (issue 42)."""
+    from apps.web.csv import csv_chunks, rows_to_csv, safe_cell
+    assert safe_cell(SEMICOLON_FORMULA) == "job;'=cmd|' /C calc'!A0"
+    assert safe_cell("a, +1;@x") == "a, '+1;'@x" and safe_cell("=a;-b") == "'=a;'-b"
+    assert safe_cell("gpu;mig") == "gpu;mig" and safe_cell("-10.00") == "-10.00"
+    rows = [{"name": SEMICOLON_FORMULA, "other": "x,=1", "n": 2, "empty": None}]
+    for text in (rows_to_csv(rows), b"".join(csv_chunks(rows, ["name", "other", "n", "empty"])).decode()):
+        assert text.splitlines()[1] == '"job;\'=cmd|\' /C calc\'!A0","x,\'=1",2,'
+        for delimiter in (",", ";"):
+            assert formula_cells(text, delimiter) == [], delimiter
+    # a row quoted cell by cell reads back as written: a YAML cell's newlines and quotes stay in it
+    text = rows_to_csv([{"a": "x;y", "b": 'kind: Pod\n  name: "a, b"', "c": 1.5}])
+    assert list(csv.reader(io.StringIO(text)))[1] == ["x;y", 'kind: Pod\n  name: "a, b"', "1.5"]
+
+
+def test_no_download_cell_starts_a_formula_when_split_on_semicolons(as_role, world):
+    c = as_role("admin")
+    world.rate.gpu_model = SEMICOLON_FORMULA
+    world.rate.save()
+    text = body_of(c.get("/api/v1/rates/?format=csv")).decode()
+    assert "\"job;'=cmd|' /C calc'!A0\"" in text
+    assert formula_cells(text, ";") == [] and formula_cells(text, ",") == []

@@ -285,3 +285,16 @@ def test_public_error_of_a_delivery_by_hand():
     assert d.public_error() == "delivery failed (ConnectionError)"
     assert AlertDelivery(last_error="HTTP 502: <html>bad gateway</html>").public_error() == "delivery failed (HTTP 502)"
     assert AlertDelivery(last_error="").public_error() == ""
+
+
+def test_hostile_labels_stay_text_in_the_slack_message(fleet):
+    """A model, namespace or pod label put `<!channel>` and a `<https://…|…>` link into the Slack
+    text unescaped (issue 42): Slack reads &, < and > as its own markup."""
+    from apps.recommendations.notify import webhook_payload
+    text = "Idle GPUs: pod <!channel>/<https://evil.example/login|sign in> & co on prod"
+    alert = Alert.objects.create(key="idle:x", kind="idle", team="vision", text=text,
+                                 fields={"pod": "<!channel>"})
+    payload = webhook_payload(alert)
+    assert payload["text"] == ("Idle GPUs: pod &lt;!channel&gt;/&lt;https://evil.example/login|sign in&gt; "
+                               "&amp; co on prod")
+    assert payload["alert"]["pod"] == "<!channel>"       # the structured value stays the value

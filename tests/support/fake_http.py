@@ -12,17 +12,20 @@ def free_port():
 
 
 @contextmanager
-def answering(answer, methods=("GET", "POST")):
+def answering(answer, methods=("GET", "POST"), host="127.0.0.1"):
     """A real HTTP server on 127.0.0.1 answering each request of `methods` with `answer(request)`
-    → (status, body, content type), `request` being the handler (its `path`, `headers`); yields
-    its URL. Every fake server of the tests is one of these."""
+    → (status, body, content type[, extra headers]), `request` being the handler (its `path`, `headers`); yields
+    its URL. Every fake server of the tests is one of these; `host` is a loopback address
+    (127.0.0.2 serves as "another host" for the outbound rules' tests)."""
     class Handler(http.server.BaseHTTPRequestHandler):
         def _answer(self):
-            status, body, content_type = answer(self)
+            status, body, content_type, *more = answer(self)
             payload = body.encode() if isinstance(body, str) else body
             try:
                 self.send_response(status)
                 self.send_header("Content-Type", content_type)
+                for name, value in (more[0] if more else {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Length", str(len(payload)))
                 self.end_headers()
                 self.wfile.write(payload)
@@ -34,12 +37,12 @@ def answering(answer, methods=("GET", "POST")):
 
     for method in methods:
         setattr(Handler, f"do_{method}", Handler._answer)
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = http.server.ThreadingHTTPServer((host, 0), Handler)
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
+        yield f"http://{host}:{server.server_address[1]}"
     finally:
         server.shutdown()
         server.server_close()

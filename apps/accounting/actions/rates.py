@@ -27,14 +27,26 @@ def do_import_rate_file(data: bytes, actor=None, source="") -> list[Rate]:
 
 
 def do_import_rates(entries, actor=None, source="") -> list[Rate]:
-    with transaction.atomic():
-        rates = [Rate(gpu_model=e.gpu_model, mig_profile=e.mig_profile, price_class=e.price_class,
-                      hourly_rate=e.hourly_rate, currency=e.currency, effective_from=e.effective_from)
-                 for e in entries]
-        for r in rates:
-            r.full_clean()
-            r.save()
-        audit(actor, "rates.import", source or "csv", None, [r.as_dict() for r in rates])
+    """Store `entries` (`rate_csv.parse_rates`' RateEntry rows, each already checked in memory
+    against the table's fields and the stored keys): one bulk insert of the rates and one of
+    their history rows, in one transaction, audited once. A rate another import stored since
+    the file was read fails the whole file, nothing kept (docs/chargeback.md, "1. Import rates":
+    22,000 lines take seconds; a `full_clean()` and `save()` a row took 12 s for 2,000)."""
+    from django.db import IntegrityError
+    from simple_history.utils import bulk_create_with_history
+
+    from apps.accounting.pricing.rate_csv import RateFileError
+    rates = [Rate(gpu_model=e.gpu_model, mig_profile=e.mig_profile, price_class=e.price_class,
+                  hourly_rate=e.hourly_rate, currency=e.currency, effective_from=e.effective_from)
+             for e in entries]
+    user = actor if actor is not None and actor.is_authenticated else None
+    try:
+        with transaction.atomic():
+            bulk_create_with_history(rates, Rate, default_user=user)
+            audit(actor, "rates.import", source or "csv", None, [r.as_dict() for r in rates])
+    except IntegrityError:
+        raise RateFileError(["a rate of this file was stored by someone else meanwhile; nothing imported: "
+                             "upload the file again to see which line"]) from None
     return rates
 
 

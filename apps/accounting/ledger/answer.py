@@ -16,7 +16,7 @@ from datetime import date, timedelta, timezone
 from django.conf import settings
 from django.db.models import Q
 
-from apps.accounting.stored.answers import answer, day_answers, day_part, drop_parts, store_current
+from apps.accounting.stored.answers import answer, day_answers, day_part, drop_parts, month_kept, store_current
 from apps.accounting.stored.versions import CODE_VERSION, Inputs, read_inputs, read_once, stored_answers
 from apps.accounting.core.lines import Cell, Line, build_lines
 from apps.accounting.core.periods import last_day, next_period, period_bounds, period_of, prev_period
@@ -118,7 +118,7 @@ def day_parts(period: str, inputs: Inputs | None = None, *, hold: bool = False, 
 def own_days(period: str, inputs: Inputs | None = None) -> list[Cell]:
     """The month's per-day cells (`usage_cells` of the whole month), day by day: what closing
     freezes, what the FOCUS export splits each line over and what the span cells merge."""
-    if not stored_answers():
+    if not stored_answers() or not month_kept(period):
         return month_cells(period)
     return day_cells(day_parts(period, inputs))
 

@@ -36,6 +36,28 @@ from apps.accounting.stored.rows import CELL_COLUMNS, cell_values, read_current,
 LOCK_CLASS = 0x6770   # pg_advisory_xact_lock(class, key): the class of month-answer locks
 
 
+def month_kept(period: str) -> bool:
+    """Whether answers of `period` may be stored: a month of the fleet's history, from the month
+    of its first ingested hour through the current month (billing zone). Any other month is
+    answered live and stores nothing, so GETs over the years 2000-2100 cannot fill the store
+    (docs/security.md, "Stored answers"). Two index look-ups, no cache: a backfill of an earlier
+    month is kept from its first read on."""
+    from django.utils import timezone as dj_timezone
+
+    from apps.accounting.core.periods import period_of
+    from apps.accounting.models.rollups import DeviceHealthHour, UsageHour
+    from apps.accounting.calendar.zone import billing_zone
+
+    zone = billing_zone()
+    if period > period_of(dj_timezone.now().astimezone(zone).date()):
+        return False
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT LEAST((SELECT min(hour_start) FROM {UsageHour._meta.db_table}), "
+                    f"(SELECT min(hour_start) FROM {DeviceHealthHour._meta.db_table}))")
+        first = cur.fetchone()[0]
+    return first is not None and period >= period_of(first.astimezone(zone).date())
+
+
 def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = None):
     """The stored part when its version is current, else computed, stored and returned.
 
@@ -43,7 +65,8 @@ def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = 
     directly. `inputs`: the versions already read for this request (`read_inputs`), else read
     here. Either way they are read *before* computing and the answer is stored with them: a
     write committed meanwhile makes it stale again, never served stale. A database that keeps
-    no answers (SQLite) computes every time (`compute(None)`): callers never ask which it is.
+    no answers (SQLite), or a month outside the fleet's history (`month_kept`), computes every
+    time (`compute(None)`): callers never ask which it is.
     """
     if not stored_answers():
         return compute(None)
@@ -51,6 +74,8 @@ def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = 
     rows = read_current(period, part, version_of(inputs))
     if rows is not None:
         return rows
+    if not month_kept(period):      # asked only when nothing is stored: a stored read stays one query
+        return compute(None)
     with transaction.atomic():
         with connection.cursor() as cur:
             key = [LOCK_CLASS, _lock_key(period, part)]

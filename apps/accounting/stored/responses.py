@@ -14,7 +14,7 @@ import psycopg
 from django.conf import settings
 from django.db import connection, transaction
 
-from apps.accounting.stored.answers import LOCK_CLASS
+from apps.accounting.stored.answers import LOCK_CLASS, month_kept
 from apps.accounting.stored.versions import stored_answers
 from apps.accounting.models import MonthBody
 
@@ -31,11 +31,14 @@ def scope_tag(teams) -> str:
 def body(period: str, key: str, version: str, render, *, gzipped: bool = False) -> bytes:
     """A month's API answer as sent, stored with `version`: the stored bytes when current,
     else `render()` (which must read the answer after `version` was read), stored and returned.
-    With `gzipped`, the same answer gzip-compressed (stored beside it, compressed once)."""
+    With `gzipped`, the same answer gzip-compressed (stored beside it, compressed once). A month
+    outside the fleet's history (`answers.month_kept`) is rendered and stores nothing."""
     stored = read_body(period, key, version, gzipped=gzipped)
     if stored is not None:
         return stored
     rendered = render()
+    if not month_kept(period):
+        return gzip_of(rendered) if gzipped else rendered
     packed = gzip_of(rendered)
     write_body(period, key, version, rendered, packed)
     return packed if gzipped else rendered

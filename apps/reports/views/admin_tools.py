@@ -45,10 +45,13 @@ def label_claims(request, sel):
     if request.method == "POST":
         message = _decide(request)
         if not message.startswith("!"):
-            return redirect(f"{reverse('reports:label-claims')}?done={message}")
+            # Said through the session, never the query string: the page shows only what the
+            # portal wrote (docs/security.md, "Hostile input").
+            messages.success(request, message)
+            return redirect(reverse("reports:label-claims"))
     return page(request, sel, "reports/label_claims.html", "claims", {
         "claims": pending_claims(), "teams": sorted(Team.objects.values_list("name", flat=True)),
-        "error": message[1:] if message.startswith("!") else "", "done": request.GET.get("done", "")[:200],
+        "error": message[1:] if message.startswith("!") else "",
         "decided": recent_decisions(50),
     }, picker=())   # every pending claim: nothing to pick
 

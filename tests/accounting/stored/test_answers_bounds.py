@@ -109,7 +109,7 @@ def test_nightly_housekeeping_drops_bodies_nobody_asked_for(march, api, finance)
 
 
 @pytest.mark.postgres   # the bound is kept by SQL over the stored rows
-def test_a_month_keeps_at_most_its_bytes_of_bodies_the_newest(settings):
+def test_a_month_keeps_at_most_its_bytes_of_bodies_the_newest(march, settings):
     """1 MB a month: three bodies of 400 KB (plain, no gzip copy) stored one after another keep
     the last two (800 KB); the third's is kept with the second's, the first goes. One body larger
     than the whole budget is still kept, alone: the one just stored always stays."""
@@ -121,3 +121,49 @@ def test_a_month_keeps_at_most_its_bytes_of_bodies_the_newest(settings):
     assert set(MonthBody.objects.filter(period="2026-03").values_list("key", flat=True)) == {"second", "third"}
     body("2026-03", "huge", "v1", lambda: b"y" * 3 * 2**20)
     assert list(MonthBody.objects.filter(period="2026-03").values_list("key", flat=True)) == ["huge"]
+
+
+def months(first: str, last: str):
+    from apps.accounting.core.periods import next_period
+    period = first
+    while period <= last:
+        yield period
+        period = next_period(period)
+
+
+def stored_periods():
+    from apps.accounting.models import MonthAnswer
+    return (set(MonthBody.objects.values_list("period", flat=True))
+            | set(MonthAnswer.objects.values_list("period", flat=True)))
+
+
+def test_only_months_of_the_fleets_history_are_stored(march, api, finance):
+    """A month before the first ingested hour (March 2026 here) or after the current month is
+    answered, correctly, and stores nothing: before, 96 usage calls over 24 empty months grew
+    the stored bodies from 28 to 124, and 48 chargeback/XLSX/FOCUS GETs for 2098 added 389
+    answer rows (issue 42). A sweep of every month from November 2025 to February 2027, every grouping and both
+    teams stores only months from March 2026 through this month."""
+    from apps.accounting.core.periods import next_period, period_of
+    lead = make_user("lead", "team_lead")
+    make_team("A", lead=lead)
+    this_month = period_of(timezone.now().date())
+    for user in (finance, lead):
+        client = api(user)
+        for period in months("2025-11", "2027-02"):
+            start, end = f"{period}-01", f"{next_period(period)}-01"
+            for group_by in ("team", "namespace", "cluster", "gpu_model"):
+                response = client.get(USAGE, {"start": start, "end": end, "group_by": group_by})
+                assert response.status_code == 200, (period, group_by)
+                if period == "2026-03" and group_by == "team":
+                    assert {r["key"]: r["allocated_gpu_hours"] for r in response.json()["results"]} == \
+                        ({"A": 3.0, "B": 1.0} if user is finance else {"A": 3.0})
+                elif not "2026-03" <= period <= this_month:
+                    assert response.json()["results"] == [], (period, group_by)
+        for period in ("2026-02", next_period(this_month), "2098-01"):
+            for team in ("A", None) if user is lead else ("A", "B", None):
+                params = {"period": period, **({"team": team} if team else {})}
+                for url in (CHARGEBACK, CHARGEBACK + "xlsx/", CHARGEBACK + "focus/"):
+                    assert client.get(url, params).status_code == 200, (url, params)
+    stored = stored_periods()
+    assert "2026-03" in stored
+    assert stored <= set(months("2026-03", this_month)), sorted(stored)

@@ -1,11 +1,12 @@
 import sys
 
+from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import InterfaceError, OperationalError
 from tqdm import tqdm
 
 from apps.accounting.calendar.parse import parse_window_options
-from apps.clusters.models import Cluster
+from apps.clusters.models import Cluster, validate_prometheus_url
 from apps.ingest.pipeline import IngestError, database_failure, ingest
 
 
@@ -50,6 +51,10 @@ class Command(BaseCommand):
                 raise CommandError(f"invalid cluster: {'; '.join(_messages(exc))}")
             cluster.save()
         elif url and url != cluster.prometheus_url:
+            try:
+                validate_prometheus_url(url)
+            except ValidationError as exc:
+                raise CommandError(f"invalid --prometheus-url: {'; '.join(exc.messages)}") from None
             cluster.prometheus_url = url
             cluster.save(update_fields=["prometheus_url"])
 
