@@ -74,19 +74,23 @@ class RightsizingView(APIView):
                     "money it saves per month and the resource change in YAML.",
     )
     def get(self, request):
-        q = RightsizeQuery.of(filter_from(request.query_params, request.user, trailing=True, dates_too=True))
+        sel = filter_from(request.query_params, request.user, trailing=True, dates_too=True)
+        q = RightsizeQuery.of(sel)
         rows = rightsizing_rows(q)
         window = measured_window(q)
 
         def said(totals):
             return [{"amount": str(a), "currency": c} for a, c in totals] if q.money else []
-        return Response({"cluster": q.cluster, "team": q.team,
+        response = Response({"cluster": q.cluster, "team": q.team,
                          "window_start": iso_utc(window[0]) if window else None,
                          "window_end": iso_utc(window[1]) if window else None, "window": window_said(q),
                          "monthly_saving": said(total_saving(rows)),
                          "left_out": {"workloads": sum(1 for r in rows if not r["in_totals"]),
                                       "monthly_saving": said(total_saving(rows, low_confidence=True))},
                          "results": [public(r) for r in rows]})
+        if getattr(request.accepted_renderer, "format", "") == "csv":    # named after what it holds
+            response["Content-Disposition"] = f'attachment; filename="{sel.download_name("rightsizing", "csv")}"'
+        return response
 
     def csv_columns(self, rows):
         if rows and isinstance(rows[0], dict) and "workload_name" not in rows[0]:

@@ -11,7 +11,10 @@ the trailing 28 days, not the team page's window.
 
 Fleet and rates: tests/recommendations/rightsizing_fleet.py (48 hours before factories.END).
 """
+import csv
+import io
 import re
+from decimal import Decimal
 
 import pytest
 from django.test import Client
@@ -95,3 +98,21 @@ def test_every_yaml_has_a_copy_button(world):
     page = client.get("/advice/rightsizing/", {"window_days": 2}).content.decode()
     yamls = re.findall(r'<pre id="(yaml-\d+)">', page)
     assert yamls and all(f'data-copy="{y}"' in page for y in yamls)
+
+
+def test_the_downloads_are_the_pages(world):
+    client, _ = as_user("team_lead", [world["vision"]])
+    page = client.get("/advice/rightsizing/", {**WINDOW, "team": "vision"}).content.decode()
+    link = re.search(r'href="([^"]+)" download id="csv-link"', page).group(1).replace("&amp;", "&")
+    assert link == "/api/v1/rightsizing/?start=2026-11-18&end=2026-11-20&team=vision&format=csv"
+    response = client.get(link)
+    assert response["Content-Disposition"] == 'attachment; filename="rightsizing_2026-11-18_2026-11-20_vision.csv"'
+    rows = list(csv.DictReader(io.StringIO(response.content.decode())))
+    # the file's counted savings add up to the page's headline: 164.57 + 163.20 + 0.00
+    assert sum(Decimal(r["monthly_saving"]) for r in rows if r["in_totals"] == "True") == Decimal("327.77")
+    advice = client.get("/advice/", {"window_days": 2}).content.decode()
+    link = re.search(r'href="([^"]+)" download id="csv-link"', advice).group(1).replace("&amp;", "&")
+    assert link == "/api/v1/quota-recommendations/?window_days=2&format=csv"
+    assert "over the last 2 days" in advice
+    response = client.get(link)
+    assert response["Content-Disposition"] == 'attachment; filename="quota-advice_last-2-days.csv"'
