@@ -15,6 +15,7 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
+from .statement_rows import UNALLOCATED_NAME
 from apps.accounting.calc import BASIS_PROFILE, Line, apportion, billed_cost, period_bounds
 from apps.accounting.days import day_start
 from apps.accounting.figures import shown_efficiency, shown_hours
@@ -133,7 +134,7 @@ def line_columns(line: Line) -> dict:
         "ResourceType": "Kubernetes namespace" if allocated else "Kubernetes cluster",
         "SkuId": sku, "SkuPriceId": f"{sku}@{line.hourly_rate} {line.currency}/{unit[:-1]}",
         "SubAccountId": line.team if allocated else UNALLOCATED_KEY,
-        "SubAccountName": line.team if allocated else "unallocated capacity",
+        "SubAccountName": line.team if allocated else UNALLOCATED_NAME,
         "Tags": json.dumps(tags, sort_keys=True, ensure_ascii=False),
         "x_ChargeKind": line.kind, "x_AdjustsPeriod": line.adjusts_period or None, "x_Cluster": line.cluster,
         "x_Namespace": line.namespace or None, "x_GpuModel": line.gpu_model, "x_MigProfile": line.mig_profile or None,
