@@ -4,6 +4,7 @@ from django.urls import reverse
 from django.utils import timezone as djtz
 
 from apps.accounting.actions import ActionError, do_assign_namespace, do_import_rate_file
+from apps.accounting.models import Rate
 from apps.accounting.ratecsv import COLUMNS as RATE_COLUMNS, OPTIONAL as RATE_OPTIONAL, RateFileError
 from apps.accounting.usage import billing_zone
 from apps.ingest.models import IngestRun
@@ -75,6 +76,7 @@ def rate_upload(request, sel):
         status = 400
     response = page(request, sel, "reports/rate_upload.html", "rates", {
         "errors": errors, "columns": ",".join(RATE_COLUMNS), "optional": RATE_OPTIONAL,
+        **_rate_card(sel.today),
     }, picker=())
     response.status_code = status
     return response
@@ -109,3 +111,15 @@ def _decide(request) -> str:
     except (ClaimError, ActionError) as exc:
         return f"!{exc}"
     return "!unknown action"
+
+
+def _rate_card(today) -> dict:
+    """The rate card as it stands: per model, profile and price class the rate in force today
+    (billing-zone date), and every rate dated after it, in the portal's formats."""
+    current, upcoming = {}, []
+    for rate in Rate.objects.order_by("gpu_model", "mig_profile", "price_class", "effective_from"):
+        if rate.effective_from <= today:
+            current[(rate.gpu_model, rate.mig_profile, rate.price_class)] = rate
+        else:
+            upcoming.append(rate)
+    return {"current_rates": list(current.values()), "upcoming_rates": upcoming, "rates_today": today}
