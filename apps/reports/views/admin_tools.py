@@ -4,7 +4,7 @@ from django.urls import reverse
 from django.utils import timezone as djtz
 
 from apps.accounting.actions import ActionError, do_assign_namespace, do_import_rate_file
-from apps.accounting.models import Rate
+from apps.accounting.pricing import rates_in_force
 from apps.accounting.ratecsv import COLUMNS as RATE_COLUMNS, OPTIONAL as RATE_OPTIONAL, RateFileError
 from apps.accounting.usage import billing_zone
 from apps.ingest.models import IngestRun
@@ -114,12 +114,6 @@ def _decide(request) -> str:
 
 
 def _rate_card(today) -> dict:
-    """The rate card as it stands: per model, profile and price class the rate in force today
-    (billing-zone date), and every rate dated after it, in the portal's formats."""
-    current, upcoming = {}, []
-    for rate in Rate.objects.order_by("gpu_model", "mig_profile", "price_class", "effective_from"):
-        if rate.effective_from <= today:
-            current[(rate.gpu_model, rate.mig_profile, rate.price_class)] = rate
-        else:
-            upcoming.append(rate)
-    return {"current_rates": list(current.values()), "upcoming_rates": upcoming, "rates_today": today}
+    """The rate card as it stands (`pricing.rates_in_force`), in the portal's formats."""
+    current, upcoming = rates_in_force(today)
+    return {"current_rates": current, "upcoming_rates": upcoming, "rates_today": today}
