@@ -4,6 +4,8 @@ DRF answers its own errors as JSON; a path under /api/ that matches no route (or
 fails before DRF) would otherwise get Django's HTML page, which an API client cannot read
 (docs/api.md, "Errors").
 """
+import logging
+
 from django.http import JsonResponse
 from django.views import defaults
 
@@ -37,3 +39,15 @@ def bad_request(request, exception=None):
     if _is_api(request):
         return JsonResponse({"detail": "bad request"}, status=400)
     return defaults.bad_request(request, exception)
+
+
+class OneLineRefusals(logging.Filter):
+    """A refusal the portal means to give — 403 for a team not yours, 404, 405 — is logged as
+    its one line ("Forbidden (Permission denied): /teams/nlp/"), without the traceback of the
+    PermissionDenied that produced it; a 5xx keeps its traceback (settings.LOGGING)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if getattr(record, "status_code", 500) < 500:
+            record.exc_info = None
+            record.exc_text = None
+        return True

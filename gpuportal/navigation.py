@@ -52,8 +52,9 @@ def portal_nav(context):
         links.append((f"Team {name}", href + suffix, path == href))
     if can_see_money(user):     # the page itself shows the user's money scope only
         links.append(("Chargeback", "/chargeback/", _active(path, "/chargeback/")))
-    links.append(("Quota advice", "/advice/", _active(path, "/advice/") and not _active(path, "/advice/rightsizing/")))
+    links.append(("Quota advice", "/advice/", path == "/advice/"))
     links.append(("Right-sizing", "/advice/rightsizing/", _active(path, "/advice/rightsizing/")))
+    links.append(("Alerts", "/advice/alerts/", _active(path, "/advice/alerts/")))
     if admin:
         links.append(("Ingest log", "/admin-tools/ingest/" + suffix, _active(path, "/admin-tools/ingest/")))
         links.append(("Team claims", "/admin-tools/claims/", _active(path, "/admin-tools/claims/")))

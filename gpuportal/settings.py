@@ -390,11 +390,20 @@ if not DEBUG:
     SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
     SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=True)
 
+LOG_LEVEL = env.str("LOG_LEVEL", default="WARNING")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
+    "filters": {"one_line_refusals": {"()": "gpuportal.errors.OneLineRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="WARNING")},
-    # Transport retries are reported once, as the ingest error, not line by line.
-    "loggers": {"urllib3": {"level": "ERROR"}},
+    "root": {"handlers": ["console"], "level": LOG_LEVEL},
+    "loggers": {
+        # Transport retries are reported once, as the ingest error, not line by line.
+        "urllib3": {"level": "ERROR"},
+        # Django's own records once, through the one console handler (its default adds a second
+        # console handler under DEBUG); an expected refusal (403, 404, 405…) is one line, a 5xx
+        # keeps its traceback (docs/security.md, "Logs").
+        "django": {"handlers": ["console"], "level": LOG_LEVEL, "propagate": False},
+        "django.request": {"filters": ["one_line_refusals"]},
+    },
 }

@@ -59,6 +59,12 @@ class BillingPeriodAdmin(admin.ModelAdmin):
     def get_inlines(self, request, obj):
         return [StatementLineInline] if obj is not None and obj.is_closed else []
 
+    def get_actions(self, request):
+        # close and reopen only: a bulk delete on the list of months invites the wrong click
+        actions = super().get_actions(request)
+        actions.pop("delete_selected", None)
+        return actions
+
     # Adding a period only names the month; closing and reopening are the audited actions on
     # the list page, the only writes of the rest (docs/chargeback.md, "3. Close the month").
     _SET_BY_CLOSING = ("closed_at", "closed_by", "billing_timezone", "rate_card_version", "rate_card_changed_at")

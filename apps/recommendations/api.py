@@ -57,10 +57,14 @@ class QuotaRecommendationsView(APIView):
         description="Quota advice per namespace (ResourceQuota) and per Kueue ClusterQueue, worst verdict first.",
     )
     def get(self, request):
-        q = AdviceQuery.of(filter_from(request.query_params, request.user, trailing=True))
+        sel = filter_from(request.query_params, request.user, trailing=True)
+        q = AdviceQuery.of(sel)
         rows = advice_rows(q)
-        return Response({"cluster": q.cluster, "window_days": params_from_settings(q.window_days).window_days,
-                         "results": rows})
+        response = Response({"cluster": q.cluster, "window_days": params_from_settings(q.window_days).window_days,
+                             "results": rows})
+        if getattr(request.accepted_renderer, "format", "") == "csv":    # named after what it holds
+            response["Content-Disposition"] = f'attachment; filename="{sel.download_name("quota-advice", "csv")}"'
+        return response
 
     def csv_columns(self, rows):
         if rows and isinstance(rows[0], dict) and "kind" not in rows[0]:

@@ -2,6 +2,7 @@
 from collections import defaultdict
 from decimal import Decimal
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.db.models import Q
@@ -19,28 +20,32 @@ from .models import Alert
 
 
 def page_query(request, query_of):
-    """(query, None), or (None, the 400 page) for bad parameters: the query string parsed once
-    (`apps.accounting.query.filters`), so an unknown team or cluster is a 404 and a team not the
-    user's a 403, as on the API; a user with no team to show gets a 403, on every advice page alike."""
+    """(query, its ReportFilter, None), or (None, None, the 400 page) for bad parameters: the query
+    string parsed once (`apps.accounting.query.filters`), so an unknown team or cluster is a 404 and a
+    team not the user's a 403, as on the API; a user with no team to show gets a 403, on every
+    advice page alike."""
     try:
-        q = query_of(filter_from(request.GET, request.user, trailing=True))
+        sel = filter_from(request.GET, request.user, trailing=True)
     except BadParameters as exc:
-        return None, bad_request(request, exc.detail)
+        return None, None, bad_request(request, exc.detail)
+    q = query_of(sel)
     if q.teams is not None and not q.teams:
         raise PermissionDenied("no team to show")
-    return q, None
+    return q, sel, None
 
 
 @login_required
 @throttled_page
 def advice(request):
-    q, refused = page_query(request, AdviceQuery.of)
+    q, sel, refused = page_query(request, AdviceQuery.of)
     if refused:
         return refused
     rows = advice_rows(q)
     return render(request, "recommendations/advice.html", {
         "rows": rows, "money": q.money, "cluster": q.cluster, "totals": money_totals(rows) if q.money else [],
         "clusters": Cluster.objects.values_list("name", flat=True),
+        "window_days": q.window_days or settings.ADVICE_WINDOW_DAYS,
+        "csv_url": sel.download_url("/api/v1/quota-recommendations/"),
     })
 
 

@@ -15,10 +15,11 @@ from datetime import date, datetime, timedelta, timezone
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
-from apps.accounting.core.lines import Line
-from apps.accounting.core.periods import period_bounds
+from .statement_rows import UNALLOCATED_NAME
 from apps.accounting.core.ratecard import BASIS_PROFILE, billed_cost
+from apps.accounting.core.lines import Line
 from apps.accounting.core.rounding import apportion
+from apps.accounting.core.periods import period_bounds
 from apps.accounting.calendar.zone import day_start
 from apps.accounting.core.measures import shown_efficiency, shown_hours
 from apps.accounting.ledger.daily_money import DayFigures, FocusMonth, line_key
@@ -136,7 +137,7 @@ def line_columns(line: Line) -> dict:
         "ResourceType": "Kubernetes namespace" if allocated else "Kubernetes cluster",
         "SkuId": sku, "SkuPriceId": f"{sku}@{line.hourly_rate} {line.currency}/{unit[:-1]}",
         "SubAccountId": line.team if allocated else UNALLOCATED_KEY,
-        "SubAccountName": line.team if allocated else "unallocated capacity",
+        "SubAccountName": line.team if allocated else UNALLOCATED_NAME,
         "Tags": json.dumps(tags, sort_keys=True, ensure_ascii=False),
         "x_ChargeKind": line.kind, "x_AdjustsPeriod": line.adjusts_period or None, "x_Cluster": line.cluster,
         "x_Namespace": line.namespace or None, "x_GpuModel": line.gpu_model, "x_MigProfile": line.mig_profile or None,

@@ -7,10 +7,12 @@ chargeback statement's agree to the cent. Pages show them only to roles that may
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from decimal import Decimal
+from dataclasses import dataclass, replace
+from decimal import ROUND_HALF_UP, Decimal
 
 from apps.accounting.core.ratecard import RateCard
+from apps.accounting.core.rounding import apportion, present
+from apps.accounting.core.currencies import minor_unit
 from apps.accounting.core.measures import gpu_hours
 from apps.accounting.pricing.rates import idle_share, load_rate_card, price_cells_detail
 
@@ -58,3 +60,38 @@ def price_groups(groups, *, unallocated: bool = False, card: RateCard | None = N
     """`price` of each group of cells with one read of the rate card."""
     card = card or load_rate_card()
     return [price(cells, card, unallocated=unallocated) for cells in groups]
+
+
+def money_columns(p: Priced | None) -> dict:
+    """A download's money columns: in the currency's minor unit, as the chargeback CSV gives
+    them; empty when unpriced."""
+    if p is None:
+        return {"cost": None, "idle_cost": None, "currency": None}
+    return {"cost": present(p.cost, p.currency), "idle_cost": present(p.idle_cost, p.currency), "currency": p.currency}
+
+
+def shown_to_total(priced: list[Priced | None], group_of=None) -> list[Priced | None]:
+    """`priced` with each cost and idle cost rounded so that, per currency, they add up to their
+    rounded exact total — and, with `group_of(i)`, each group's to its own part: one exact
+    amount split by largest remainder, as a statement's lines are (docs/chargeback.md,
+    "Rounding"; docs/pages.md, "Downloads"). Each stays within one minor unit of its exact value."""
+    out = list(priced)
+    for which in ("cost", "idle_cost"):
+        by_currency: dict[str, list[int]] = {}
+        for i, p in enumerate(priced):
+            if p is not None and getattr(p, which) is not None:
+                by_currency.setdefault(p.currency, []).append(i)
+        for currency, idx in by_currency.items():
+            amounts = [getattr(priced[i], which) for i in idx]
+            target = sum(amounts, Decimal(0)).quantize(minor_unit(currency), rounding=ROUND_HALF_UP)
+            groups: dict = {}
+            for i in idx:
+                groups.setdefault(group_of(i) if group_of else "", []).append(i)
+            keys = sorted(groups)
+            parts = apportion(target, [sum((getattr(priced[i], which) for i in groups[k]), Decimal(0)) for k in keys],
+                              currency)
+            for key, part in zip(keys, parts):
+                members = groups[key]
+                for i, amount in zip(members, apportion(part, [getattr(priced[i], which) for i in members], currency)):
+                    out[i] = replace(out[i], **{which: amount})
+    return out

@@ -118,9 +118,18 @@ def statement_payload(stmt: Statement, group_by: str, scope, shared_idle: str = 
     }
 
 
+UNALLOCATED_NAME = "unallocated capacity"   # the one name of GPUs no pod held, in every file and on every page
+
+
 def csv_rows(payload: dict) -> Iterator[dict]:
-    """One CSV row per statement line, with its group key first, one at a time."""
-    return ({"key": row["key"], **line} for row in payload["results"] for line in row["lines"])
+    """One CSV row per statement line, with its group key first, one at a time; the team of
+    capacity no pod held is named as everywhere else, never left empty."""
+    return ({"key": row["key"], **line, **({"team": UNALLOCATED_NAME} if _unallocated(line) else {})}
+            for row in payload["results"] for line in row["lines"])
+
+
+def _unallocated(line: dict) -> bool:
+    return not line.get("team") and not line.get("namespace")
 
 
 CSV_COLUMNS = ["key", "kind", "adjusts_period", "team", "cluster", "namespace", "gpu_model", "mig_profile",
@@ -128,4 +137,5 @@ CSV_COLUMNS = ["key", "kind", "adjusts_period", "team", "cluster", "namespace", 
                "billed_unit", "hourly_rate", "currency", "unpriced", "cost"]
 
 
-__all__ = ["statement_payload", "group_row", "line_row", "csv_rows", "CSV_COLUMNS", "GROUP_BYS", "rate_card_fields"]
+__all__ = ["statement_payload", "group_row", "line_row", "csv_rows", "CSV_COLUMNS", "GROUP_BYS", "rate_card_fields",
+           "UNALLOCATED_NAME"]

@@ -17,12 +17,12 @@ from apps.accounting.core.periods import period_bounds
 from apps.accounting.query.presets import local_text
 
 from .statement_book import StatementBook
-from .statement_rows import CSV_COLUMNS, csv_rows
+from .statement_rows import CSV_COLUMNS, UNALLOCATED_NAME, csv_rows
 from .xlsx import BOLD, DATE_FORMAT, HOURS_FORMAT, RATIO_FORMAT, Sheet, fit_columns, put, save
 
 TITLE = Font(bold=True, size=14)
 SHEETS = ("Summary", "By team", "By namespace", "By GPU model", "Adjustments", "Lines")
-UNALLOCATED = "unallocated capacity"    # the team column of GPUs no pod held
+UNALLOCATED = UNALLOCATED_NAME    # the team column of GPUs no pod held
 HOURS = ("Allocated GPU-h", "Used GPU-h", "Efficiency", "Unpriced GPU-h")
 
 

@@ -19,4 +19,5 @@ urlpatterns = [
 chargeback_urls = ([
     path("", chargeback.statement_view, name="statement"),
     path("close/", chargeback.close_view, name="close"),
+    path("reopen/", chargeback.reopen_view, name="reopen"),
 ], "chargeback")

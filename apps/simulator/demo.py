@@ -191,7 +191,7 @@ def load_demo(hours: int | None = None, log=print, progress=None, now: datetime 
     workdir = Path(settings.BASE_DIR) / "var" / "demo-prometheus"
     workdir.mkdir(parents=True, exist_ok=True)
     admin = User.objects.get(username="admin")
-    set_up_pricing(log)
+    set_up_pricing(log, since=_dt(story.start))
     with _prometheus_for(scenario, workdir, log) as server:
         url = server.url if server else "http://127.0.0.1:9090"
         cluster, _ = Cluster.objects.update_or_create(name=DEMO_CLUSTER, defaults={"prometheus_url": url})
@@ -231,9 +231,14 @@ def _dt(ts: int) -> datetime:
     return datetime.fromtimestamp(ts, tz=timezone.utc)
 
 
-def set_up_pricing(log) -> None:
+def set_up_pricing(log, since: datetime | None = None) -> None:
+    """The example rate card, when there is none. In the story it was imported before the
+    history begins (`since`): its change is dated then, so a month the demo closes says it was
+    priced with a card changed before the close, not after it (docs/demo.md)."""
     if not Rate.objects.exists():
         call_command("import_rates", str(RATES))
+        if since is not None:
+            Rate.history.all().update(history_date=since)
         log(f"imported the example rate card {RATES.name}")
 
 

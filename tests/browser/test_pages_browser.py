@@ -109,8 +109,18 @@ def test_explorer_csv_downloads_exactly_the_rows_shown(session, tmp_path):
     assert len(rows) == shown == 2
     assert {r["namespace"] for r in rows} == {"cv-train"}
     assert sorted(r["efficiency"] for r in rows) == ["0.5", "0.625"]
+    assert info.value.suggested_filename.startswith("utilization_")
     idle_csv = s.context.request.get(s.base + "/api/v1/idle/?format=csv")
     assert idle_csv.status == 200 and idle_csv.text().startswith("cluster,namespace,pod")
+    # the Idle GPUs page's download is its own list, named after it, with its costs (#43)
+    s.open("/idle/")
+    listed = s.page.locator("#idle-pods tbody tr").count()
+    with s.page.expect_download() as info:
+        s.page.click("#csv-link")
+    assert info.value.suggested_filename.startswith("idle-gpus_")
+    info.value.save_as(tmp_path / "idle.csv")
+    idle_rows = list(csv.DictReader((tmp_path / "idle.csv").open()))
+    assert len(idle_rows) == listed and "idle_cost" in idle_rows[0]
     assert s.console_errors == [] and s.foreign_requests() == []
 
 

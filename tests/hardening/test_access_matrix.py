@@ -46,6 +46,8 @@ EXPECT = {
     "chargeback/": ("login", MONEY, ["/chargeback/", "/chargeback/?period={open_period}&team={team_a}",
                                      "/chargeback/?period={closed_period}"]),
     "chargeback/close/": ("login", CLOSERS, ["/chargeback/close/?period={open_period}"]),
+    # POST only (CSRF-protected), admins only: tests/reports/test_every_job_reachable.py
+    "chargeback/reopen/": ("login", (405,) * 4, ["/chargeback/reopen/"]),
     "accounts/login/": (200, ALL, ["/accounts/login/"]),
     "accounts/logout/": (405, (405,) * 4, ["/accounts/logout/"]),   # POST only (CSRF-protected)
     "admin/": ("admin-login", (302, 302, 302, 200), ["/admin/", "/admin/accounting/rate/"]),

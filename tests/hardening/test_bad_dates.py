@@ -11,7 +11,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 WINDOWED = ["/api/v1/usage/?group_by=team&", "/api/v1/usage/?group_by=team&format=csv&", "/api/v1/idle/?",
-            "/api/v1/idle/?format=csv&", "/?", "/explore/?", "/explore/?format=csv&", "/idle/?", "/health/?",
+            "/api/v1/idle/?format=csv&", "/?", "/explore/?", "/explore/?format=csv&", "/idle/?", "/idle/?format=csv&", "/health/?",
             "/teams/acme/?", "/admin-tools/ingest/?"]
 OUT_OF_RANGE = ["9999-12-31T23:00:00", "9999-12-31", "0001-01-01", "0001-01-01T00:00:00+14:00", "1899-12-31",
                 "1999-12-31T23:59:59", "2101-01-01", "10000-01-01"]

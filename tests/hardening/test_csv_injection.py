@@ -34,7 +34,7 @@ def downloads(world):
         f"/api/v1/chargeback/xlsx/?period={p}", f"/api/v1/chargeback/xlsx/?period={world.closed_period}",
         f"/api/v1/chargeback/focus/?period={p}", f"/api/v1/chargeback/focus/?period={world.closed_period}",
         "/api/v1/quota-recommendations/?format=csv", "/api/v1/rightsizing/?format=csv", "/api/v1/rates/?format=csv", "/api/v1/forecast/?format=csv",
-        "/explore/?format=csv", "/explore/?format=csv&grain=hour",
+        "/explore/?format=csv", "/explore/?format=csv&grain=hour", "/idle/?format=csv&max_utilization=1&min_idle_minutes=0",
         "/api/v1/usage/?group_by=team&format=csv&cluster=" + c,
     ]
 

@@ -48,23 +48,26 @@ def test_workloads_group_pods_by_owner_and_fall_back_to_the_pod(world):
 def test_advice_and_savings_by_hand(world):
     rows = rows_by_name()
     expected = {
-        # name: (action text, profile, monthly cost now, advised, saving, confidence)
-        # H100 4.00 × 730 = 2,920.00 → its 1g.10gb at its own 0.60 × 730 = 438.00
-        "infer-small": ("use 1g.10gb", "1g.10gb", "2920.00", "438.00", "2482.00", "medium"),
-        # 9,000 MiB peak × 1.15 > 1g.10gb: 1g.20gb, no rate of its own: 4.00 × 1/7 × 730 = 417.14
-        "peaky": ("use 1g.20gb", "1g.20gb", "2920.00", "417.14", "2502.86", "medium"),
-        # A100 3g.40gb = 2.80 × 3/7 = 1.20 an instance-hour × 730 = 876.00 → 1g.10gb 0.40 × 730 = 292.00
-        "embedder": ("use 1g.10gb", "1g.10gb", "876.00", "292.00", "584.00", "medium"),
-        # idle every second it held the GPU: 2.80 × 12 instance-hours × 730 ÷ 48 hours of history = 511.00, all saved
-        "nb-erin": ("release it: never used", None, "511.00", "0.00", "511.00", "low"),
-        # L4 0.70 × 730 = 511.00 → a quarter share 0.175 × 730 = 127.75
-        "l4-serve": ("share a GPU (time-slicing)", None, "511.00", "127.75", "383.25", "medium"),
-        # L40S: no MIG advice; too busy for a share
-        "l40s-train": ("keep it", None, "1022.00", "1022.00", "0.00", "medium"),
-        # already on the smallest A100 slice: 2.80 / 7 × 730 = 292.00, kept
-        "tiny": ("keep it", None, "292.00", "292.00", "0.00", "medium"),
-        # two H100s per pod: 2 × 4.00 × 730 = 5,840.00, kept
-        "trainer": ("keep it", None, "5840.00", "5840.00", "0.00", "medium"),
+        # name: (action text, profile, monthly cost now, advised, saving, confidence), measured over the
+        # 48-hour window and never extrapolated: a window under 730 hours gives its own saving
+        # (docs/advice-and-alerts.md, "What a saving is")
+        # H100 4.00 × 48 = 192.00 → its 1g.10gb at its own 0.60 × 48 = 28.80
+        "infer-small": ("use 1g.10gb", "1g.10gb", "192.00", "28.80", "163.20", "medium"),
+        # 9,000 MiB peak × 1.15 > 1g.10gb: 1g.20gb, no rate of its own: 4.00 × 1/7 × 48 = 27.428… → 27.43
+        "peaky": ("use 1g.20gb", "1g.20gb", "192.00", "27.43", "164.57", "medium"),
+        # A100 3g.40gb = 2.80 × 3/7 = 1.20 an instance-hour × 48 = 57.60 → 1g.10gb 0.40 × 48 = 19.20
+        "embedder": ("use 1g.10gb", "1g.10gb", "57.60", "19.20", "38.40", "medium"),
+        # idle every second it held the GPU: 2.80 × the 12 instance-hours it held = 33.60, all saved
+        # (before: × 730 ÷ 48 hours of history = 511.00, fifteen times what it cost)
+        "nb-erin": ("release it: never used", None, "33.60", "0.00", "33.60", "low"),
+        # L4 0.70 × 48 = 33.60 → a quarter share 0.175 × 48 = 8.40
+        "l4-serve": ("share a GPU (time-slicing)", None, "33.60", "8.40", "25.20", "medium"),
+        # L40S (1.40): no MIG advice; too busy for a share
+        "l40s-train": ("keep it", None, "67.20", "67.20", "0.00", "medium"),
+        # already on the smallest A100 slice: 2.80 / 7 × 48 = 19.20, kept
+        "tiny": ("keep it", None, "19.20", "19.20", "0.00", "medium"),
+        # two H100s per pod: 2 × 4.00 × 48 = 384.00, kept
+        "trainer": ("keep it", None, "384.00", "384.00", "0.00", "medium"),
     }
     got = {name: (r["action_text"], r["profile"], r["monthly_cost_now"], r["monthly_cost_advised"],
                   r["monthly_saving"], r["confidence"]) for name, r in rows.items()}
@@ -92,8 +95,8 @@ def test_yaml_is_the_resource_change(world):
     assert yaml.safe_load(rows["embedder"]["yaml"]) == {"resources": {"limits": {"nvidia.com/mig-1g.10gb": 1}}}
     assert "instead of nvidia.com/mig-3g.40gb: 1" in rows["embedder"]["yaml"]
     assert yaml.safe_load(rows["l4-serve"]["yaml"]) == {"resources": {"limits": {"nvidia.com/gpu.shared": 1}}}
-    assert yaml.safe_load(rows["nb-erin"]["yaml"]) is None       # comments only: delete the notebook
-    assert "kubectl delete notebook nb-erin -n research" in rows["nb-erin"]["yaml"]
+    # a release is a change to apply, not a comment: Kubeflow stops an annotated notebook
+    assert yaml.safe_load(rows["nb-erin"]["yaml"]) == {"metadata": {"annotations": {"kubeflow-resource-stopped": "true"}}}
     assert rows["tiny"]["yaml"] == ""
 
 
@@ -113,13 +116,13 @@ def test_a_lead_sees_own_teams_workloads_and_the_saving(world):
     html = page.content.decode()
     assert "l4-serve" in html and "embedder" in html and "infer-small" not in html
     assert "nvidia.com/mig-1g.10gb: 1" in html
-    # search saves 584.00 + 383.25 = 967.25 a month
-    assert "€967.25" in html
+    # search saves 38.40 + 25.20 = 63.60 a month
+    assert "€63.60" in html
     body = APIClient()
     body.force_authenticate(lead)
     answer = body.get(URL, {"window_days": 2}).json()
     assert {r["workload_name"] for r in answer["results"]} == {"l4-serve", "l40s-train", "embedder", "tiny"}
-    assert answer["monthly_saving"] == [{"amount": "967.25", "currency": "EUR"}]
+    assert answer["monthly_saving"] == [{"amount": "63.60", "currency": "EUR"}]
     assert body.get(URL, {"team": "vision"}).status_code == 403
 
 
@@ -144,7 +147,7 @@ def test_csv_has_one_row_per_workload(world):
     rows = list(csv.DictReader(io.StringIO(r.content.decode())))
     assert list(rows[0]) == CSV_COLUMNS
     assert {(x["workload_name"], x["monthly_saving"]) for x in rows} == {
-        ("peaky", "2502.86"), ("infer-small", "2482.00"), ("trainer", "0.00")}
+        ("peaky", "164.57"), ("infer-small", "163.20"), ("trainer", "0.00")}
 
 
 @pytest.mark.parametrize("params, status", [
@@ -168,7 +171,8 @@ def test_team_page_and_advice_page_say_what_could_be_saved(world):
     team = client.get("/teams/vision/", {"start": "2026-11-18", "end": "2026-11-20"})
     assert team.status_code == 200
     html = team.content.decode()
-    assert "What you could save" in html and "€4,984.86" in html      # 2,502.86 + 2,482.00
-    assert "/advice/rightsizing/?team=vision" in html
+    assert "What you could save" in html and "€327.77" in html      # 164.57 + 163.20
+    # the full list opens on the same window, so it shows the same figure
+    assert "/advice/rightsizing/?start=2026-11-18&amp;end=2026-11-20&amp;team=vision" in html
     advice_page = client.get("/advice/").content.decode()
     assert "What you could save" in advice_page

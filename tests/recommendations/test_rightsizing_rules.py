@@ -136,11 +136,14 @@ def test_confidence_is_hours_observed(hours, level):
 
 
 def test_monthly_money_by_hand():
-    # (4.00 − 0.60) × 48 instance-hours × 730 ÷ 48 hours of history = 2,482.00
-    assert rs.monthly_saving(Decimal("4.00"), Decimal("0.60"), 48.0, 48.0, "EUR") == Decimal("2482.00")
-    # 2.80 × 12 held of 48 hours × 730 = 511.00; in yen, whole units: 300 × 12 × 730 ÷ 48 = 54,750
-    assert rs.monthly(Decimal("2.80"), 12.0, 48.0, "EUR") == Decimal("511.00")
-    assert rs.monthly(Decimal("300"), 12.0, 48.0, "JPY") == Decimal("54750")
-    # half-up at the cent: 0.01 × 1 × 730 ÷ 48 = 0.152083… → 0.15
-    assert rs.monthly(Decimal("0.01"), 1.0, 48.0, "USD") == Decimal("0.15")
+    # measured over the window, never extrapolated (docs/advice-and-alerts.md, "What a saving is"):
+    # (4.00 − 0.60) × 48 instance-hours in a 48-hour window = 163.20, what the window shows
+    assert rs.monthly_saving(Decimal("4.00"), Decimal("0.60"), 48.0, 48.0, "EUR") == Decimal("163.20")
+    # a window longer than a month is scaled down to 730 hours: 4.00 × 1,460 held of 1,460 × 730 ÷ 1,460 = 2,920.00
+    assert rs.monthly(Decimal("4.00"), 1460.0, 1460.0, "EUR") == Decimal("2920.00")
+    # 2.80 × 12 held in 48 hours = 33.60 (never × 730 ÷ 48); in yen, whole units: 300 × 12 = 3,600
+    assert rs.monthly(Decimal("2.80"), 12.0, 48.0, "EUR") == Decimal("33.60")
+    assert rs.monthly(Decimal("300"), 12.0, 48.0, "JPY") == Decimal("3600")
+    # half-up at the cent: 0.01 × 1 × 730 ÷ 1,000 = 0.0073 → 0.01
+    assert rs.monthly(Decimal("0.01"), 1.0, 1000.0, "USD") == Decimal("0.01")
     assert rs.monthly(Decimal("4.00"), 1.0, 0.0, "USD") == Decimal("0.00")

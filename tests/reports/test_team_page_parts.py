@@ -6,8 +6,9 @@ shows on the next view. A window that is not a whole month is computed on every 
 March 2026 as in test_pages_stored: team A's namespace ml held one H100 for 3 hours on 1 March
 (pod pod-0, half of it used), team B's cv one hour; 2.00 USD per GPU-hour; "now" is noon on
 10 April, the watermark at its midnight. Here ml's pod idle-0 also held the H100 for the 24 hours
-of 2 March and never used it: released, it saves 2.00 × 24 h, over the 720 hours from its first
-hour to the window's end, for a 730-hour month: 48.666… → $48.67 a month.
+of 2 March and never used it: released, it saves 2.00 × 24 h = 48.00 in March's 744 hours, scaled
+down to a 730-hour month (never up; docs/advice-and-alerts.md, "What a saving is"): 48 × 730 ÷
+744 = 47.096… → $47.10 a month.
 """
 import re
 
@@ -60,12 +61,12 @@ def quota(april, actor):
     make_quota(april["cluster"], "ml", [utc(2026, 3, 1, h) for h in range(3)], hard=4, used=1)
 
 
-BEFORE = "Pod idle-0 (ml) Release it: never used $48.67 medium (24 h) All 2 workloads"
+BEFORE = "Pod idle-0 (ml) Release it: never used $47.10 medium (24 h) All 2 workloads"
 WRITES = {
     # one workload of both pods: its 27 hours, 3 of them half used, are not "never used"
     "a pod's owner": (owners, "Nothing to save: every workload fits its GPU (or is unpriced). All 1 workload"),
-    "an ingested hour": (another_pod, "Pod idle-0 (ml) Release it: never used $48.67 medium (24 h) All 3 workloads"),
-    "a rate edit": (_rate, "Pod idle-0 (ml) Release it: never used $73.00 medium (24 h) All 2 workloads"),  # 3 × 24 × 730 / 720
+    "an ingested hour": (another_pod, "Pod idle-0 (ml) Release it: never used $47.10 medium (24 h) All 3 workloads"),
+    "a rate edit": (_rate, "Pod idle-0 (ml) Release it: never used $70.65 medium (24 h) All 2 workloads"),  # 3 × 24 × 730 / 744
 }
 
 
@@ -73,7 +74,7 @@ def test_the_second_view_reads_no_workload_or_quota_table(april, finance, client
     with_idle_pod(april)
     client.force_login(finance)
     first, _ = view(client)
-    assert BEFORE in block(first) and "$48.67 a month" in block(first)
+    assert BEFORE in block(first) and "$47.10 a month" in block(first)
     second, read = view(client)
     assert not read, read
     assert block(second) == block(first) and "No GPU ResourceQuota" in second
@@ -110,8 +111,9 @@ def test_a_window_that_is_not_a_month_is_computed_on_every_view(april, finance, 
     body, read = view(client, url)
     assert any('"accounting_podowner"' in sql for sql in read)
     assert any('"accounting_quotahour"' in sql for sql in read)
-    # idle-0's first hour to the window's end: 13 days, 312 hours; 2.00 × 24 × 730 / 312 = 112.307… → $112.31
-    assert "Pod idle-0 (ml) Release it: never used $112.31 medium (24 h) All 2 workloads" in block(body)
+    # a 14-day window (336 hours, under a month) gives its own saving: 2.00 × 24 = $48.00, never
+    # extrapolated (before: × 730 ÷ the 312 hours from idle-0's first hour, $112.31)
+    assert "Pod idle-0 (ml) Release it: never used $48.00 medium (24 h) All 2 workloads" in block(body)
 
 
 def test_a_view_reads_the_mapping_version_with_the_months_and_the_clusters_once(april, finance, client):

@@ -42,3 +42,27 @@ def test_demo_logins_have_their_roles():
         user = authenticate(request, username=username, password=password)
         assert user is not None and user.groups.filter(name=role).exists()
     assert authenticate(request, username="lead", password="lead-demo").teams.filter(name="research").exists()
+
+
+def test_the_closed_months_rate_card_was_changed_before_its_close():
+    """#43, item 5: the demo closes October "on 1 November at 09:00" while it imports the rate
+    card when it runs (28 November), so the page said "Closed 2026-11-01 09:00 UTC … rate card
+    version 5 (its last change before the close: 2026-11-28 14:05 UTC)". The story's card is
+    imported before its history begins, and the close names that."""
+    from apps.accounting.actions.periods import do_close_period
+    from apps.accounting.models.periods import BillingPeriod
+    from apps.simulator.demo import set_up_pricing
+    from django.contrib.auth.models import User
+
+    from tests.support.factories import make_cluster, make_device, make_usage
+
+    create_logins()
+    history_start = datetime(2026, 9, 30, 6, tzinfo=timezone.utc)
+    make_usage(make_device(make_cluster()), "llm", datetime(2026, 10, 10, 8, tzinfo=timezone.utc), hours=2)
+    set_up_pricing(lambda *_: None, since=history_start)
+    do_close_period("2026-10", actor=User.objects.get(username="finance"))
+    closed = BillingPeriod.objects.get(period="2026-10")
+    closed.closed_at = datetime(2026, 11, 1, 9, tzinfo=timezone.utc)     # as the demo dates it
+    closed.save(update_fields=["closed_at"])
+    closed.refresh_from_db()
+    assert closed.rate_card_changed_at == history_start < closed.closed_at

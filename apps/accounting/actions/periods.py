@@ -251,8 +251,9 @@ def _month_cells_sql(select: tuple[str, list] | None, rest: list) -> tuple[str, 
     return " UNION ALL ".join(parts), params
 
 
-def do_reopen_period(period: str, actor) -> BillingPeriod:
-    """Admins only: drop the frozen statement so the month is computed live again."""
+def do_reopen_period(period: str, actor, reason: str = "") -> BillingPeriod:
+    """Admins only: drop the frozen statement so the month is computed live again; `reason`
+    (the chargeback page asks for one) is kept in the audit event."""
     check_may_reopen(actor)
     period = _period(period)
     with transaction.atomic():
@@ -271,6 +272,6 @@ def do_reopen_period(period: str, actor) -> BillingPeriod:
         bp.closed_at = None
         bp.closed_by = None
         bp.save()
-        audit(actor, "period.reopen", period, old, {"closed": False})
+        audit(actor, "period.reopen", period, old, {"closed": False, **({"reason": reason} if reason else {})})
         refresh_after_commit([period])   # open again: its own parts are read, and kept current
     return bp

@@ -110,6 +110,7 @@ class LateHours:
     billed_in: str
     gpu_hours: float
     pending: bool               # not booked yet: on the open month's statement, until it closes
+    unallocated_gpu_hours: float = 0.0   # of them, capacity no pod held (counted for every team only)
 
 
 def late_hours(period: str, teams: set[str] | None = None, cluster: str | None = None) -> list[LateHours]:
@@ -130,35 +131,36 @@ def late_hours(period: str, teams: set[str] | None = None, cluster: str | None =
 
 
 def _late_live(period: str, closed: dict, teams: set[str] | None, cluster: str | None) -> list[LateHours]:
-    by_month: dict[str, float] = defaultdict(float)
-    pending = 0.0
-    for billed_in, team, cluster_name, seconds in _late_cells(period, closed[period]):
-        if (teams is None or team in teams) and (not cluster or cluster_name == cluster):
-            if billed_in is None:
-                pending += seconds
-            else:
-                by_month[billed_in] += seconds
+    by_month: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    pending = [0.0, 0.0]
+    for billed_in, team, cluster_name, seconds, unallocated in _late_cells(period, closed[period]):
+        if (teams is None or (team and team in teams)) and (not cluster or cluster_name == cluster):
+            sums = pending if billed_in is None else by_month[billed_in]
+            sums[0] += seconds
+            if unallocated:
+                sums[1] += seconds
     return _late_list(by_month, pending, _first_open(period, closed))
 
 
 def _late_cells(period: str, bp):
-    """(the month that booked it or None while pending, team, cluster, GPU-seconds) of each late
-    cell of the closed month that counts for a team — the cells later closes booked, then those
-    waiting — in the order every sum of them adds them (`_late_live`, `late_by_team`)."""
+    """(the month that booked it or None while pending, team, cluster, GPU-seconds, whether it is
+    capacity no pod held) of each late cell of the closed month — the cells later closes booked,
+    then those waiting — in the order every sum of them adds them (`_late_live`,
+    `late_by_team`). Every adjusted hour counts, unallocated capacity too: the note adds up to
+    the adjustments the later month bills (docs/chargeback.md, "One month, one answer")."""
     for _period, billed_in, cell in frozen_cells(Q(period=bp) & ~Q(booked_in=bp)):
-        if cell.team:
-            yield billed_in, cell.team, cell.cluster, cell.gpu_seconds
+        yield billed_in, cell.team, cell.cluster, cell.gpu_seconds, not cell.namespace
     for cell in month_late_cells(period, bp):
-        if cell.namespace and cell.team:
-            yield None, cell.team, cell.cluster, cell.gpu_seconds
+        yield None, cell.team, cell.cluster, cell.gpu_seconds, not cell.namespace
 
 
-def _late_list(by_month: dict[str, float], pending: float, first_open: str) -> list[LateHours]:
-    """The late hours shown: per month that booked them, then those pending in `first_open`."""
-    out = [LateHours(month, shown_hours(seconds), False) for month, seconds in sorted(by_month.items())
-           if shown_hours(seconds)]
-    if shown_hours(pending):
-        out.append(LateHours(first_open, shown_hours(pending), True))
+def _late_list(by_month: dict, pending, first_open: str) -> list[LateHours]:
+    """The late hours shown: per month that booked them, then those pending in `first_open`;
+    each sum is [GPU-seconds, of them unallocated]."""
+    out = [LateHours(month, shown_hours(sums[0]), False, shown_hours(sums[1]))
+           for month, sums in sorted(by_month.items()) if shown_hours(sums[0])]
+    if shown_hours(pending[0]):
+        out.append(LateHours(first_open, shown_hours(pending[0]), True, shown_hours(pending[1])))
     return out
 
 
@@ -182,17 +184,19 @@ def late_by_team(period: str, closed: dict) -> dict | None:
     if not stored_answers():
         return None
     closes = ",".join(f"{p}@{closed[p].closed_at.isoformat()}" for p in sorted(closed))
-    version = f"{read_inputs([period]).delta(period)}|closes {closes}"
+    version = f"{read_inputs([period]).delta(period)}|closes {closes}|with unallocated"
 
     def render() -> bytes:
-        sums = {None: ({}, 0.0)}            # team (None: every team) -> (per booking month, pending)
-        for billed_in, team, _cluster, seconds in _late_cells(period, closed[period]):
-            for key in (None, team):
-                by_month, pending = sums.setdefault(key, ({}, 0.0))
-                if billed_in is None:
-                    sums[key] = (by_month, pending + seconds)
-                else:
-                    by_month[billed_in] = by_month.get(billed_in, 0.0) + seconds
+        # team (None: every team and the unallocated capacity) -> (per booking month, pending),
+        # each a sum [GPU-seconds, of them unallocated]
+        sums = {None: ({}, [0.0, 0.0])}
+        for billed_in, team, _cluster, seconds, unallocated in _late_cells(period, closed[period]):
+            for key in ((None, team) if team else (None,)):
+                by_month, pending = sums.setdefault(key, ({}, [0.0, 0.0]))
+                target = pending if billed_in is None else by_month.setdefault(billed_in, [0.0, 0.0])
+                target[0] += seconds
+                if unallocated:
+                    target[1] += seconds
         every = sums.pop(None)
         return orjson.dumps({"first_open": _first_open(period, closed), "every": every, "teams": sums})
     return orjson.loads(body(period, LATE_HOURS, version, render))
@@ -200,7 +204,7 @@ def late_by_team(period: str, closed: dict) -> dict | None:
 
 def _late_of(kept: dict, team: str | None) -> list[LateHours]:
     """`late_hours` of every team (None) or of one, from `late_by_team`."""
-    by_month, pending = kept["every"] if team is None else kept["teams"].get(team, ({}, 0.0))
+    by_month, pending = kept["every"] if team is None else kept["teams"].get(team, ({}, [0.0, 0.0]))
     return _late_list(by_month, pending, kept["first_open"])
 
 

@@ -136,3 +136,15 @@ def price_usage_rows_detail(rows, card: RateCard | None = None) -> list[tuple[st
 __all__ = ["rate_for", "rate_basis_for", "price_usage_row", "price_usage_rows_detail",
            "price_cells", "price_cells_detail", "price_cells_by_currency", "idle_share", "load_rate_card",
            "rate_card_at", "BASIS_PROFILE"]
+
+
+def rates_in_force(today) -> tuple[list, list]:
+    """(the rate in force on `today` per model, MIG profile and price class; the rates dated
+    after it), each in that order: what the Rates page lists (docs/pages.md)."""
+    current, upcoming = {}, []
+    for rate in Rate.objects.order_by("gpu_model", "mig_profile", "price_class", "effective_from"):
+        if rate.effective_from <= today:
+            current[(rate.gpu_model, rate.mig_profile, rate.price_class)] = rate
+        else:
+            upcoming.append(rate)
+    return list(current.values()), upcoming

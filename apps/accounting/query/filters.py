@@ -16,6 +16,7 @@ everywhere:
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta, timezone as dt_timezone
 from urllib.parse import urlencode
@@ -85,12 +86,52 @@ class ReportFilter:
         return urlencode({k: v for k, v in q.items() if v})
 
 
-def filter_from(params, user, *, page=False, default_days=DEFAULT_DAYS, trailing=False) -> ReportFilter:
+    def download_params(self, **filters) -> dict:
+        """What a page's download link carries: the window the page shows, spelled out (billing-zone
+        dates on midnights, else UTC instants; the advice's `window_days`), its cluster and team,
+        and the page's own `filters` — so the file holds what the page shows whatever the API's
+        defaults are (docs/pages.md, "Downloads")."""
+        if self.start is None:
+            q = {"window_days": self.window_days}
+        else:
+            q = {"start": _spelled(self.start), "end": _spelled(self.end)}
+        q.update(cluster=self.cluster, team=self.team)
+        q.update(filters)
+        return {k: v for k, v in q.items() if v not in (None, "")}
+
+    def download_url(self, path: str, fmt: str | None = "csv", **filters) -> str:
+        """`path` with `download_params(**filters)` and the format (none: the format is the path's)."""
+        q = self.download_params(**filters)
+        if fmt:
+            q["format"] = fmt
+        return f"{path}?{urlencode(q)}"
+
+    def download_name(self, what: str, ext: str) -> str:
+        """A download's file name, after what it holds: `idle-gpus_2026-11-22_2026-11-29_research.csv`
+        (the window's dates, `end` not included, as in the URL; the cluster and team when picked)."""
+        if self.start is None:
+            parts = [what, f"last-{self.window_days or settings.ADVICE_WINDOW_DAYS}-days"]
+        else:
+            parts = [what, _spelled(self.start).replace(":", ""), _spelled(self.end).replace(":", "")]
+        parts += [p for p in (self.cluster, self.team) if p]
+        return "_".join(_FILE_UNSAFE.sub("-", p) for p in parts) + f".{ext}"
+
+
+_FILE_UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
+
+
+def filter_from(params, user, *, page=False, default_days=DEFAULT_DAYS, trailing=False,
+                dates_too=False) -> ReportFilter:
     """Parse and authorise a query string's window and scope (the module docstring says how).
 
     Pages (`page=True`) without dates show the default preset, whole billing-zone days the
     picker's date inputs can show exactly; the API keeps its rolling window. `trailing`: the
-    advice's window, `window_days` back from now, instead of `start` / `end`."""
+    advice's window, `window_days` back from now, instead of `start` / `end`; with `dates_too`,
+    `start` / `end` when given (right-sizing over a team page's window)."""
+    if trailing and dates_too and (params.get("start") or params.get("end")):
+        if params.get("window_days"):
+            raise BadParameters({"window_days": "give either window_days or start/end, not both"})
+        trailing = False
     today = timezone.now().astimezone(billing_zone()).date()
     if trailing:
         start = end = None

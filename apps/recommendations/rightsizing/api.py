@@ -6,11 +6,11 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounting.query.filters import filter_from
+from apps.accounting.query.filters import filter_from, iso_utc
 
-from apps.recommendations.api import WINDOW_DAYS_SCHEMA
+from .api import WINDOW_DAYS_SCHEMA
 from apps.recommendations.rightsizing.rules import ACTIONS
-from apps.recommendations.rightsizing.rows import CSV_COLUMNS, RightsizeQuery, public, rightsizing_rows, total_saving
+from apps.recommendations.rightsizing.rows import CSV_COLUMNS, RightsizeQuery, measured_window, public, rightsizing_rows, total_saving, window_said
 
 _money = dict(allow_null=True)
 ROW_FIELDS = {
@@ -31,10 +31,13 @@ ROW_FIELDS = {
     "reason": serializers.CharField(), "confidence": serializers.ChoiceField(choices=["low", "medium", "high"]),
     "monthly_cost_now": serializers.CharField(**_money), "monthly_cost_advised": serializers.CharField(**_money),
     "monthly_saving": serializers.CharField(
-        **_money, help_text="(rate now − rate advised) × instance-hours × 730 ÷ history hours; null when unpriced "
+        **_money, help_text="(rate now − rate advised) × instance-hours held in the window × 730 ÷ the window's "
+                            "hours when it is longer than 730, else the window's own saving; null when unpriced "
                             "or for roles without money"),
     "currency": serializers.CharField(allow_null=True), "window_start": serializers.CharField(),
     "window_end": serializers.CharField(), "yaml": serializers.CharField(help_text="the change to apply"),
+    "in_totals": serializers.BooleanField(help_text="false for a workload held a GPU under a day: shown apart, "
+                                                    "left out of the headline"),
 }
 
 
@@ -45,22 +48,48 @@ class RightsizingView(APIView):
             OpenApiParameter("window_days", WINDOW_DAYS_SCHEMA,
                              description="trailing window in days, 1 to 366; default 28"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team's workloads only"),
+            OpenApiParameter("start", OpenApiTypes.STR, description="instead of window_days: the window's start "
+                                                                    "(as the team page's window), with end"),
+            OpenApiParameter("end", OpenApiTypes.STR, description="the window's end (not included), cut at the "
+                                                                  "hours ingested"),
         ],
         responses=inline_serializer("Rightsizing", {
             "cluster": serializers.CharField(allow_null=True), "team": serializers.CharField(allow_null=True),
+            "window_start": serializers.CharField(allow_null=True, help_text="what the rows measure: the earliest "
+                                                                             "cluster window's start"),
+            "window_end": serializers.CharField(allow_null=True, help_text="the latest cluster window's end (its "
+                                                                           "ingest watermark)"),
+            "window": serializers.CharField(help_text="the same window in words, as the pages say it"),
             "monthly_saving": inline_serializer("RightsizingTotal", {
-                "amount": serializers.CharField(), "currency": serializers.CharField()}, many=True),
+                "amount": serializers.CharField(), "currency": serializers.CharField()}, many=True,
+                help_text="the headline: workloads held a GPU under a day (in_totals false) are left out"),
+            "left_out": inline_serializer("RightsizingLeftOut", {
+                "workloads": serializers.IntegerField(),
+                "monthly_saving": inline_serializer("RightsizingLeftOutTotal", {
+                    "amount": serializers.CharField(), "currency": serializers.CharField()}, many=True)}),
             "results": inline_serializer("RightsizingRow", ROW_FIELDS, many=True),
         }),
         description="Right-sizing per workload: a smaller MIG slice, a time-sliced share, or release, with the "
                     "money it saves per month and the resource change in YAML.",
     )
     def get(self, request):
-        q = RightsizeQuery.of(filter_from(request.query_params, request.user, trailing=True))
+        sel = filter_from(request.query_params, request.user, trailing=True, dates_too=True)
+        q = RightsizeQuery.of(sel)
         rows = rightsizing_rows(q)
-        totals = [{"amount": str(a), "currency": c} for a, c in total_saving(rows)] if q.money else []
-        return Response({"cluster": q.cluster, "team": q.team, "monthly_saving": totals,
+        window = measured_window(q)
+
+        def said(totals):
+            return [{"amount": str(a), "currency": c} for a, c in totals] if q.money else []
+        response = Response({"cluster": q.cluster, "team": q.team,
+                         "window_start": iso_utc(window[0]) if window else None,
+                         "window_end": iso_utc(window[1]) if window else None, "window": window_said(q),
+                         "monthly_saving": said(total_saving(rows)),
+                         "left_out": {"workloads": sum(1 for r in rows if not r["in_totals"]),
+                                      "monthly_saving": said(total_saving(rows, low_confidence=True))},
                          "results": [public(r) for r in rows]})
+        if getattr(request.accepted_renderer, "format", "") == "csv":    # named after what it holds
+            response["Content-Disposition"] = f'attachment; filename="{sel.download_name("rightsizing", "csv")}"'
+        return response
 
     def csv_columns(self, rows):
         if rows and isinstance(rows[0], dict) and "workload_name" not in rows[0]:

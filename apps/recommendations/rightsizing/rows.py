@@ -14,8 +14,9 @@ from django.utils import timezone
 from apps.accounting.core.rounding import present
 from apps.accounting.core.measures import gpu_hours, hours_of, shown_hours, shown_ratio
 from apps.accounting.query.filters import ReportFilter
+from apps.accounting.query.presets import window_text
 from apps.accounting.calendar.zone import billing_zone
-from apps.accounting.usage.workloads import POD_KIND, WorkloadUsage, workload_usage
+from apps.accounting.usage.workloads import WorkloadUsage, workload_usage
 from apps.accounting.usage.team_mapping import team_resolver
 from apps.accounting.forecast.teams import ClusterMark, cluster_marks
 
@@ -46,7 +47,7 @@ class RightsizeQuery:
     def of(cls, f: ReportFilter) -> RightsizeQuery:
         """Right-sizing for a parsed query string (`apps.accounting.query.filters.filter_from`, trailing)."""
         return cls(cluster=f.cluster, teams=f.teams, team=f.team, money=f.money_role, money_teams=f.money_teams,
-                   window_days=f.window_days)
+                   window_days=f.window_days, start=f.start, end=f.end)
 
 
 def params_from_settings() -> rs.Params:
@@ -72,11 +73,16 @@ def workload_yaml(u: WorkloadUsage, advice: rs.Advice) -> str:
     """The change to apply, as YAML with the old value in a comment."""
     where = f"{u.workload_kind} {u.workload_name} in namespace {u.namespace}"
     if advice.action == rs.RELEASE:
+        # a release is a change to apply, never a comment (docs/advice-and-alerts.md, "The YAML")
         if u.workload_kind in SCALABLE:
-            return f"# {where}: never used its GPU; scale it to zero (or delete it)\nspec:\n  replicas: 0\n"
-        kind = "pod" if u.workload_kind == POD_KIND else u.workload_kind.lower()
-        return (f"# {where}: never used its GPU; delete it\n"
-                f"# kubectl delete {kind} {u.workload_name} -n {u.namespace}\n")
+            return f"# {where}: never used its GPU; scale it to zero\nspec:\n  replicas: 0\n"
+        if u.workload_kind == "Notebook":
+            return (f"# {where}: never used its GPU; stop it (Kubeflow scales it to zero)\n"
+                    f"metadata:\n  annotations:\n    kubeflow-resource-stopped: \"true\"\n")
+        if u.workload_kind in ("Job", "CronJob"):
+            return f"# {where}: never used its GPU; suspend it\nspec:\n  suspend: true\n"
+        return (f"# {where}: never used its GPU; in each container that asks for one, remove the request\n"
+                f"resources:\n  limits:\n    {advice.resource_now}: null   # removes it (was 1)\n")
     if advice.resource_advised is None:
         return ""
     return (f"# {where}: in each container that asks for a GPU\n"
@@ -99,6 +105,7 @@ def assess(u: WorkloadUsage, window: tuple[datetime, datetime], params: rs.Param
         fb_peak_mib=u.fb_peak_mib, fb_p95_mib=u.fb_p95_mib)
     advice = rs.advise(observed, params)
     history_hours = hours_of((window[1] - max(window[0], u.first_hour)).total_seconds())
+    window_hours = hours_of((window[1] - window[0]).total_seconds())
     instance_hours = gpu_hours(u.mig_seconds if u.mig_profile else u.gpu_seconds)
     now_rate = rate(u.gpu_model, u.mig_profile)
     advised = None
@@ -115,8 +122,8 @@ def assess(u: WorkloadUsage, window: tuple[datetime, datetime], params: rs.Param
     cost_now = cost_advised = saving = currency = None
     if now_rate is not None and advised is not None and advised[1] == now_rate[1]:
         currency = now_rate[1]
-        cost_now = rs.monthly(now_rate[0], instance_hours, history_hours, currency)
-        cost_advised = rs.monthly(advised[0], instance_hours, history_hours, currency)
+        cost_now = rs.monthly(now_rate[0], instance_hours, window_hours, currency)
+        cost_advised = rs.monthly(advised[0], instance_hours, window_hours, currency)
         saving = cost_now - cost_advised
     return {
         "cluster": None, "namespace": u.namespace, "team": None,
@@ -128,6 +135,7 @@ def assess(u: WorkloadUsage, window: tuple[datetime, datetime], params: rs.Param
         "fb_peak_mib": _round(u.fb_peak_mib, 1), "fb_p95_mib": _round(u.fb_p95_mib, 1),
         "action": advice.action, "action_text": advice.text, "profile": advice.profile,
         "resource_advised": advice.resource_advised, "reason": advice.reason, "confidence": advice.confidence,
+        "in_totals": advice.confidence != rs.LOW,
         "monthly_cost_now": present(cost_now, currency) if money else None,
         "monthly_cost_advised": present(cost_advised, currency) if money else None,
         "monthly_saving": present(saving, currency) if money else None,
@@ -153,6 +161,24 @@ def windows(q: RightsizeQuery, now: datetime) -> list[tuple[ClusterMark, tuple[d
                 continue
         out.append((cluster, window))
     return out
+
+
+def measured_window(q: RightsizeQuery, now: datetime | None = None) -> tuple[datetime, datetime] | None:
+    """The window the rows are measured over, as one stretch (the earliest start to the latest
+    end of the clusters read: each cluster's ends at its ingest watermark); None when none is read."""
+    read = windows(q, now or q.now or timezone.now())
+    if not read:
+        return None
+    return min(w[0] for _, w in read), max(w[1] for _, w in read)
+
+
+def window_said(q: RightsizeQuery, now: datetime | None = None) -> str:
+    """The measured window in words, as every surface states it: '2026-11-22 00:00 CET –
+    2026-11-28 15:00 CET (6.62 days)'."""
+    window = measured_window(q, now)
+    if window is None:
+        return "no hours ingested"
+    return window_text(*window, billing_zone())
 
 
 def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dict]:
@@ -188,10 +214,14 @@ def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dic
     return rows
 
 
-def total_saving(rows: list[dict]) -> list[tuple[Decimal, str]]:
-    """What the rows could save per month, per currency (rows never add currencies)."""
+def total_saving(rows: list[dict], *, low_confidence: bool = False) -> list[tuple[Decimal, str]]:
+    """What the rows could save per month, per currency (rows never add currencies): the headline
+    leaves out the workloads held under a day (low confidence, `in_totals` false: shown apart,
+    docs/advice-and-alerts.md, "What a saving is"); `low_confidence=True` totals those alone."""
     totals: dict[str, Decimal] = {}
     for r in rows:
+        if r["in_totals"] == low_confidence:
+            continue
         if r["_saving"] is not None and r["_saving"] > 0:
             totals[r["currency"]] = totals.get(r["currency"], Decimal(0)) + r["_saving"]
     return sorted(((v, c) for c, v in totals.items()), key=lambda t: t[1])
@@ -205,5 +235,6 @@ CSV_COLUMNS = [
     "cluster", "namespace", "team", "workload_kind", "workload_name", "pods", "gpu_model", "mig_profile",
     "resource_now", "hours_observed", "history_hours", "allocated_gpu_hours", "instance_hours", "activity",
     "activity_p95", "fb_peak_mib", "fb_p95_mib", "action", "profile", "resource_advised", "reason", "confidence",
+    "in_totals",
     "monthly_cost_now", "monthly_cost_advised", "monthly_saving", "currency", "window_start", "window_end", "yaml",
 ]

@@ -20,12 +20,13 @@ Per workload and the GPU it holds, from its hourly rollups over the window:
    headroom) ≤ 1 ÷ replicas and peak × (1 + headroom) ≤ board memory ÷ replicas.
 5. Otherwise **keep** it.
 
-**Money** per month, at the rate card: (rate now − rate advised) × instance-hours held ×
-730 h ÷ hours of history, rounded half-up to the currency's minor unit. Rate now: the model's
-rate per GPU-hour for a whole GPU; the profile's own rate, else the model's rate × the
-profile's fraction, for a MIG slice. Rate advised: likewise for the new profile; the model's
-rate ÷ replicas for a share; 0 for release. Hours of history run from the workload's first
-hour in the window to the window's end.
+**Money** per month, at the rate card, measured over the stated window and never extrapolated
+(docs/advice-and-alerts.md, "What a saving is"): (rate now − rate advised) × instance-hours
+held × 730 h ÷ the window's hours when the window is longer than 730 h, else the window's own
+saving — never more than the workload cost in the window — rounded half-up to the currency's
+minor unit. Rate now: the model's rate per GPU-hour for a whole GPU; the profile's own rate,
+else the model's rate × the profile's fraction, for a MIG slice. Rate advised: likewise for
+the new profile; the model's rate ÷ replicas for a share; 0 for release.
 
 **Confidence** is the number of hours the workload was observed: under 24 low, under 168
 (a week) medium, else high.
@@ -175,16 +176,17 @@ def advise(o: Observed, params: Params = Params()) -> Advice:
     return keep(f"{o.gpu_model} has no MIG, and {peak} with {act} needs more than 1/{n} of it")
 
 
-def monthly(amount_per_hour: Decimal, instance_hours: float, history_hours: float, currency: str) -> Decimal:
-    """amount per instance-hour × instance-hours × 730 ÷ hours of history, in the currency's
-    minor unit (half-up)."""
-    if history_hours <= 0:
+def monthly(amount_per_hour: Decimal, instance_hours: float, window_hours: float, currency: str) -> Decimal:
+    """amount per instance-hour × instance-hours held in the window, scaled down to 730 hours
+    when the window is longer (never up: a saving is never more than what the window shows),
+    in the currency's minor unit (half-up)."""
+    if window_hours <= 0:
         return Decimal(0).quantize(minor_unit(currency))
     held = Decimal(str(round(instance_hours, 6)))
-    value = amount_per_hour * held * HOURS_PER_MONTH / Decimal(str(history_hours))
+    value = amount_per_hour * held * HOURS_PER_MONTH / max(Decimal(str(window_hours)), HOURS_PER_MONTH)
     return value.quantize(minor_unit(currency), rounding=ROUND_HALF_UP)
 
 
-def monthly_saving(rate_now: Decimal, rate_advised: Decimal, instance_hours: float, history_hours: float,
+def monthly_saving(rate_now: Decimal, rate_advised: Decimal, instance_hours: float, window_hours: float,
                    currency: str) -> Decimal:
-    return monthly(rate_now - rate_advised, instance_hours, history_hours, currency)
+    return monthly(rate_now - rate_advised, instance_hours, window_hours, currency)

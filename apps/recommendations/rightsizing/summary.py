@@ -26,7 +26,7 @@ from apps.accounting.usage.cells import UsageFilter
 from apps.teams.access import money_covers
 
 from apps.recommendations.rightsizing.rules import KEEP
-from apps.recommendations.rightsizing.rows import RightsizeQuery, params_from_settings, rightsizing_rows, total_saving, windows
+from apps.recommendations.rightsizing.rows import RightsizeQuery, params_from_settings, rightsizing_rows, total_saving, window_said, windows
 
 SHOWN = 5
 FIELDS = ("namespace", "workload_kind", "workload_name", "action_text", "resource_advised", "monthly_saving",
@@ -53,10 +53,14 @@ def _normal(q: RightsizeQuery) -> RightsizeQuery:
 
 
 def _compute(q: RightsizeQuery) -> dict:
+    """The headline leaves the workloads held under a day out (counted apart as `low`,
+    docs/advice-and-alerts.md, "What a saving is"); `window` says what the rows measure."""
     rows = rightsizing_rows(q)
-    advised = [r for r in rows if r["action"] != KEEP]
+    advised = [r for r in rows if r["action"] != KEEP and r["in_totals"]]
+    low = [r for r in rows if r["action"] != KEEP and not r["in_totals"]]
     return {"rows": [{k: r[k] for k in FIELDS} for r in advised[:SHOWN]], "more": max(0, len(advised) - SHOWN),
-            "workloads": len(rows), "totals": total_saving(rows)}
+            "workloads": len(rows), "totals": total_saving(rows),
+            "low": len(low), "low_totals": total_saving(rows, low_confidence=True), "window": window_said(q)}
 
 
 def _version(q: RightsizeQuery) -> tuple[str, str] | None:
@@ -81,10 +85,12 @@ def _key(q: RightsizeQuery) -> str:
 
 
 def _dump(s: dict) -> bytes:
-    return json.dumps({**s, "totals": [[str(amount), currency] for amount, currency in s["totals"]]}).encode()
+    return json.dumps({**s, **{k: [[str(amount), currency] for amount, currency in s[k]]
+                               for k in ("totals", "low_totals")}}).encode()
 
 
 def _load(raw: bytes) -> dict:
     s = json.loads(raw)
-    s["totals"] = [(Decimal(amount), currency) for amount, currency in s["totals"]]
+    for k in ("totals", "low_totals"):
+        s[k] = [(Decimal(amount), currency) for amount, currency in s.get(k, [])]
     return s

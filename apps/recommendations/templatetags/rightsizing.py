@@ -5,7 +5,6 @@ user's teams, so the block shows exactly what the page and the API show."""
 from urllib.parse import urlencode
 
 from django import template
-from django.conf import settings
 
 from apps.teams.access import can_see_money, money_covers, money_scope, team_scope
 
@@ -28,9 +27,13 @@ def rightsizing_summary(context, team=None, sel=None):
                        teams=frozenset(scope) if scope is not None else None, team=team, money=can_see_money(user),
                        money_teams=money_teams,
                        start=getattr(sel, "start", None), end=getattr(sel, "end", None))
-    shown = summary(q) if scope is None or scope else {"rows": [], "more": 0, "workloads": 0, "totals": []}
-    link = {k: v for k, v in (("cluster", q.cluster), ("team", team)) if v}
+    shown = summary(q) if scope is None or scope else {"rows": [], "more": 0, "workloads": 0, "totals": [],
+                                                        "low": 0, "low_totals": [], "window": ""}
+    # the full list over the same window, so it shows the same figure (docs/advice-and-alerts.md)
+    link = (sel.download_params(team=team) if sel is not None and sel.start is not None
+            else {k: v for k, v in (("cluster", q.cluster), ("team", team)) if v})
     return {"rows": shown["rows"], "more": shown["more"], "workloads": shown["workloads"],
             "totals": shown["totals"] if money else [], "money": money,
+            "low": shown["low"], "low_totals": shown["low_totals"] if money else [],
             "href": "/advice/rightsizing/" + (f"?{urlencode(link)}" if link else ""),
-            "window": "this window" if sel is not None else f"the last {settings.ADVICE_WINDOW_DAYS} days"}
+            "window": shown["window"]}

@@ -69,6 +69,7 @@ class IdlePod:
 
 CSV_COLUMNS = ["cluster", "namespace", "pod", "team", "node", "gpus_held", "idle_gpu_hours",
                "allocated_gpu_hours", "used_gpu_hours", "utilization", "longest_idle_hours"]
+MONEY_COLUMNS = ["cost", "idle_cost", "currency"]     # the page's download, for roles that see money
 
 # The page's sort keys (`?sort=`, "-" first for descending) and the value each sorts by.
 SORTS = {

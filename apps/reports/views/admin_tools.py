@@ -7,6 +7,7 @@ from django.utils import timezone as djtz
 from apps.accounting.actions.audit import ActionError
 from apps.accounting.actions.namespaces import do_assign_namespace
 from apps.accounting.actions.rates import do_import_rate_file
+from apps.accounting.pricing.rates import rates_in_force
 from apps.accounting.pricing.rate_csv import COLUMNS as RATE_COLUMNS, OPTIONAL as RATE_OPTIONAL, RateFileError
 from apps.accounting.calendar.zone import billing_zone
 from apps.ingest.models import IngestRun
@@ -81,6 +82,7 @@ def rate_upload(request, sel):
         status = 400
     response = page(request, sel, "reports/rate_upload.html", "rates", {
         "errors": errors, "columns": ",".join(RATE_COLUMNS), "optional": RATE_OPTIONAL,
+        **_rate_card(sel.today),
     }, picker=())
     response.status_code = status
     return response
@@ -115,3 +117,9 @@ def _decide(request) -> str:
     except (ClaimError, ActionError) as exc:
         return f"!{exc}"
     return "!unknown action"
+
+
+def _rate_card(today) -> dict:
+    """The rate card as it stands (`pricing.rates_in_force`), in the portal's formats."""
+    current, upcoming = rates_in_force(today)
+    return {"current_rates": current, "upcoming_rates": upcoming, "rates_today": today}

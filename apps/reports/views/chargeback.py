@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from apps.accounting.actions.audit import ActionError, NotAllowed
-from apps.accounting.actions.periods import before_history, check_may_close, do_close_period, may_close
+from apps.accounting.actions.periods import before_history, check_may_close, check_may_reopen, do_close_period, do_reopen_period, may_close
 from apps.accounting.stored import computed_here
 from apps.accounting.stored import scope_tag
 from apps.accounting.core.periods import next_period, period_bounds, prev_period
@@ -96,6 +96,8 @@ def statement_view(request):
         "can_close": closer and not head.closed and period_has_ended(period),
         "csv_url": f"{api}?{query}&group_by=team&format=csv",
         "csv_namespace_url": f"{api}?{query}&group_by=namespace&format=csv",
+        "focus_url": f"{reverse('api-chargeback-focus')}?period={period}",
+        "can_reopen": head.closed and _may_reopen(request.user),
         "xlsx_url": f"{reverse('api-chargeback-xlsx')}?{query}",   # the statement workbook, every view
         "computed_on_read": bool(computed_here()),    # no worker had stored it: said beside the state
     })
@@ -135,6 +137,41 @@ def _version(period, running) -> str | None:
 def _closed(period):
     """(closed at, closed by) of a closed month, for the page to say who froze it when."""
     return BillingPeriod.objects.select_related("closed_by").filter(period=period).first()
+
+
+def _may_reopen(user) -> bool:
+    try:
+        check_may_reopen(user)
+    except NotAllowed:
+        return False
+    return True
+
+
+@login_required
+@throttled_page
+@require_http_methods(["POST"])
+def reopen_view(request):
+    """POST (with CSRF, admins only) reopens a closed month through the audited action, with the
+    reason given on the chargeback page (docs/chargeback.md, "Reopening")."""
+    try:
+        check_may_reopen(request.user)       # the action's own rule: the page only answers it
+    except NotAllowed as exc:
+        raise PermissionDenied(str(exc))
+    period, refused = _period(request)
+    if refused:
+        return refused
+    reason = (request.POST.get("reason") or "").strip()
+    if not reason:
+        return bad_request(request, {"reason": "say why the month is reopened (it is kept in the audit log)"})
+    try:
+        do_reopen_period(period, actor=request.user, reason=reason[:500])
+    except NotAllowed as exc:
+        raise PermissionDenied(str(exc))
+    except ActionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, f"{period} is open again: its figures follow ingestion until it is closed.")
+    return redirect(f"{reverse('chargeback:statement')}?period={period}")
 
 
 @login_required

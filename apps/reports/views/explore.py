@@ -1,5 +1,4 @@
 """The explorer page: usage over a window at the grain asked for, paged, and its CSV."""
-from apps.accounting.core.rounding import present
 from apps.clusters.models import Device
 from apps.web.csv import streaming_csv
 from apps.web.pages import bad_request
@@ -9,7 +8,7 @@ from .. import charts
 from ..data.explore import (CSV_COLUMNS, DEFAULT_SORT, GRAINS, MONEY_COLUMNS, MONEY_SORTS, SORTS, explore,
                             parse_options, row_order)
 from ..data.paging import page_of, parse_paging, sort_rows
-from ..money import price_groups
+from ..money import money_columns, price_groups, shown_to_total
 from .common import page, report_view
 from .listing import page_links, sort_links
 
@@ -30,10 +29,15 @@ def explorer(request, sel):
         return bad_request(request, exc.detail)
     result = explore(sel, opts)
     if csv:
-        priced = price_groups([r.cells for r in result.rows]) if sel.money else [None] * len(result.rows)
+        priced = [None] * len(result.rows)
+        if sel.money:
+            # one exact amount per currency split over the teams, then over each team's rows, so the
+            # file's sums are the pages' figures to the cent (docs/pages.md, "Downloads")
+            priced = shown_to_total(price_groups([r.cells for r in result.rows]), lambda i: result.rows[i].team)
         # Streamed: each row's dict and text exist only while it is written (docs/performance.md).
-        rows = (r.as_dict() | (_money_columns(p) if sel.money else {}) for r, p in zip(result.rows, priced))
-        return streaming_csv(rows, CSV_COLUMNS + (MONEY_COLUMNS if sel.money else []), "utilization.csv")
+        rows = (r.as_dict() | (money_columns(p) if sel.money else {}) for r, p in zip(result.rows, priced))
+        return streaming_csv(rows, CSV_COLUMNS + (MONEY_COLUMNS if sel.money else []),
+                             sel.download_name("utilization", "csv"))
     if paging.key in MONEY_SORTS:   # sorted by cost: every row priced first
         for r, p in zip(result.rows, price_groups([r.cells for r in result.rows])):
             r.priced = p
@@ -46,19 +50,11 @@ def explorer(request, sel):
         priced = [r.priced for r in shown.rows]
     else:
         priced = price_groups([r.cells for r in shown.rows]) if sel.money else [None] * len(shown.rows)
-    csv_query = request.GET.copy()
-    for key in ("page", "page_size", "sort"):
-        csv_query.pop(key, None)
-    csv_query["format"] = "csv"
     return page(request, sel, "reports/explore.html", "explore", {
         "rows": list(zip(shown.rows, priced)), "shown": shown, "paging": paging, "opts": opts, "grains": GRAINS,
-        "csv_url": "?" + csv_query.urlencode(),
+        "csv_url": sel.download_url(request.path, namespace=opts.namespace, gpu_model=opts.gpu_model,
+                                    grain=opts.grain),
         "sort_links": sort_links(request, paging, FIRST_DIRECTION | (MONEY_FIRST_DIRECTION if sel.money else {})), "page_links": page_links(request, shown),
         "gpu_models": sorted(set(Device.objects.exclude(model_name="").values_list("model_name", flat=True))),
         "fig_heatmap": charts.efficiency_heatmap(result.heatmap),
     })
-
-
-def _money_columns(p) -> dict:
-    """The CSV's money: in the currency's minor unit, as the chargeback CSV gives it; empty when unpriced."""
-    return {"cost": present(p.cost, p.currency), "idle_cost": present(p.idle_cost, p.currency), "currency": p.currency}

@@ -15,7 +15,7 @@ from apps.accounting.usage.cells import UNASSIGNED, group_cells, usage_cells
 from .. import charts
 from ..data.overview import daily_totals, partial_day, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
 from ..data.overview_store import kept_html
-from ..money import load_rate_card, price_groups
+from ..money import load_rate_card, price_groups, shown_to_total
 from .common import page, report_view
 
 
@@ -76,11 +76,16 @@ def _money(cells, spans, days, teams, models):
     priced = iter(price_groups(groups, card=card))
     unallocated = iter(price_groups([by_model[m["gpu_model"]] for m in models], unallocated=True, card=card))
     total = next(priced)
+    # each breakdown split from one exact amount, so its rows add up to the window's figure to
+    # the cent, as the explorer's download does (docs/pages.md, "Downloads")
+    day_priced = shown_to_total([next(priced) for _ in days])
+    team_priced = shown_to_total([next(priced) for _ in teams])
+    model_priced = shown_to_total([next(priced) for _ in models])
     return {
         "total_cost": total,
-        "day_rows": [(d, next(priced)) for d in days],
-        "team_rows": [(t, next(priced)) for t in teams],
-        "model_rows": [(m, next(priced), next(unallocated)) for m in models],
+        "day_rows": list(zip(days, day_priced)),
+        "team_rows": list(zip(teams, team_priced)),
+        "model_rows": [(m, p, next(unallocated)) for m, p in zip(models, model_priced)],
     }
 
 

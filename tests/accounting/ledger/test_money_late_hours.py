@@ -45,7 +45,9 @@ def test_late_hours_are_stored_per_team_and_follow_every_change(finance):
     assert figures("2026-08", {"nobody"}) == []
     assert MonthBody.objects.filter(period="2026-08", key="ledger-late?scope=all").count() == 1
     stored = late_by_team("2026-08", closed_periods())
-    assert stored["teams"] == {"research": [{}, 3600.0], "vision": [{}, 10800.0]} and stored["every"] == [{}, 14400.0]
+    # each sum is [GPU-seconds, of them unallocated capacity]
+    assert stored["teams"] == {"research": [{}, [3600.0, 0.0]], "vision": [{}, [10800.0, 0.0]]}
+    assert stored["every"] == [{}, [14400.0, 0.0]]
 
     do_close_period("2026-09", actor=finance)           # books the 4 late hours in September
     assert figures("2026-08") == [("2026-09", 4.0, False)]
@@ -75,8 +77,8 @@ def test_the_stored_sums_are_the_live_floats(finance):
     for cell in month_late_cells("2026-08", closed["2026-08"]):
         if cell.namespace and cell.team == "research":
             in_order += cell.gpu_seconds
-    assert stored["teams"]["research"][1] == in_order                   # to the last bit
-    assert stored["every"][1] == in_order
+    assert stored["teams"]["research"][1][0] == in_order                # to the last bit
+    assert stored["every"][1][0] == in_order
     assert in_order == pytest.approx(3600.0 / 7 * 15)                   # 1/7 + 2/7 + … + 5/7 of an hour
     # 15/7 h, shown to 6 places
     assert figures("2026-08", {"research"}) == live("2026-08", {"research"}) == [("2026-09", 2.142857, True)]

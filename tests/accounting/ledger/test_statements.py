@@ -8,7 +8,9 @@ Team research, namespace llm on prod, one H100 at 2.00 USD per GPU-hour:
   November: 5 h on the 10th = 10.00; November's statement: 10.00 + 6.00 = 16.00.
 Live, October now holds 13 h (26.00); its frozen statement says 10 h and 20.00.
 """
+import csv
 import html
+import io
 from decimal import Decimal as D
 
 import pytest
@@ -18,6 +20,7 @@ from apps.accounting.ledger.money import late_hours
 from apps.recommendations.alerts import check_budgets
 from apps.recommendations.models import TeamBudget
 
+from tests.support.bodies import body_of
 from tests.support.factories import make_cluster, make_device, make_namespace, make_rate, make_team, make_usage, utc
 
 pytestmark = pytest.mark.django_db
@@ -69,7 +72,8 @@ def test_the_team_page_months_are_the_statements_with_adjustments(late_october, 
     last = costs[costs.index("Last month"):]
     # October is closed: its frozen 20.00 and 10 h, not the live 26.00 and 13 h
     assert "$20.00" in last and "$26.00" not in last
-    assert "Last month: 3" in page and "GPU-h arrived after the close, billed in 2026-11" in page
+    assert "Last month: 3" in page and ('GPU-h arrived after the close, billed in '
+                                        '<a href="/chargeback/?period=2026-11&team=research">2026-11</a>') in page
 
 
 def test_the_budget_alert_counts_the_statements_money(late_october):
@@ -95,7 +99,7 @@ def test_hours_that_arrived_after_the_close_are_said_and_where_they_were_billed(
     assert late_hours("2026-10", {"vision"}) == [] and late_hours("2026-11") == []
     client.force_login(finance)
     page = html.unescape(client.get("/chargeback/", {"period": "2026-10"}).content.decode())
-    assert "3.00 GPU-h arrived after the close, billed in 2026-11" in page
+    assert '3.00 GPU-h arrived after the close, billed in <a href="?period=2026-11&shared_idle=apart">2026-11</a>' in page
     assert "$20.00" in page and "$26.00" not in page
 
 
@@ -142,3 +146,27 @@ def test_a_team_leads_usage_rows_count_only_their_teams_money(late_october, team
     body = api(team_lead).get("/api/v1/usage/", {"start": "2026-11-01", "end": "2026-12-01",
                                                    "group_by": "namespace"}).json()
     assert [(r["key"], r["cost"]) for r in body["results"]] == [("llm", "10.00")]
+
+
+def test_the_late_note_counts_unallocated_capacity_and_links_to_the_month_that_bills_it(late_october, finance,
+                                                                                         client, api):
+    """#43, item 3: 2 more late hours of 28 October arrive on a GPU no pod held (unallocated
+    capacity, 2 × 2.00 = 4.00). November's adjustments are then 3 + 2 = 5 GPU-hours (6.00 +
+    4.00); the note said 3 (the team's hours only) and linked nowhere."""
+    make_usage(make_device(late_october, host="node-4"), "", utc(2026, 10, 28, 8), hours=2)
+    [late] = late_hours("2026-10")
+    assert (late.billed_in, late.gpu_hours, late.unallocated_gpu_hours, late.pending) == ("2026-11", 5.0, 2.0, True)
+    # a team's own view counts its hours only
+    assert [(x.gpu_hours, x.unallocated_gpu_hours) for x in late_hours("2026-10", {"research"})] == [(3.0, 0.0)]
+    client.force_login(finance)
+    page = html.unescape(client.get("/chargeback/", {"period": "2026-10"}).content.decode())
+    assert ("5.00 GPU-h arrived after the close (2.00 GPU-h of them unallocated capacity), billed in "
+            '<a href="?period=2026-11&shared_idle=apart">2026-11</a>') in page
+    # and that is what November bills as adjustments: every adjustment line's hours add up to it
+    november = api(finance).get(URL, {"period": "2026-11"}).json()
+    adjusted = sum(line["allocated_gpu_hours"] for row in november["results"] for line in row["lines"]
+                   if line["kind"] == "adjustment")
+    assert adjusted == pytest.approx(5.0)
+    # the CSV names the capacity as the page does, never an empty team
+    rows = list(csv.DictReader(io.StringIO(body_of(client.get(URL, {"period": "2026-11", "format": "csv"})).decode())))
+    assert {r["team"] for r in rows if r["kind"] == "adjustment"} == {"research", "unallocated capacity"}
