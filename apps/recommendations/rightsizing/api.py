@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from apps.accounting.query.filters import filter_from, iso_utc
 
-from .api import WINDOW_DAYS_SCHEMA
+from apps.recommendations.api import WINDOW_DAYS_SCHEMA
 from apps.recommendations.rightsizing.rules import ACTIONS
 from apps.recommendations.rightsizing.rows import CSV_COLUMNS, RightsizeQuery, measured_window, public, rightsizing_rows, total_saving, window_said
 
