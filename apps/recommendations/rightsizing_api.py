@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from apps.accounting.filters import filter_from
 
-from .api import WINDOW_DAYS_SCHEMA
+from .api import HOURLY_WINDOW_DAYS_SCHEMA
 from .rightsizing import ACTIONS
 from .rightsizing_rows import CSV_COLUMNS, RightsizeQuery, public, rightsizing_rows, total_saving
 
@@ -42,8 +42,10 @@ class RightsizingView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name; default all clusters"),
-            OpenApiParameter("window_days", WINDOW_DAYS_SCHEMA,
-                             description="trailing window in days, 1 to 366; default 28"),
+            OpenApiParameter("window_days", HOURLY_WINDOW_DAYS_SCHEMA,
+                             description=f"trailing window in days, 1 to {HOURLY_WINDOW_DAYS_SCHEMA['maximum']} "
+                                         "(MAX_HOURLY_REPORT_DAYS: right-sizing reads hourly rows per pod); "
+                                         "default 28"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team's workloads only"),
         ],
         responses=inline_serializer("Rightsizing", {
@@ -56,7 +58,7 @@ class RightsizingView(APIView):
                     "money it saves per month and the resource change in YAML.",
     )
     def get(self, request):
-        q = RightsizeQuery.of(filter_from(request.query_params, request.user, trailing=True))
+        q = RightsizeQuery.of(filter_from(request.query_params, request.user, trailing=True, hourly=True))
         rows = rightsizing_rows(q)
         totals = [{"amount": str(a), "currency": c} for a, c in total_saving(rows)] if q.money else []
         return Response({"cluster": q.cluster, "team": q.team, "monthly_saving": totals,

@@ -14,7 +14,7 @@ from .rightsizing_rows import RightsizeQuery, params_from_settings, rightsizing_
 @login_required
 @throttled_page
 def rightsizing(request):
-    q, refused = page_query(request, RightsizeQuery.of)
+    q, refused = page_query(request, RightsizeQuery.of, hourly=True)   # hourly rows per pod
     if refused:
         return refused
     rows = rightsizing_rows(q)

@@ -18,12 +18,12 @@ from .advice import AdviceQuery, advice_rows
 from .models import Alert
 
 
-def page_query(request, query_of):
+def page_query(request, query_of, *, hourly=False):
     """(query, None), or (None, the 400 page) for bad parameters: the query string parsed once
     (`apps.accounting.filters`), so an unknown team or cluster is a 404 and a team not the
     user's a 403, as on the API; a user with no team to show gets a 403, on every advice page alike."""
     try:
-        q = query_of(filter_from(request.GET, request.user, trailing=True))
+        q = query_of(filter_from(request.GET, request.user, trailing=True, hourly=hourly))
     except BadParameters as exc:
         return None, bad_request(request, exc.detail)
     if q.teams is not None and not q.teams:

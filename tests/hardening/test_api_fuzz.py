@@ -25,7 +25,11 @@ PHASES = os.environ.get("API_FUZZ_PHASES", "examples,fuzzing,stateful")
 
 
 @pytest.mark.slow   # the schemathesis command runs in a child process
-def test_api_holds_its_schema_under_fuzzing(transactional_db, live_server, settings, tmp_path):
+def test_api_holds_its_schema_under_fuzzing(transactional_db, live_server, settings, tmp_path, monkeypatch):
+    from rest_framework.throttling import UserRateThrottle
+    # Several hundred calls a minute as one user: above API_THROTTLE_RATE's default (600/min),
+    # which tests/hardening/test_scoping.py checks; here the schema is what is under test.
+    monkeypatch.setattr(UserRateThrottle, "THROTTLE_RATES", {"user": "100000/min"})
     world = seed()
     # identity: a whole month is sent gzip-compressed to a client that accepts it
     # (tests/accounting/test_month_bodies.py checks that); the schema is checked on plain bytes.

@@ -61,14 +61,21 @@ CASES = [
     ("admin", WINDOWED, {"start": "2026-13-01"}, 400, "start: "),
     ("admin", WINDOWED, {"start": "2026-03-10", "end": "2026-03-01"}, 400,
      "end: end (2026-03-01T00:00:00+00:00) must be after start (2026-03-10T00:00:00+00:00)"),
-    ("admin", WINDOWED, {"start": "2020-01-01", "end": "2026-01-01"}, 400, "end: the window is 2192 days; the limit is"),
+    # Each endpoint's own limit (docs/security.md, "No request ties up the portal"): daily
+    # figures MAX_REPORT_DAYS, hourly rows per pod (idle) MAX_HOURLY_REPORT_DAYS.
+    ("admin", EXPLORE + HEALTH, {"start": "2020-01-01", "end": "2026-01-01"}, 400,
+     "end: the window is 2192 days; the limit is 400 days (MAX_REPORT_DAYS)"),
+    ("admin", IDLE, {"start": "2020-01-01", "end": "2026-01-01"}, 400,
+     "end: the window is 2192 days; the limit for reads of hourly rows is 93 days (MAX_HOURLY_REPORT_DAYS)"),
     ("admin", WINDOWED, {"start": "2026-03-01", "end": FAR}, 400, "end: "),
     ("admin", SCOPED, {"team": "no-such-team"}, 404, "no team named 'no-such-team'"),
     ("team_lead", SCOPED, {"team": "nlp"}, 403, "team 'nlp' is not one of yours"),
     ("admin", SCOPED, {"cluster": "no-such-cluster"}, 404, "no cluster named 'no-such-cluster'"),
     ("admin", EXPLORE[:2], {"grain": "fortnight"}, 400, "grain: grain='fortnight' is not one of"),
-    ("admin", ADVICE + RIGHTSIZING, {"window_days": "0"}, 400,
+    ("admin", ADVICE, {"window_days": "0"}, 400,
      "window_days: window_days must be a whole number of days, 1 to 366"),
+    ("admin", RIGHTSIZING, {"window_days": "0"}, 400,
+     "window_days: window_days must be a whole number of days, 1 to 93 (MAX_HOURLY_REPORT_DAYS: this reads hourly rows)"),
     ("admin", CHARGEBACK, {"period": "2026-13"}, 400, "period: "),
     ("admin", CHARGEBACK, {"team": "no-such-team"}, 404, "no team named 'no-such-team'"),
 ]

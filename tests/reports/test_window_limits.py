@@ -1,0 +1,60 @@
+"""A window's limit follows what the endpoint reads (issue 42): reads of hourly rows per pod
+(the idle API and page, right-sizing) stop at MAX_HOURLY_REPORT_DAYS (93 days by default),
+reads of daily figures at MAX_REPORT_DAYS (400). Before, a viewer's 400-day idle call took
+8.9 s and 5.5 MB at 16 GPUs, `window_days=366` on right-sizing 4.6 s; both were accepted. The
+400 names the limit and its setting; the OpenAPI schema states it per endpoint."""
+import pytest
+
+from tests.support.factories import make_user
+
+pytestmark = pytest.mark.django_db
+YEAR = {"start": "2025-10-24", "end": "2026-11-28"}         # 400 days
+QUARTER = {"start": "2026-08-28", "end": "2026-11-28"}      # 92 days
+
+
+def test_hourly_reads_have_the_shorter_limit(api, client):
+    viewer = make_user("viewer", "viewer")
+    c = api(viewer)
+    refused = c.get("/api/v1/idle/", YEAR)
+    assert refused.status_code == 400
+    assert refused.json() == {"end": "the window is 400 days; the limit for reads of hourly rows is 93 days "
+                                     "(MAX_HOURLY_REPORT_DAYS)"}
+    assert c.get("/api/v1/idle/", QUARTER).status_code == 200
+    assert c.get("/api/v1/usage/", {**YEAR, "group_by": "team"}).status_code == 200    # daily figures: 400 days
+    assert c.get("/api/v1/usage/", {"start": "2025-01-01", "end": "2026-11-28", "group_by": "team"}).json() == \
+        {"end": "the window is 696 days; the limit is 400 days (MAX_REPORT_DAYS)"}
+    client.force_login(viewer)
+    page = client.get("/idle/", YEAR)
+    assert page.status_code == 400 and "the limit for reads of hourly rows is 93 days" in page.content.decode()
+    assert client.get("/idle/", QUARTER).status_code == 200
+
+
+def test_right_sizing_takes_at_most_the_hourly_limit(api, client):
+    admin = make_user("admin", "admin")
+    refused = api(admin).get("/api/v1/rightsizing/", {"window_days": 366})
+    assert refused.status_code == 400
+    assert refused.json() == {"window_days": "window_days must be a whole number of days, 1 to 93 "
+                                             "(MAX_HOURLY_REPORT_DAYS: this reads hourly rows)"}
+    assert api(admin).get("/api/v1/rightsizing/", {"window_days": 93}).status_code == 200
+    assert api(admin).get("/api/v1/quota-recommendations/", {"window_days": 366}).status_code == 200
+    client.force_login(admin)
+    assert client.get("/advice/rightsizing/", {"window_days": 366}).status_code == 400
+
+
+def test_the_limits_are_configurable_and_in_the_schema(api, settings):
+    admin = make_user("admin", "admin")
+    settings.MAX_HOURLY_REPORT_DAYS = 200
+    assert api(admin).get("/api/v1/idle/", {"start": "2026-06-01", "end": "2026-11-28"}).status_code == 200   # 180 days
+    schema = api(admin).get("/api/v1/schema/", {"format": "json"}).json()
+    idle = schema["paths"]["/api/v1/idle/"]["get"]["description"]
+    usage = schema["paths"]["/api/v1/usage/"]["get"]["description"]
+    assert "at most MAX_HOURLY_REPORT_DAYS days long (93 as configured)" in idle
+    assert "at most MAX_REPORT_DAYS days long (400 as configured)" in usage
+    window_days = next(p for p in schema["paths"]["/api/v1/rightsizing/"]["get"]["parameters"]
+                       if p["name"] == "window_days")
+    assert window_days["schema"]["maximum"] == 93 and "MAX_HOURLY_REPORT_DAYS" in window_days["description"]
+
+
+def test_the_api_throttle_defaults_to_600_a_minute():
+    from rest_framework.throttling import UserRateThrottle
+    assert UserRateThrottle.THROTTLE_RATES["user"] == "600/min"
