@@ -143,6 +143,7 @@ MIDDLEWARE = [
     "gpuportal.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "gpuportal.dbtimeout.StatementTimeoutMiddleware",   # before any query; static files need none
     "gpuportal.middleware.RejectNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -210,6 +211,11 @@ if DATABASE_WORK_MEM and DATABASES["default"]["ENGINE"].endswith("postgresql"):
         raise ImproperlyConfigured(f"DATABASE_WORK_MEM={DATABASE_WORK_MEM!r} is not a size such as 64MB (kB, MB or GB)")
     _options = DATABASES["default"].setdefault("OPTIONS", {})
     _options["options"] = f"{_options.get('options', '')} -c work_mem={DATABASE_WORK_MEM.replace(' ', '')}".strip()
+# Postgres statement_timeout per kind of work (gpuportal/dbtimeout.py; docs/security.md, "No
+# request ties up the portal"), in seconds; 0 leaves the server's own.
+STATEMENT_TIMEOUT_SECONDS = _env_float("STATEMENT_TIMEOUT_SECONDS", 30.0, low=0)
+STATEMENT_TIMEOUT_EXPORT_SECONDS = _env_float("STATEMENT_TIMEOUT_EXPORT_SECONDS", 300.0, low=0)
+STATEMENT_TIMEOUT_WORKER_SECONDS = _env_float("STATEMENT_TIMEOUT_WORKER_SECONDS", 1800.0, low=0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Celery, quota advice and alerts, e-mail and statement delivery: what the background jobs read
