@@ -9,6 +9,11 @@ app = Celery("gpuportal")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
+# A worker's connections get STATEMENT_TIMEOUT_WORKER_SECONDS (docs/security.md).
+from .dbtimeout import connect_worker_signals  # noqa: E402
+
+connect_worker_signals()
+
 
 @app.on_after_finalize.connect
 def setup_periodic_tasks(sender, **kwargs):

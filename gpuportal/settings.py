@@ -94,6 +94,9 @@ STALE_INGEST_HOURS = _env_float("STALE_INGEST_HOURS", 3.0, 0.0)
 IDLE_LIST_UTILIZATION = _env_float("IDLE_LIST_UTILIZATION", 0.10, 0.0, 1.0)
 IDLE_LIST_MIN_MINUTES = _env_float("IDLE_LIST_MIN_MINUTES", 30.0, 0.0)
 MAX_REPORT_DAYS = _env_int("MAX_REPORT_DAYS", 400)
+# Endpoints that read hourly rows per pod (idle GPUs, right-sizing) cost ~25x a daily read for the
+# same window: their own, shorter limit (docs/security.md, "No request ties up the portal").
+MAX_HOURLY_REPORT_DAYS = _env_int("MAX_HOURLY_REPORT_DAYS", 93)
 
 # Who the FOCUS export names as provider, publisher and invoice issuer, and as the billing
 # account (docs/chargeback.md, "FOCUS export"); FOCUS wants each non-empty.
@@ -140,6 +143,7 @@ MIDDLEWARE = [
     "gpuportal.metrics.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "gpuportal.dbtimeout.StatementTimeoutMiddleware",   # before any query; static files need none
     "gpuportal.middleware.RejectNulMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -207,6 +211,11 @@ if DATABASE_WORK_MEM and DATABASES["default"]["ENGINE"].endswith("postgresql"):
         raise ImproperlyConfigured(f"DATABASE_WORK_MEM={DATABASE_WORK_MEM!r} is not a size such as 64MB (kB, MB or GB)")
     _options = DATABASES["default"].setdefault("OPTIONS", {})
     _options["options"] = f"{_options.get('options', '')} -c work_mem={DATABASE_WORK_MEM.replace(' ', '')}".strip()
+# Postgres statement_timeout per kind of work (gpuportal/dbtimeout.py; docs/security.md, "No
+# request ties up the portal"), in seconds; 0 leaves the server's own.
+STATEMENT_TIMEOUT_SECONDS = _env_float("STATEMENT_TIMEOUT_SECONDS", 30.0, low=0)
+STATEMENT_TIMEOUT_EXPORT_SECONDS = _env_float("STATEMENT_TIMEOUT_EXPORT_SECONDS", 300.0, low=0)
+STATEMENT_TIMEOUT_WORKER_SECONDS = _env_float("STATEMENT_TIMEOUT_WORKER_SECONDS", 1800.0, low=0)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Celery, quota advice and alerts, e-mail and statement delivery: what the background jobs read
@@ -324,7 +333,7 @@ REST_FRAMEWORK = {
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     # Fails open when its cache is unreachable (apps/web/throttle.py; docs/security.md, "Throttling").
     "DEFAULT_THROTTLE_CLASSES": ["apps.web.throttle.FailOpenUserRateThrottle"],
-    "DEFAULT_THROTTLE_RATES": {"user": env.str("API_THROTTLE_RATE", default="6000/min")},
+    "DEFAULT_THROTTLE_RATES": {"user": env.str("API_THROTTLE_RATE", default="600/min")},
 }
 # Pages have their own per-user count (empty: the API's rate), docs/security.md "Throttling".
 PAGE_THROTTLE_RATE = env.str("PAGE_THROTTLE_RATE", default="") or None

@@ -120,14 +120,24 @@ class ReportFilter:
 _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
 
 
+def window_limit(hourly: bool = False) -> tuple[int, str]:
+    """(days, setting) a window may span: MAX_REPORT_DAYS for reads of daily figures,
+    MAX_HOURLY_REPORT_DAYS for reads of hourly rows per pod (idle GPUs, right-sizing), which
+    cost far more per day (docs/security.md, "No request ties up the portal")."""
+    if hourly:
+        return min(settings.MAX_HOURLY_REPORT_DAYS, settings.MAX_REPORT_DAYS), "MAX_HOURLY_REPORT_DAYS"
+    return settings.MAX_REPORT_DAYS, "MAX_REPORT_DAYS"
+
+
 def filter_from(params, user, *, page=False, default_days=DEFAULT_DAYS, trailing=False,
-                dates_too=False) -> ReportFilter:
+                dates_too=False, hourly=False) -> ReportFilter:
     """Parse and authorise a query string's window and scope (the module docstring says how).
 
     Pages (`page=True`) without dates show the default preset, whole billing-zone days the
     picker's date inputs can show exactly; the API keeps its rolling window. `trailing`: the
     advice's window, `window_days` back from now, instead of `start` / `end`; with `dates_too`,
-    `start` / `end` when given (right-sizing over a team page's window)."""
+    `start` / `end` when given (right-sizing over a team page's window). `hourly`: the caller
+    reads hourly rows per pod, and the window's limit is theirs (`window_limit`)."""
     if trailing and dates_too and (params.get("start") or params.get("end")):
         if params.get("window_days"):
             raise BadParameters({"window_days": "give either window_days or start/end, not both"})
@@ -135,7 +145,7 @@ def filter_from(params, user, *, page=False, default_days=DEFAULT_DAYS, trailing
     today = timezone.now().astimezone(billing_zone()).date()
     if trailing:
         start = end = None
-        window_days = parse_window_days(params)
+        window_days = parse_window_days(params, hourly=hourly)
         preset = presets.CUSTOM
     else:
         window_days = None
@@ -144,7 +154,7 @@ def filter_from(params, user, *, page=False, default_days=DEFAULT_DAYS, trailing
         if page and not params.get("start") and not params.get("end"):
             default = presets.preset_named(presets.DEFAULT, today)
             window_params = {"start": default.start.isoformat(), "end": default.end.isoformat()}
-        start, end = parse_window(window_params, default_days=default_days)
+        start, end = parse_window(window_params, default_days=default_days, hourly=hourly)
     cluster = (params.get("cluster") or "").strip() or None
     if cluster and not Cluster.objects.filter(name=cluster).exists():
         raise UnknownName(f"no cluster named {cluster!r}")
@@ -166,7 +176,7 @@ def filter_from(params, user, *, page=False, default_days=DEFAULT_DAYS, trailing
     )
 
 
-def parse_window(params, *, default_days=DEFAULT_DAYS) -> tuple[datetime, datetime]:
+def parse_window(params, *, default_days=DEFAULT_DAYS, hourly=False) -> tuple[datetime, datetime]:
     """(start, end) from ?start=&end= (ISO 8601 instants or dates), defaulting to the last week.
 
     Dates and offset-less times are in the billing time zone (docs/dates-and-money.md); the
@@ -190,24 +200,34 @@ def parse_window(params, *, default_days=DEFAULT_DAYS) -> tuple[datetime, dateti
         raise BadParameters(errors)
     if end <= start:
         raise BadParameters({"end": f"end ({end.isoformat()}) must be after start ({start.isoformat()})"})
-    limit = settings.MAX_REPORT_DAYS
+    limit, setting = window_limit(hourly)
     if end - start > timedelta(days=limit):
-        raise BadParameters({"end": f"the window is {(end - start).days} days; the limit is {limit} days"})
+        what = " for reads of hourly rows" if hourly else ""
+        raise BadParameters({"end": f"the window is {(end - start).days} days; the limit{what} is {limit} days "
+                                    f"({setting})"})
     return start, end
 
 
-def parse_window_days(params) -> int | None:
-    """The advice's trailing window: whole days, 1 to 366; absent: the configured default."""
+def parse_window_days(params, *, hourly=False) -> int | None:
+    """The advice's trailing window: whole days, 1 to 366 (to MAX_HOURLY_REPORT_DAYS where
+    hourly rows per pod are read); absent: the configured default."""
     if not params.get("window_days"):
         return None
     try:
         days = int(params["window_days"])
     except ValueError:
         days = 0
-    if not MIN_WINDOW_DAYS <= days <= MAX_WINDOW_DAYS:
+    most = max_window_days(hourly)
+    if not MIN_WINDOW_DAYS <= days <= most:
+        reason = " (MAX_HOURLY_REPORT_DAYS: this reads hourly rows)" if hourly and most < MAX_WINDOW_DAYS else ""
         raise BadParameters({"window_days": f"window_days must be a whole number of days, "
-                                            f"{MIN_WINDOW_DAYS} to {MAX_WINDOW_DAYS}"})
+                                            f"{MIN_WINDOW_DAYS} to {most}{reason}"})
     return days
+
+
+def max_window_days(hourly=False) -> int:
+    """The largest `window_days` the advice takes: 366, or the hourly reads' limit."""
+    return min(MAX_WINDOW_DAYS, window_limit(True)[0]) if hourly else MAX_WINDOW_DAYS
 
 
 def parse_choice(params, name, choices, default=None):

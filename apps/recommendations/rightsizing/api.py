@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 
 from apps.accounting.query.filters import filter_from, iso_utc
 
-from apps.recommendations.api import WINDOW_DAYS_SCHEMA
+from apps.recommendations.api import HOURLY_WINDOW_DAYS_SCHEMA
 from apps.recommendations.rightsizing.rules import ACTIONS
 from apps.recommendations.rightsizing.rows import CSV_COLUMNS, RightsizeQuery, measured_window, public, rightsizing_rows, total_saving, window_said
 
@@ -45,8 +45,10 @@ class RightsizingView(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter("cluster", OpenApiTypes.STR, description="cluster name; default all clusters"),
-            OpenApiParameter("window_days", WINDOW_DAYS_SCHEMA,
-                             description="trailing window in days, 1 to 366; default 28"),
+            OpenApiParameter("window_days", HOURLY_WINDOW_DAYS_SCHEMA,
+                             description=f"trailing window in days, 1 to {HOURLY_WINDOW_DAYS_SCHEMA['maximum']} "
+                                         "(MAX_HOURLY_REPORT_DAYS: right-sizing reads hourly rows per pod); "
+                                         "default 28"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team's workloads only"),
             OpenApiParameter("start", OpenApiTypes.STR, description="instead of window_days: the window's start "
                                                                     "(as the team page's window), with end"),
@@ -73,7 +75,7 @@ class RightsizingView(APIView):
                     "money it saves per month and the resource change in YAML.",
     )
     def get(self, request):
-        sel = filter_from(request.query_params, request.user, trailing=True, dates_too=True)
+        sel = filter_from(request.query_params, request.user, trailing=True, dates_too=True, hourly=True)
         q = RightsizeQuery.of(sel)
         rows = rightsizing_rows(q)
         window = measured_window(q)

@@ -50,7 +50,7 @@ def _whole(params, name, default, high=None) -> int:
 @throttled_page
 def rightsizing(request):
     try:
-        sel = filter_from(request.GET, request.user, trailing=True, dates_too=True)
+        sel = filter_from(request.GET, request.user, trailing=True, dates_too=True, hourly=True)   # hourly rows per pod
         show = parse_choice(request.GET, "show", SHOWS, default="counted")
         number = _whole(request.GET, "page", 1)
         size = _whole(request.GET, "page_size", PAGE_SIZE, MAX_PAGE_SIZE)

@@ -8,7 +8,7 @@ from rest_framework.views import APIView
 from ..data.idle import CSV_COLUMNS, EVERY_IDLE_POD, idle_pods, parse_idle_options
 from apps.accounting.query.filters import filter_from, iso_utc as iso
 
-from .usage import WINDOW_PARAMS, WINDOW_RULES
+from .usage import WINDOW_PARAMS, window_rules
 
 IDLE_ROW_FIELDS = {
     "cluster": serializers.CharField(), "namespace": serializers.CharField(), "pod": serializers.CharField(),
@@ -37,10 +37,10 @@ class IdleView(APIView):
             "results": inline_serializer("IdlePod", IDLE_ROW_FIELDS, many=True),
         }),
         description="Every pod with idle GPU-time in the window, ranked by idle GPU-hours "
-                    "(narrow it with max_utilization / min_idle_minutes)." + WINDOW_RULES,
+                    "(narrow it with max_utilization / min_idle_minutes)." + window_rules(hourly=True),
     )
     def get(self, request):
-        sel = filter_from(request.query_params, request.user)
+        sel = filter_from(request.query_params, request.user, hourly=True)
         opts = parse_idle_options(request.query_params, defaults=EVERY_IDLE_POD)
         rows = [p.as_dict() for p in idle_pods(sel, opts)]
         return Response({"start": iso(sel.start), "end": iso(sel.end), "max_utilization": opts.max_utilization,

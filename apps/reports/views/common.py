@@ -17,16 +17,17 @@ from apps.web.throttle import throttled_page
 from apps.accounting.query import presets
 
 
-def report_view(view=None, *, admin_only=False):
+def report_view(view=None, *, admin_only=False, hourly=False):
     """Sign-in required; throttled per user as the API is (docs/security.md, "Throttling"); the
-    picker parsed (bad values answer 400 with the reason) and scoped."""
+    picker parsed (bad values answer 400 with the reason) and scoped. `hourly`: the page reads
+    hourly rows per pod, and its window has their limit (`filters.window_limit`)."""
     def wrap(fn):
         @login_required
         @throttled_page
         @wraps(fn)
         def inner(request, *args, **kwargs):
             try:
-                sel = filter_from(request.GET, request.user, page=True)
+                sel = filter_from(request.GET, request.user, page=True, hourly=hourly)
             except BadParameters as exc:
                 return bad_request(request, exc.detail)
             if admin_only and not sel.admin:

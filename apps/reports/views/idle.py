@@ -16,7 +16,7 @@ FIRST_DIRECTION = {"idle_gpu_hours": "-", "gpus_held": "-", "longest_idle": "-",
                    "pod": "", "namespace": "", "team": "", "cluster": ""}
 
 
-@report_view
+@report_view(hourly=True)     # idle stretches are read from hourly rows per pod
 def idle(request, sel):
     try:
         opts = parse_idle_options(request.GET)
