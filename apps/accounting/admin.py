@@ -3,15 +3,25 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from django import forms
 
+from apps.clusters.admin import ClusterAdmin
+from apps.clusters.models import Cluster
 from apps.teams.models import NamespaceAssignment
+from apps.web.deletes import RefusedDeletesAdmin
 
 from .actions import (ActionError, do_assign_namespace, do_close_period, do_delete_rate, do_reopen_period,
                       do_save_rate)
 from .models import BillingPeriod, NodePool, Rate, StatementLine
 
 
+# A cluster that priced a closed month is not deleted (docs/chargeback.md, "History stays"): its
+# admin (apps/clusters, below the plumbing that says why) is given the refusal here, once it is
+# registered (clusters come first in INSTALLED_APPS).
+admin.site.unregister(Cluster)
+admin.site.register(Cluster, type("ClusterAdmin", (RefusedDeletesAdmin, ClusterAdmin), {"__module__": __name__}))
+
+
 @admin.register(Rate)
-class RateAdmin(SimpleHistoryAdmin):
+class RateAdmin(RefusedDeletesAdmin, SimpleHistoryAdmin):
     list_display = ("gpu_model", "mig_profile", "price_class", "hourly_rate", "currency", "effective_from",
                     "updated_at")
     list_filter = ("price_class", "currency", "gpu_model")
@@ -26,8 +36,10 @@ class RateAdmin(SimpleHistoryAdmin):
         do_delete_rate(request.user, obj)
 
     def delete_queryset(self, request, queryset):
-        for rate in queryset:
-            do_delete_rate(request.user, rate)
+        # A rate that priced a closed month is refused before anything is deleted (RefusedDeletesAdmin).
+        if not self.refused(request, queryset):
+            for rate in queryset:
+                do_delete_rate(request.user, rate)
 
 
 @admin.register(NodePool)

@@ -19,4 +19,15 @@ class AccountingConfig(AppConfig):
         from . import checks  # noqa: F401 — registers the system checks
         from . import refresh
         refresh.connect()
+        # What priced a closed month cannot be deleted (docs/chargeback.md, "History stays").
+        from apps.clusters.models import Cluster
+        from apps.teams.models import Team
+        from apps.web.deletes import delete_refusals, guard
+
+        from .models import Rate
+        from .statements import delete_refusals as refusals_of_closed_months
+        for model in (Cluster, Team, Rate):
+            delete_refusals.connect(refusals_of_closed_months, sender=model,
+                                    dispatch_uid=f"accounting.closed_months.{model._meta.label}")
+            guard(model)
         post_migrate.connect(_sync_input_triggers, sender=self, dispatch_uid="accounting.sync_input_triggers")

@@ -27,7 +27,7 @@ from .frozen import frozen_cells
 from .models import BillingPeriod
 from .months import (closed_before, closed_periods, month_late_cells, month_lines,
                      month_zone, own_days)
-from .pricing import load_rate_card, rate_card_at
+from .pricing import closing_card, load_rate_card, rate_card_at
 from .statements import statement
 
 
@@ -76,7 +76,8 @@ def focus_month(period: str) -> FocusMonth:
         days = day_figures(own_days(period), card)
         closed = closed_periods()
         for earlier in closed_before(period, closed):
-            days.update(day_figures(month_late_cells(earlier, closed[earlier]), card, adjusts_period=earlier))
+            days.update(day_figures(month_late_cells(earlier, closed[earlier]), closing_card(closed[earlier]),
+                                    adjusts_period=earlier))
         return FocusMonth(period=period, closed=False, lines=month_lines(period, card), days=days,
                           zone=month_zone(period, closed))
     card = rate_card_at(bp.rate_card_version)
@@ -85,8 +86,12 @@ def focus_month(period: str) -> FocusMonth:
     for usage_period, _booked, cell in frozen_cells(Q(booked_in=bp)):
         booked[usage_period].append(cell)
     days = day_figures(booked.pop(period, []), card)
+    closed = closed_periods()
     for earlier, cells in booked.items():
-        days.update(day_figures(cells, card, adjusts_period=earlier))
+        # Priced with the card the corrected month was closed with, as its adjustment lines were
+        # (docs/accounting.md); a month it booked that is open again falls back to this month's.
+        days.update(day_figures(cells, closing_card(closed[earlier]) if earlier in closed else card,
+                                adjusts_period=earlier))
     return FocusMonth(period=period, closed=True, lines=statement(period).lines, days=days,
                       zone=month_zone(period, {period: bp}))
 

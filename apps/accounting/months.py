@@ -21,9 +21,9 @@ from .days import day_start
 from .latedata import delta_cells
 from . import frozen
 from .models import BillingPeriod, MonthAnswer
-from .resolvers import team_resolver
+from .resolvers import config_as_of, team_resolver
 from .stored_rows import day_cells, merged_day_cells, read_current
-from .pricing import load_rate_card
+from .pricing import closing_card, load_rate_card
 from .timeparse import MAX_YEAR, MIN_YEAR, billing_zone, in_zone
 
 from .usage import UsageFilter, span_starts, usage_cells
@@ -62,9 +62,17 @@ def closed_before(period: str, closed: dict[str, BillingPeriod]) -> list[str]:
 
 def late_cells(earlier: str, bp: BillingPeriod) -> list[Cell]:
     """A closed month's late data, computed: its live per-day cells minus what statements carry,
-    both in the zone the month was closed in (its days are the frozen cells' days)."""
-    with in_zone(bp.billing_timezone):
-        return delta_cells(month_cells(earlier), frozen.carried_cells(bp))
+    both in the zone the month was closed in (its days are the frozen cells' days), the live ones
+    attributed as the month's configuration stood at its close (label trust, claims, known teams,
+    node pools: `resolvers.config_as_of`). The frozen cells of a cluster that no longer exists
+    are left out: its hours did not vanish, its rows were deleted, and a closed month is never
+    credited for that (docs/accounting.md, "Late data for a closed month")."""
+    from apps.clusters.models import Cluster
+
+    with in_zone(bp.billing_timezone), config_as_of(bp.closed_at):
+        live = month_cells(earlier)
+    existing = set(Cluster.objects.values_list("pk", flat=True))
+    return delta_cells(live, [c for c in frozen.carried_cells(bp) if c.cluster_id in existing])
 
 
 def month_zone(period: str, closed: dict[str, BillingPeriod] | None = None):
@@ -157,7 +165,8 @@ def month_late_cells(earlier: str, bp: BillingPeriod, inputs: Inputs | None = No
 
 def month_lines(period: str, card=None) -> list[Line]:
     """`compute_open(period).lines`, through the stored answers: the month's own lines, then
-    per closed month before it its late data priced as adjustment lines with the card now."""
+    per closed month before it its late data priced as adjustment lines with the card that month
+    was closed with (`pricing.closing_card`, docs/accounting.md "Late data for a closed month")."""
     closed = closed_periods()
     chain = closed_before(period, closed)
     # With each date's versions too (one query either way): a stale month's day parts need them.
@@ -166,9 +175,8 @@ def month_lines(period: str, card=None) -> list[Line]:
     for earlier in chain:
         delta = month_late_cells(earlier, closed[earlier], inputs)
         if delta:
-            card = card or load_rate_card()
-            lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
-                                 adjusts_period=earlier)
+            lines += build_lines(delta, closing_card(closed[earlier]), kind_allocated="adjustment",
+                                 kind_unallocated="adjustment", adjusts_period=earlier)
     return sorted(lines, key=Line.sort_key)
 
 

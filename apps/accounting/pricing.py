@@ -41,6 +41,13 @@ def rate_card_at(version: int | None) -> RateCard:
                     for h in latest.values() if h.history_type != "-")
 
 
+def closing_card(bp) -> RateCard:
+    """The rate card a closed month (`BillingPeriod`) was closed with: what its late hours are
+    priced at and what a credit for its vanished hours refunds, whatever the card says today
+    (docs/accounting.md, "Late data for a closed month")."""
+    return rate_card_at(bp.rate_card_version)
+
+
 def rate_for(gpu_model: str, mig_profile: str, price_class: str, day: date, *, card: RateCard | None = None) -> tuple[Decimal, str] | None:
     """(hourly rate, currency) in force on `day` (billing-zone date), or None when unpriced.
 
@@ -133,4 +140,4 @@ def price_usage_rows_detail(rows, card: RateCard | None = None) -> list[tuple[st
 
 __all__ = ["rate_for", "rate_basis_for", "price_usage_row", "price_usage_rows_detail",
            "price_cells", "price_cells_detail", "price_cells_by_currency", "idle_share", "load_rate_card",
-           "rate_card_at", "BASIS_PROFILE"]
+           "rate_card_at", "closing_card", "BASIS_PROFILE"]

@@ -49,8 +49,9 @@ class ClusterForm(forms.ModelForm):
 @admin.register(Cluster)
 class ClusterAdmin(SimpleHistoryAdmin):
     form = ClusterForm
-    list_display = ("name", "prometheus_url", "label_spelling", "detected_label_spelling",
+    list_display = ("name", "prometheus_url", "archived", "label_spelling", "detected_label_spelling",
                     "detected_interval_seconds", "ingested_until")
+    list_filter = ("archived",)
     search_fields = ("name",)
     readonly_fields = ("detected_label_spelling", "detected_interval_seconds", "ingested_until", "created_at")
 

@@ -23,7 +23,7 @@ def rightsizing(request):
     params = params_from_settings()
     return render(request, "recommendations/rightsizing.html", {
         "rows": rows, "money": q.money, "cluster": q.cluster, "team": q.team, "window_days": q.window_days,
-        "totals": total_saving(rows) if q.money else [], "clusters": Cluster.objects.values_list("name", flat=True),
+        "totals": total_saving(rows) if q.money else [], "clusters": Cluster.objects.filter(archived=False).values_list("name", flat=True),
         "teams": teams, "headroom": params.headroom, "replicas": params.share_replicas,
         "csv_query": "&".join(f"{k}={v}" for k, v in (("cluster", q.cluster), ("team", q.team),
                                                       ("window_days", q.window_days)) if v),

@@ -3,11 +3,13 @@ from django.contrib import admin
 from rest_framework.authtoken.admin import TokenProxy
 from simple_history.admin import SimpleHistoryAdmin
 
+from apps.web.deletes import RefusedDeletesAdmin
+
 from .models import AuditEvent, LabelClaim, Namespace, NamespaceLabel, SignInIdentity, Team
 
 
 @admin.register(Team)
-class TeamAdmin(SimpleHistoryAdmin):
+class TeamAdmin(RefusedDeletesAdmin, SimpleHistoryAdmin):
     list_display = ("name", "cost_centre")
     filter_horizontal = ("members",)
     search_fields = ("name",)

@@ -11,6 +11,7 @@ from decimal import Decimal as D
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
 from apps.accounting.actions import do_close_period
 from apps.accounting.models import FrozenDay, Rate, UsageHour
@@ -150,7 +151,8 @@ def test_a_closed_month_exports_the_rows_it_had_open(fleet, finance, api):
     on_demand = Rate.objects.get(gpu_model=H100, mig_profile="", price_class="on_demand")
     on_demand.hourly_rate = D("9.00")                                              # rate edits after the close
     on_demand.save()
-    Rate.objects.get(price_class="spot").delete()
+    with connection.cursor() as cur:        # past the guard that refuses it (docs/chargeback.md, "History stays")
+        cur.execute(f"DELETE FROM {Rate._meta.db_table} WHERE price_class = 'spot'")
     after, rows = export(api(finance), period="2026-03")
     assert after == before
     assert billed_by_currency(rows) == statement_totals("2026-03") == {"USD": "32.91"}
