@@ -7,12 +7,14 @@ chargeback statement's agree to the cent. Pages show them only to roles that may
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 from apps.accounting.calc import RateCard
 from apps.accounting.figures import gpu_hours
+from apps.accounting.ledger import OWN_USAGE
 from apps.accounting.pricing import idle_share, load_rate_card, price_cells_detail
+from apps.accounting.usage import UsageRow
 
 
 @dataclass(frozen=True)
@@ -58,3 +60,36 @@ def price_groups(groups, *, unallocated: bool = False, card: RateCard | None = N
     """`price` of each group of cells with one read of the rate card."""
     card = card or load_rate_card()
     return [price(cells, card, unallocated=unallocated) for cells in groups]
+
+
+def ledger_priced(priced, money):
+    """A priced figure with its cost taken from the ledger (when it is in one currency)."""
+    if priced is None or money is None or len(money.costs) != 1:
+        return priced
+    [(currency, amount)] = money.costs.items()
+    return replace(priced, cost=amount, currency=currency)
+
+
+def frozen_day(priced, money):
+    """A closed month's day: its frozen money, or none at all when every hour of it arrived after
+    the close."""
+    if money is not None and money.costs:
+        return ledger_priced(priced, money)
+    if priced is None or priced.cost is None:
+        return priced
+    return replace(priced, cost=Decimal(0))
+
+
+def closed_rows(lines, money: dict, keys: set, key_of) -> list:
+    """Rows for the keys a closed month's statement bills that no live row carries (`money`:
+    key -> `ledger.Money` of the own usage lines `lines`, grouped by `key_of`), each with the
+    allocated and used hours its money priced: (UsageRow, Priced), in name order."""
+    out = []
+    for key in sorted(set(money) - keys):
+        own = [line for line in lines if line.kind in OWN_USAGE and key_of(line) == key]
+        row = UsageRow(key=key, allocated_gpu_seconds=float(sum(line.allocated_gpu_seconds for line in own)),
+                       used_gpu_seconds=float(sum(line.used_gpu_seconds for line in own)))
+        m = money[key]
+        currency, cost = (next(iter(m.costs.items())) if len(m.costs) == 1 else (None, None))
+        out.append((row, Priced(cost, None, currency, gpu_hours(float(m.unpriced_seconds)), len(m.costs) > 1)))
+    return out

@@ -3,9 +3,6 @@ from collections import defaultdict
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from dataclasses import replace
-from decimal import Decimal
-
 from apps.accounting.ledger import OWN_USAGE, closed_money_by_day, money_by, month_ledger
 from apps.accounting.months import whole_month
 from apps.accounting.usage import UNASSIGNED, group_cells, usage_cells
@@ -13,7 +10,7 @@ from apps.accounting.usage import UNASSIGNED, group_cells, usage_cells
 from .. import figures
 from ..data.overview import daily_totals, partial_day, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
 from ..data.overview_store import kept_html
-from ..money import load_rate_card, price_groups
+from ..money import closed_rows, frozen_day, ledger_priced, load_rate_card, price_groups
 from .common import page, report_view
 
 
@@ -105,21 +102,10 @@ def _from_ledger(f, data) -> None:
     by_day = closed_money_by_day(period, f.teams)
     if by_day is not None:
         data["day_rows"] = [(d, frozen_day(p, by_day.get(d.day))) for d, p in data["day_rows"]]
-
-
-def ledger_priced(priced, money):
-    """A priced figure with its cost taken from the ledger (when it is in one currency)."""
-    if priced is None or money is None or len(money.costs) != 1:
-        return priced
-    [(currency, amount)] = money.costs.items()
-    return replace(priced, cost=amount, currency=currency)
-
-
-def frozen_day(priced, money):
-    """A closed month's day: its frozen money, or none at all when every hour of it arrived after
-    the close."""
-    if money is not None and money.costs:
-        return ledger_priced(priced, money)
-    if priced is None or priced.cost is None:
-        return priced
-    return replace(priced, cost=Decimal(0))
+        # Closed: each team's money is its frozen statement's alone, split as the statement splits
+        # it (docs/chargeback.md, "Closed on every view"): a team the statement does not bill costs
+        # nothing here, and a team it bills whose hours live usage moved away keeps its row.
+        data["team_rows"] = [(t, frozen_day(p, by_team.get(t.key))) for t, p in data["team_rows"]]
+        extra = closed_rows(lines, by_team, {t.key for t, _p in data["team_rows"]}, lambda line: line.team or UNASSIGNED)
+        data["team_rows"] += extra
+        data["teams"] = [*data["teams"], *(row for row, _p in extra)]      # stored beside their costs
