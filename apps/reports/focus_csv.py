@@ -163,11 +163,11 @@ class ChargePeriods:
 def day_columns(line: Line, d: DayFigures, cost: Decimal) -> dict:
     """A row's quantities and costs. BilledCost and EffectiveCost are the statement's money (the
     line's shown cost split over its days); ListCost and ContractedCost are, as FOCUS 1.0 defines
-    them, the unit price × PricingQuantity as written (unrounded), except on corrections, which
-    carry the corrected amount."""
+    them, the unit price × PricingQuantity as written, on corrections too (negative for vanished
+    hours): exact, at the fixed scale of a 6-place price times a 6-place quantity (12 places)."""
     billed_hours = hours(d.billed_seconds)
     cost = plain(cost)
-    listed = cost if line.kind == "adjustment" else plain(line.hourly_rate * billed_hours)
+    listed = plain((line.hourly_rate * billed_hours).quantize(LIST_PLACES))
     return {
         "PricingQuantity": billed_hours, "ConsumedQuantity": billed_hours,
         "BilledCost": cost, "EffectiveCost": cost, "ContractedCost": listed, "ListCost": listed,
@@ -177,6 +177,9 @@ def day_columns(line: Line, d: DayFigures, cost: Decimal) -> dict:
 
 
 # ---------------------------------------------------------------- values as written
+
+LIST_PLACES = Decimal("1e-12")       # ListCost's fixed scale: price (6 places) × quantity (6 places), exact
+
 
 def instant(moment: datetime) -> str:
     """An ISO 8601 UTC instant with Z, as FOCUS date/time columns want it."""

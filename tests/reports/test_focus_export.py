@@ -186,6 +186,10 @@ def test_adjustments_are_usage_corrections_and_the_total_holds(fleet, finance, a
              r["x_AdjustsPeriod"], r["x_ChargeKind"], r["ChargeCategory"]) for r in corrections] == [
         ("A", "2026-03-31T00:00:00Z", "2026-04-01T00:00:00Z", "2.000000", "5.00", "2026-03", "adjustment", "Usage"),
         ("B", "2026-03-05T00:00:00Z", "2026-03-06T00:00:00Z", "-1.000000", "-0.90", "2026-03", "adjustment", "Usage")]
+    # FOCUS 1.0 on corrections too: ListCost = ListUnitPrice × PricingQuantity, not the rounded BilledCost
+    assert [(r["ListUnitPrice"], r["PricingQuantity"], r["ListCost"], r["ContractedCost"]) for r in corrections] == [
+        ("2.500000", "2.000000", "5.000000000000", "5.000000000000"),
+        ("0.900000", "-1.000000", "-0.900000000000", "-0.900000000000")]
     assert all(r["BillingPeriodStart"] == "2026-04-01T00:00:00Z" for r in rows)
     assert [(r["ChargePeriodStart"][:10], r["BilledCost"]) for r in pick(rows, SubAccountId="B", x_PriceClass="spot",
                                                                           x_ChargeKind="usage")] == [
