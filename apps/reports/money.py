@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from decimal import Decimal
 
-from apps.accounting.calc import RateCard
+from apps.accounting.calc import RateCard, apportion, present
 from apps.accounting.figures import gpu_hours
 from apps.accounting.ledger import OWN_USAGE
 from apps.accounting.pricing import idle_share, load_rate_card, price_cells_detail
@@ -92,4 +92,21 @@ def closed_rows(lines, money: dict, keys: set, key_of) -> list:
         m = money[key]
         currency, cost = (next(iter(m.costs.items())) if len(m.costs) == 1 else (None, None))
         out.append((row, Priced(cost, None, currency, gpu_hours(float(m.unpriced_seconds)), len(m.costs) > 1)))
+    return out
+
+
+def split_to_total(total: Priced | None, parts: list) -> list:
+    """The parts of a table with `total` beside it (Priced or None, in rows' order), their costs
+    split from the total as shown by largest remainder (`calc.apportion`), so the rows add up to
+    the total to the minor unit (docs/chargeback.md, "Rounding"). Unchanged when the total has no
+    single currency, or a part is in another one."""
+    if total is None or total.cost is None or total.currency is None:
+        return parts
+    idx = [i for i, p in enumerate(parts) if p is not None and p.cost is not None]
+    if not idx or any(parts[i].currency != total.currency for i in idx):
+        return parts
+    shown = apportion(Decimal(present(total.cost, total.currency)), [parts[i].cost for i in idx], total.currency)
+    out = list(parts)
+    for i, amount in zip(idx, shown):
+        out[i] = replace(parts[i], cost=amount)
     return out

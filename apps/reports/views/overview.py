@@ -10,7 +10,7 @@ from apps.accounting.usage import UNASSIGNED, group_cells, usage_cells
 from .. import figures
 from ..data.overview import daily_totals, partial_day, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
 from ..data.overview_store import kept_html
-from ..money import closed_rows, frozen_day, ledger_priced, load_rate_card, price_groups
+from ..money import closed_rows, frozen_day, ledger_priced, load_rate_card, price_groups, split_to_total
 from .common import page, report_view
 
 
@@ -53,6 +53,13 @@ def _figures(f, money: bool, fleet: bool) -> dict:
     if money:
         data.update(_money(cells, spans, days, teams, models))
         _from_ledger(f, data)
+        # Each table beside the Cost KPI is split from it, so its rows add up to it.
+        total = data["total_cost"]
+        data["day_rows"] = list(zip(days, split_to_total(total, [p for _d, p in data["day_rows"]])))
+        data["team_rows"] = list(zip([t for t, _p in data["team_rows"]],
+                                     split_to_total(total, [p for _t, p in data["team_rows"]])))
+        data["model_rows"] = [(m, p, u) for (m, _p, u), p in
+                              zip(data["model_rows"], split_to_total(total, [p for _m, p, _u in data["model_rows"]]))]
     else:
         data.update(total_cost=None, day_rows=[(d, None) for d in days], team_rows=[(t, None) for t in teams],
                     model_rows=[(m, None, None) for m in models])
