@@ -10,6 +10,7 @@ from django.db.models import Min
 from django.utils import timezone
 
 from apps.teams.access import can_close_periods, is_admin
+from apps.teams.audit import audited_delete, audited_save
 from apps.teams.models import AuditEvent, Namespace, NamespaceAssignment, Team
 
 from .bulk import beside_in_snapshot, collector_paused, insert_rows, one_snapshot, planner_settings
@@ -119,6 +120,29 @@ def do_delete_rate(actor, rate: Rate) -> None:
         pk = rate.pk
         rate.delete()
         _audit(actor, "rate.delete", f"rate {pk}", old, None)
+
+
+# ---------------------------------------------------------------- node pools and clusters
+
+POOL_FIELDS = ("cluster_id", "name", "host_pattern", "price_class", "priority")
+# A cluster's settings that decide whose hours are whose, and which hours are read.
+CLUSTER_FIELDS = ("name", "prometheus_url", "series_selector", "label_trust", "team_label_key", "verify_workloads",
+                  "archived")
+
+
+def do_save_node_pool(actor, pool):
+    """Create or change a node pool (a node's price class), audited (`node_pool.create|change`)."""
+    return audited_save(actor, pool, "node_pool", POOL_FIELDS)
+
+
+def do_delete_node_pool(actor, pool) -> None:
+    audited_delete(actor, pool, "node_pool", POOL_FIELDS)
+
+
+def do_save_cluster(actor, cluster):
+    """Save a cluster as its admin form cleaned it, auditing the settings that move money
+    (`cluster.create|change`: label trust, team label key, archived, …)."""
+    return audited_save(actor, cluster, "cluster", CLUSTER_FIELDS, clean=False)
 
 
 # ---------------------------------------------------------------- periods

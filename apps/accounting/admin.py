@@ -8,16 +8,22 @@ from apps.clusters.models import Cluster
 from apps.teams.models import NamespaceAssignment
 from apps.web.deletes import RefusedDeletesAdmin
 
-from .actions import (ActionError, do_assign_namespace, do_close_period, do_delete_rate, do_reopen_period,
-                      do_save_rate)
+from .actions import (ActionError, do_assign_namespace, do_close_period, do_delete_node_pool, do_delete_rate,
+                      do_reopen_period, do_save_cluster, do_save_node_pool, do_save_rate)
 from .models import BillingPeriod, NodePool, Rate, StatementLine
 
 
 # A cluster that priced a closed month is not deleted (docs/chargeback.md, "History stays"): its
 # admin (apps/clusters, below the plumbing that says why) is given the refusal here, once it is
 # registered (clusters come first in INSTALLED_APPS).
+# Its saves go through the audited action too (docs/conventions.md, "Writes that matter").
+class AuditedClusterAdmin(RefusedDeletesAdmin, ClusterAdmin):
+    def save_model(self, request, obj, form, change):
+        do_save_cluster(request.user, obj)
+
+
 admin.site.unregister(Cluster)
-admin.site.register(Cluster, type("ClusterAdmin", (RefusedDeletesAdmin, ClusterAdmin), {"__module__": __name__}))
+admin.site.register(Cluster, AuditedClusterAdmin)
 
 
 @admin.register(Rate)
@@ -46,6 +52,17 @@ class RateAdmin(RefusedDeletesAdmin, SimpleHistoryAdmin):
 class NodePoolAdmin(SimpleHistoryAdmin):
     list_display = ("cluster", "name", "host_pattern", "price_class", "priority")
     list_filter = ("cluster", "price_class")
+
+    # Every change goes through the audited actions (docs/conventions.md, "Writes that matter").
+    def save_model(self, request, obj, form, change):
+        do_save_node_pool(request.user, obj)
+
+    def delete_model(self, request, obj):
+        do_delete_node_pool(request.user, obj)
+
+    def delete_queryset(self, request, queryset):
+        for pool in queryset:
+            do_delete_node_pool(request.user, pool)
 
 
 class StatementLineInline(admin.TabularInline):

@@ -5,6 +5,7 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from apps.web.deletes import RefusedDeletesAdmin
 
+from .audit import do_delete_team, do_save_team
 from .models import AuditEvent, LabelClaim, Namespace, NamespaceLabel, SignInIdentity, Team
 
 
@@ -13,6 +14,18 @@ class TeamAdmin(RefusedDeletesAdmin, SimpleHistoryAdmin):
     list_display = ("name", "cost_centre")
     filter_horizontal = ("members",)
     search_fields = ("name",)
+
+    # Every change goes through the audited actions (docs/conventions.md, "Writes that matter").
+    def save_model(self, request, obj, form, change):
+        do_save_team(request.user, obj)
+
+    def delete_model(self, request, obj):
+        do_delete_team(request.user, obj)
+
+    def delete_queryset(self, request, queryset):
+        if not self.refused(request, queryset):
+            for team in queryset:
+                do_delete_team(request.user, team)
 
 
 class NamespaceLabelInline(admin.TabularInline):
