@@ -9,6 +9,7 @@ API's month rows all read through these two.
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, timedelta, timezone
 
 from django.conf import settings
@@ -21,6 +22,8 @@ from .days import day_start
 from .latedata import delta_cells
 from . import frozen
 from .models import BillingPeriod, MonthAnswer
+from apps.teams.resolve import renamed_teams
+
 from .resolvers import config_as_of, team_resolver
 from .stored_rows import day_cells, merged_day_cells, read_current
 from .pricing import closing_card, load_rate_card
@@ -72,7 +75,11 @@ def late_cells(earlier: str, bp: BillingPeriod) -> list[Cell]:
     with in_zone(bp.billing_timezone), config_as_of(bp.closed_at):
         live = month_cells(earlier)
     existing = set(Cluster.objects.values_list("pk", flat=True))
-    return delta_cells(live, [c for c in frozen.carried_cells(bp) if c.cluster_id in existing])
+    # A team renamed since is the same team: what the close booked under its old name is its.
+    renamed = renamed_teams()
+    carried = [replace(c, team=renamed.get(c.team, c.team)) if c.team in renamed else c
+               for c in frozen.carried_cells(bp) if c.cluster_id in existing]
+    return delta_cells(live, carried)
 
 
 def month_zone(period: str, closed: dict[str, BillingPeriod] | None = None):

@@ -191,6 +191,18 @@ class TeamResolver:
         return list(self._dates.get((cluster_id, namespace), ()))
 
 
+def renamed_teams() -> dict[str, str]:
+    """Former name → current name of every renamed team, for the names no team carries now: a
+    team is the same team after a rename (docs/teams-and-relabels.md, "Renaming a team")."""
+    current = dict(Team.objects.values_list("id", "name"))
+    taken = set(current.values())
+    out: dict[str, str] = {}
+    for team_id, name in Team.history.order_by("history_id").values_list("id", "name"):
+        if team_id in current and name != current[team_id] and name not in taken:
+            out[name] = current[team_id]
+    return out
+
+
 def _first_whole_day(instant: datetime, zone: ZoneInfo) -> date:
     local = instant.astimezone(zone)
     return local.date() if local.time() == time.min else local.date() + timedelta(days=1)

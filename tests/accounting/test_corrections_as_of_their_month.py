@@ -119,3 +119,17 @@ def test_late_hours_follow_the_label_trust_of_the_close(finance):
     cluster.save()
     make_usage(gpu, "cv", utc(2026, 3, 16), hours=2, pod="late")
     assert adjustments("2026-04") == [("vision", "on_demand", 2.0, "2.00", "USD")]
+
+
+def test_late_hours_follow_a_renamed_team(march, admin_user):
+    """research is renamed ai-research after March's close; 3 late hours of 10 March are booked
+    to ai-research (the same team), not to research, a name no team has any more."""
+    from apps.teams.audit import do_save_team
+    from apps.teams.models import Team
+
+    _prod, gpu, _rate = march
+    team = Team.objects.get(name="research")
+    team.name = "ai-research"
+    do_save_team(admin_user, team)
+    make_usage(gpu, "ml", utc(2026, 3, 10, 10), hours=3, pod="late")
+    assert adjustments("2026-04") == [("ai-research", "on_demand", 3.0, "6.00", "USD")]
