@@ -66,6 +66,12 @@ class MonthCost:
     money: dict = field(default_factory=dict)   # currency -> shown Decimal (the forecast's month to date)
     late: list = field(default_factory=list)   # ledger.LateHours: hours that arrived after the close
 
+    @property
+    def by_currency(self) -> list[tuple[str, object]]:
+        """(currency, shown amount) of each currency the month bills the team in, by code: a team
+        billed in several shows each, never 'unpriced' (currencies are never added)."""
+        return sorted(self.money.items())
+
 
 def month_bounds(now: datetime) -> tuple[datetime, datetime, datetime]:
     """(last month's start, this month's start, now) in the billing zone, as aware datetimes."""
