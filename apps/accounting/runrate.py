@@ -251,8 +251,11 @@ def _money(team, history_days, month_cells, booked, today, left, period, card, g
         return value_on
 
     last = last_day(period)
-    seen = {rate[1] for d, v in history_days for key in v for day in (d, today)
-            if (rate := rate_on(key, day)) is not None}
+    # Every currency a projected day is priced in: the rates in force on each day left, not only
+    # today's (a rate in another currency from the 30th projects the 30th in it, docs/forecast.md).
+    days_left = [today + timedelta(days=i) for i in range((last - today).days + 1)]
+    keys = {key for _d, v in history_days for key in v}
+    seen = {rate[1] for key in keys for day in days_left if (rate := rate_on(key, day)) is not None}
     currencies = sorted(set(booked) | seen)
     if not currencies:
         return [TeamForecast(team, None, None, unpriced)]

@@ -187,3 +187,13 @@ def test_a_money_forecast_alert_is_not_shown_to_a_viewer(november, client):
     assert "will exceed its 2026-11 budget" in client.get("/advice/alerts/").content.decode()
     client.force_login(make_user("viewer", "viewer"))
     assert "will exceed" not in client.get("/advice/alerts/").content.decode()
+
+
+def test_days_priced_in_another_currency_are_projected_in_it(november):
+    """From 30 November (a Monday) the H100 costs 3.00 EUR: the month's 8 hours of that day are
+    projected in EUR (8 × 3.00 = 24.00), the rest in USD (372.00 − 16.00 = 356.00); no currency
+    is dropped, none is added to another."""
+    make_rate(H100, "3.00", currency="EUR", effective_from=date(2026, 11, 30))
+    rows = {r["currency"]: r for r in forecast_payload(month_forecast("2026-11", now=NOON_18))["results"]}
+    assert (rows["USD"]["month_to_date"], rows["USD"]["projected"]) == ("220.00", "356.00")
+    assert (rows["EUR"]["month_to_date"], rows["EUR"]["projected"]) == ("0.00", "24.00")
