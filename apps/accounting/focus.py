@@ -15,7 +15,7 @@ presentation — are written by `apps/reports/focus_csv.py`.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -46,6 +46,7 @@ class FocusMonth:
     lines: list[Line]
     days: dict[tuple, list[DayFigures]]     # line_key(line) -> its days, in order
     zone: ZoneInfo                          # the month's own (`months.month_zone`): a closed month's close zone
+    adjusted_zones: dict = field(default_factory=dict)   # corrected month -> its own zone (its close's)
 
 
 # ---------------------------------------------------------------- the day figures of each line
@@ -79,7 +80,7 @@ def focus_month(period: str) -> FocusMonth:
             days.update(day_figures(month_late_cells(earlier, closed[earlier]), closing_card(closed[earlier]),
                                     adjusts_period=earlier))
         return FocusMonth(period=period, closed=False, lines=month_lines(period, card), days=days,
-                          zone=month_zone(period, closed))
+                          zone=month_zone(period, closed), adjusted_zones=_zones(closed))
     card = rate_card_at(bp.rate_card_version)
     booked = defaultdict(list)
     # Read in chunks (a server-side cursor on Postgres): the rows are never all held as well as the cells.
@@ -93,6 +94,11 @@ def focus_month(period: str) -> FocusMonth:
         days.update(day_figures(cells, closing_card(closed[earlier]) if earlier in closed else card,
                                 adjusts_period=earlier))
     return FocusMonth(period=period, closed=True, lines=statement(period).lines, days=days,
-                      zone=month_zone(period, {period: bp}))
+                      zone=month_zone(period, {period: bp}), adjusted_zones=_zones(closed))
+
+
+def _zones(closed: dict) -> dict[str, ZoneInfo]:
+    """Each closed month's own zone, the zone its corrections' days are in (`months.month_zone`)."""
+    return {p: month_zone(p, closed) for p in closed}
 
 

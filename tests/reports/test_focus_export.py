@@ -332,3 +332,22 @@ def test_focus_validator_accepts_a_month_with_usage_mig_spot_unallocated_and_cor
     path.write_text(text)
     output = run_focus_validator(path)
     assert "Validation succeeded." in output, output[-3000:]
+
+
+def test_a_corrections_charge_period_is_a_day_of_the_corrected_months_zone(finance, api, settings):
+    """March closed in Europe/Berlin; BILLING_TIMEZONE is then UTC. A late hour of 10 March 12:00
+    UTC is a correction in April whose charge period is Berlin's 10 March, 2026-03-09T23:00Z to
+    2026-03-10T23:00Z (CET), not UTC's day."""
+    settings.BILLING_TIMEZONE = "Europe/Berlin"
+    prod = make_cluster()
+    make_namespace(prod, "ml", "A")
+    make_rate(hourly_rate="2.00")
+    gpu = make_device(prod)
+    make_usage(gpu, "ml", utc(2026, 3, 10, 8))
+    do_close_period("2026-03", actor=finance)
+    settings.BILLING_TIMEZONE = "UTC"
+    make_usage(gpu, "ml", utc(2026, 3, 10, 12), pod="late")
+    _, rows = export(api(finance), period="2026-04")
+    [row] = pick(rows, ChargeClass="Correction")
+    assert (row["ChargePeriodStart"], row["ChargePeriodEnd"], row["BilledCost"]) == (
+        "2026-03-09T23:00:00Z", "2026-03-10T23:00:00Z", "2.00")
