@@ -26,7 +26,7 @@ from .calc import Line, RateCard, line_sums
 from .frozen import frozen_cells
 from .models import BillingPeriod
 from .months import (closed_before, closed_periods, month_late_cells, month_lines,
-                     month_zone, own_days)
+                     month_zone, own_days, zone_edge_cells)
 from .pricing import closing_card, load_rate_card, rate_card_at
 from .statements import statement
 
@@ -74,8 +74,8 @@ def focus_month(period: str) -> FocusMonth:
     bp = BillingPeriod.objects.filter(period=period, closed_at__isnull=False).first()
     if bp is None:
         card = load_rate_card()
-        days = day_figures(own_days(period), card)
         closed = closed_periods()
+        days = day_figures(own_days(period) + zone_edge_cells(period, closed, per_day=True), card)
         for earlier in closed_before(period, closed):
             days.update(day_figures(month_late_cells(earlier, closed[earlier]), closing_card(closed[earlier]),
                                     adjusts_period=earlier))

@@ -170,6 +170,27 @@ def month_late_cells(earlier: str, bp: BillingPeriod, inputs: Inputs | None = No
     return answer(earlier, MonthAnswer.DELTA, lambda i: i.delta(earlier), lambda _i: late_cells(earlier, bp), inputs)
 
 
+def zone_edge_cells(period: str, closed: dict, *, per_day: bool = False) -> list[Cell]:
+    """The hours between where the closed month before `period` ended (in the zone it was closed
+    in) and where `period` starts in today's zone, when the two differ (docs/chargeback.md, "The
+    billing time zone of closed months"): the open month starts where the closed one ended, so
+    hours no month billed are added to it and hours the closed month billed already are taken
+    off it (as negative cells). Empty when the zones agree."""
+    before = prev_period(period)
+    if before not in closed:
+        return []
+    ended = period_bounds(before, month_zone(before, closed))[1]
+    starts = period_bounds(period, billing_zone())[0]
+    if ended == starts:
+        return []
+    lo, hi, sign = (ended, starts, 1.0) if ended < starts else (starts, ended, -1.0)
+    cells = usage_cells(UsageFilter(start=lo, end=hi), per_day=per_day)
+    if sign > 0:
+        return cells
+    return [replace(c, gpu_seconds=-c.gpu_seconds, used_gpu_seconds=-c.used_gpu_seconds,
+                    idle_gpu_seconds=-c.idle_gpu_seconds, mig_seconds=-c.mig_seconds) for c in cells]
+
+
 def month_lines(period: str, card=None) -> list[Line]:
     """`compute_open(period).lines`, through the stored answers: the month's own lines, then
     per closed month before it its late data priced as adjustment lines with the card that month
@@ -178,7 +199,10 @@ def month_lines(period: str, card=None) -> list[Line]:
     chain = closed_before(period, closed)
     # With each date's versions too (one query either way): a stale month's day parts need them.
     inputs = read_inputs([period, *chain], days=True) if stored_answers() else None
-    lines = list(own_lines(period, inputs))
+    edge = zone_edge_cells(period, closed)
+    # After a zone change the month's lines are priced with its edge hours (rare: never stored).
+    lines = list(own_lines(period, inputs)) if not edge else \
+        build_lines(list(own_cells(period, inputs)) + edge, load_rate_card())
     for earlier in chain:
         delta = month_late_cells(earlier, closed[earlier], inputs)
         if delta:
