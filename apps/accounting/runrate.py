@@ -46,6 +46,7 @@ class TeamForecast:
     currency: str | None          # None: GPU-hours, or a team none of whose usage is priced
     forecast: Forecast | None     # None: no usage in the lookback days (too new to project)
     unpriced_gpu_hours: float = 0.0
+    booked: Decimal | None = None   # without a forecast: its money on the month's ledger all the same
 
 
 @dataclass
@@ -260,7 +261,7 @@ def _money(team, history_days, month_cells, booked, today, left, period, card, g
     if not currencies:
         return [TeamForecast(team, None, None, unpriced)]
     if not history_days and goes_on:
-        return [TeamForecast(team, cur, None, unpriced) for cur in currencies]
+        return [TeamForecast(team, cur, None, unpriced, booked.get(cur, Decimal(0))) for cur in currencies]
     return [TeamForecast(team, cur, forecast_by_day(booked.get(cur, Decimal(0)), history_days, value_in(cur),
                                                     today, left, last, goes_on=goes_on), unpriced)
             for cur in currencies]

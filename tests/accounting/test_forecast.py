@@ -197,3 +197,14 @@ def test_days_priced_in_another_currency_are_projected_in_it(november):
     rows = {r["currency"]: r for r in forecast_payload(month_forecast("2026-11", now=NOON_18))["results"]}
     assert (rows["USD"]["month_to_date"], rows["USD"]["projected"]) == ("220.00", "356.00")
     assert (rows["EUR"]["month_to_date"], rows["EUR"]["projected"]) == ("0.00", "24.00")
+
+
+def test_money_booked_without_recent_usage_is_still_the_month_to_date(db):
+    """vision ran 5 h on 2 November at 2.00 (10.00) and nothing since: on the 28th nothing is left
+    to project from the last 14 days, but its month to date is the 10.00 on its statement."""
+    cluster = make_cluster()
+    make_rate(H100, "2.00", effective_from=date(2026, 1, 1))
+    make_namespace(cluster, "cv", "vision")
+    make_usage(make_device(cluster), "cv", utc(2026, 11, 2, 8), hours=5)
+    [row] = forecast_payload(month_forecast("2026-11", now=utc(2026, 11, 28, 12)))["results"]
+    assert (row["team"], row["month_to_date"], row["projected"]) == ("vision", "10.00", None)
