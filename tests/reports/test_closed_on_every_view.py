@@ -74,3 +74,18 @@ def test_the_team_pages_show_the_statements_namespaces(october, finance, client)
     delta = html.unescape(client.get("/teams/delta/", OCTOBER).content.decode())
     assert namespace_costs(beta) == {"b": "$40.00"}          # billed to beta, though live shows it under delta
     assert namespace_costs(delta) == {"b": "$0.00"}          # not $180.00 a second time
+
+
+def test_the_explorer_prices_a_closed_month_as_it_was_billed(october, finance, client):
+    """The explorer's rows of October are priced with the card October was closed with (2.00),
+    not the 9.00 backdated after the close: alpha's month costs 20.00, not 90.00."""
+    import csv
+    import io
+
+    from tests.support.bodies import body_of
+
+    client.force_login(finance)
+    text = body_of(client.get("/explore/", {**OCTOBER, "grain": "month", "format": "csv"})).decode()
+    rows = list(csv.DictReader(io.StringIO(text)))
+    alpha = [r for r in rows if r.get("team") == "alpha"]
+    assert [r["cost"] for r in alpha] == ["20.00"], rows

@@ -1,4 +1,6 @@
 from apps.accounting.calc import present
+from apps.accounting.months import closed_periods
+from apps.accounting.pricing import billed_card
 from apps.clusters.models import Device
 from apps.web.csv import streaming_csv
 from apps.web.pages import bad_request
@@ -29,12 +31,12 @@ def explorer(request, sel):
         return bad_request(request, exc.detail)
     result = explore(sel, opts)
     if csv:
-        priced = price_groups([r.cells for r in result.rows]) if sel.money else [None] * len(result.rows)
+        priced = price_groups([r.cells for r in result.rows], card=billed_card(closed_periods())) if sel.money else [None] * len(result.rows)
         # Streamed: each row's dict and text exist only while it is written (docs/performance.md).
         rows = (r.as_dict() | (_money_columns(p) if sel.money else {}) for r, p in zip(result.rows, priced))
         return streaming_csv(rows, CSV_COLUMNS + (MONEY_COLUMNS if sel.money else []), "utilization.csv")
     if paging.key in MONEY_SORTS:   # sorted by cost: every row priced first
-        for r, p in zip(result.rows, price_groups([r.cells for r in result.rows])):
+        for r, p in zip(result.rows, price_groups([r.cells for r in result.rows], card=billed_card(closed_periods()))):
             r.priced = p
     try:
         shown = page_of(sort_rows(result.rows, paging, sorts, row_order), paging)
@@ -44,7 +46,7 @@ def explorer(request, sel):
     if paging.key in MONEY_SORTS:
         priced = [r.priced for r in shown.rows]
     else:
-        priced = price_groups([r.cells for r in shown.rows]) if sel.money else [None] * len(shown.rows)
+        priced = price_groups([r.cells for r in shown.rows], card=billed_card(closed_periods())) if sel.money else [None] * len(shown.rows)
     csv_query = request.GET.copy()
     for key in ("page", "page_size", "sort"):
         csv_query.pop(key, None)
