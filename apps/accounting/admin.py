@@ -3,17 +3,34 @@ from simple_history.admin import SimpleHistoryAdmin
 
 from django import forms
 
+from apps.clusters.admin import ClusterAdmin
+from apps.clusters.models import Cluster
 from apps.teams.models import NamespaceAssignment
+from apps.web.deletes import RefusedDeletesAdmin
 
 from apps.accounting.actions.audit import ActionError
+from apps.accounting.actions.clusters import do_delete_node_pool, do_save_cluster, do_save_node_pool
 from apps.accounting.actions.namespaces import do_assign_namespace
 from apps.accounting.actions.periods import do_close_period, do_reopen_period
 from apps.accounting.actions.rates import do_delete_rate, do_save_rate
 from .models import BillingPeriod, NodePool, Rate, StatementLine
 
 
+# A cluster that priced a closed month is not deleted (docs/chargeback.md, "History stays"): its
+# admin (apps/clusters, below the plumbing that says why) is given the refusal here, once it is
+# registered (clusters come first in INSTALLED_APPS).
+# Its saves go through the audited action too (docs/conventions.md, "Writes that matter").
+class AuditedClusterAdmin(RefusedDeletesAdmin, ClusterAdmin):
+    def save_model(self, request, obj, form, change):
+        do_save_cluster(request.user, obj)
+
+
+admin.site.unregister(Cluster)
+admin.site.register(Cluster, AuditedClusterAdmin)
+
+
 @admin.register(Rate)
-class RateAdmin(SimpleHistoryAdmin):
+class RateAdmin(RefusedDeletesAdmin, SimpleHistoryAdmin):
     list_display = ("gpu_model", "mig_profile", "price_class", "hourly_rate", "currency", "effective_from",
                     "updated_at")
     list_filter = ("price_class", "currency", "gpu_model")
@@ -28,14 +45,27 @@ class RateAdmin(SimpleHistoryAdmin):
         do_delete_rate(request.user, obj)
 
     def delete_queryset(self, request, queryset):
-        for rate in queryset:
-            do_delete_rate(request.user, rate)
+        # A rate that priced a closed month is refused before anything is deleted (RefusedDeletesAdmin).
+        if not self.refused(request, queryset):
+            for rate in queryset:
+                do_delete_rate(request.user, rate)
 
 
 @admin.register(NodePool)
 class NodePoolAdmin(SimpleHistoryAdmin):
     list_display = ("cluster", "name", "host_pattern", "price_class", "priority")
     list_filter = ("cluster", "price_class")
+
+    # Every change goes through the audited actions (docs/conventions.md, "Writes that matter").
+    def save_model(self, request, obj, form, change):
+        do_save_node_pool(request.user, obj)
+
+    def delete_model(self, request, obj):
+        do_delete_node_pool(request.user, obj)
+
+    def delete_queryset(self, request, queryset):
+        for pool in queryset:
+            do_delete_node_pool(request.user, pool)
 
 
 class StatementLineInline(admin.TabularInline):

@@ -20,4 +20,15 @@ class AccountingConfig(AppConfig):
         from apps.accounting.stored import refresh
         from apps.accounting.tasks import prepare_month_answers
         refresh.connect(prepare_month_answers)
+        # What priced a closed month cannot be deleted (docs/chargeback.md, "History stays").
+        from apps.clusters.models import Cluster
+        from apps.teams.models import Team
+        from apps.web.deletes import delete_refusals, guard
+
+        from apps.accounting.models import Rate
+        from apps.accounting.ledger.statements import delete_refusals as refusals_of_closed_months
+        for model in (Cluster, Team, Rate):
+            delete_refusals.connect(refusals_of_closed_months, sender=model,
+                                    dispatch_uid=f"accounting.closed_months.{model._meta.label}")
+            guard(model)
         post_migrate.connect(_sync_input_triggers, sender=self, dispatch_uid="accounting.sync_input_triggers")

@@ -50,8 +50,9 @@ class ClusterForm(forms.ModelForm):
 @admin.register(Cluster)
 class ClusterAdmin(SimpleHistoryAdmin):
     form = ClusterForm
-    list_display = ("name", "prometheus_address", "label_spelling", "detected_label_spelling",
+    list_display = ("name", "prometheus_url", "archived", "label_spelling", "detected_label_spelling",
                     "detected_interval_seconds", "ingested_until")
+    list_filter = ("archived",)
     search_fields = ("name",)
 
     @admin.display(description="Prometheus URL", ordering="prometheus_url")

@@ -132,6 +132,10 @@ class Cluster(models.Model):
     )
 
     ingested_until = models.DateTimeField(null=True, blank=True, help_text="watermark: every hour before it is ingested")
+    # A cluster whose usage priced a closed month cannot be deleted; archived, it is no longer
+    # ingested nor offered in pickers, and its history stays (docs/chargeback.md, "History stays").
+    archived = models.BooleanField(default=False, help_text="no longer ingested nor offered in pickers; "
+                                   "its history and the statements it priced stay")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

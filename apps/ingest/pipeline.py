@@ -23,6 +23,7 @@ from apps.accounting.stored import months_of, refresh_after_commit
 from apps.accounting.calendar.zone import days_touched
 from apps.accounting.usage.daily import rebuild_days
 from apps.clusters.models import Cluster
+from apps.clusters.models import Device
 
 from . import rollup
 from .errors import IngestBusy, IngestError
@@ -138,6 +139,7 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
                     if progress:
                         progress(i, len(chunks))
                 writer.finish()
+                writer.warnings.extend(counted_twice(cluster, window_start, window_end))
                 rebuild_days(cluster.pk, days)
                 writer.record_labels()
     except (PrometheusError, IngestError) as exc:
@@ -162,6 +164,34 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
     # running month's forecast at the instant the data stands at (docs/forecast.md, "Kept current").
     refresh_after_commit(months_of(window_start, window_end))
     return run
+
+
+def counted_twice(cluster: Cluster, start: datetime, end: datetime) -> list[str]:
+    """The run log's warning for each GPU (by UUID) this run found held in an hour in which
+    another cluster's rows hold it too: the same device reached through two cluster entries (two
+    Prometheus addresses, or a selector that does not tell them apart) is billed twice
+    (docs/ingest.md, "The same GPU in two clusters"). Both clusters are named."""
+    from apps.accounting.models import UsageHour
+
+    usage, device = UsageHour._meta.db_table, Device._meta.db_table
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT d.uuid, c.name, min(u.hour_start), count(DISTINCT u.hour_start) "
+            f"FROM {usage} u JOIN {device} d ON d.id = u.device_id "
+            f"JOIN {usage} o ON o.hour_start = u.hour_start AND o.cluster_id <> u.cluster_id "
+            f"JOIN {device} od ON od.id = o.device_id AND od.uuid = d.uuid "
+            f"JOIN {Cluster._meta.db_table} c ON c.id = o.cluster_id "
+            "WHERE u.cluster_id = %s AND u.hour_start >= %s AND u.hour_start < %s AND d.uuid <> '' "
+            "GROUP BY d.uuid, c.name ORDER BY d.uuid, c.name", [cluster.pk, start, end])
+        found = cur.fetchall()
+    out = []
+    for uuid, other, first, hours in found:
+        first = first if isinstance(first, datetime) else datetime.fromisoformat(str(first))
+        out.append(f"GPU {uuid} is in clusters {cluster.name} and {other} in the same hour ({hours} hour(s) from "
+                   f"{first.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC): its hours are billed twice; remove one "
+                   "cluster entry, or give each a series selector that tells them apart")
+        log.warning("ingest of %s: %s", cluster, out[-1])
+    return out
 
 
 DEFAULT_CHUNK_HOURS = 2         # when Prometheus cannot say how many samples an hour holds

@@ -61,7 +61,7 @@ def ingest_due_clusters():
     last_closed = floor_hour(now)
     queued = []
     settle = timedelta(hours=settings.INGEST_SETTLE_HOURS)
-    for cluster in Cluster.objects.all():
+    for cluster in Cluster.objects.filter(archived=False):     # archived: no longer ingested
         # Once per closed hour and cluster: beat ticks more often than hours close.
         if not cache.add(f"gpuportal:ingest-queued:{cluster.pk}:{last_closed.isoformat()}", 1, 3 * 3600):
             continue

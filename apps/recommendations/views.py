@@ -43,7 +43,7 @@ def advice(request):
     rows = advice_rows(q)
     return render(request, "recommendations/advice.html", {
         "rows": rows, "money": q.money, "cluster": q.cluster, "totals": money_totals(rows) if q.money else [],
-        "clusters": Cluster.objects.values_list("name", flat=True),
+        "clusters": Cluster.objects.filter(archived=False).values_list("name", flat=True),
         "window_days": q.window_days or settings.ADVICE_WINDOW_DAYS,
         "csv_url": sel.download_url("/api/v1/quota-recommendations/"),
     })

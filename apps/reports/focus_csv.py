@@ -95,7 +95,7 @@ def iter_focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: b
         "InvoiceIssuerName": issuer.provider_name, "ProviderName": issuer.provider_name,
         "PublisherName": issuer.provider_name, "ServiceCategory": SERVICE_CATEGORY, "ServiceName": SERVICE_NAME,
     }
-    charge_periods = ChargePeriods(month.period, zone)
+    charge_periods = ChargePeriods(month.period, zone, month.adjusted_zones)
     for line, cost in shown_lines(month.lines, scope):
         days = month.days.get(line_key(line)) or [DayFigures(None, line.allocated_gpu_seconds,
                                                              line.used_gpu_seconds, line.billed_seconds)]
@@ -149,17 +149,21 @@ class ChargePeriods:
     """ChargePeriodStart / End: the billing-zone day of a row, or for a line without day figures
     its whole month (the corrected month for an adjustment). Each written once per export."""
 
-    def __init__(self, period: str, zone: ZoneInfo):
+    def __init__(self, period: str, zone: ZoneInfo, adjusted_zones: dict[str, ZoneInfo] | None = None):
         self.period, self.zone, self.seen = period, zone, {}
+        self.adjusted_zones = adjusted_zones or {}
 
     def of(self, line: Line, day: date | None) -> dict:
-        key = day or line.adjusts_period or self.period
+        # A correction's day is a day of the month it corrects, in that month's own zone (the
+        # zone it was closed in), whatever zone the month booking it is in (docs/chargeback.md).
+        zone = self.adjusted_zones.get(line.adjusts_period, self.zone) if line.adjusts_period else self.zone
+        key = (day or line.adjusts_period or self.period, zone.key)
         found = self.seen.get(key)
         if found is None:
             if day is None:
-                start, end = period_bounds(key, self.zone)
+                start, end = period_bounds(key[0], zone)
             else:
-                start, end = day_start(day, self.zone), day_start(day + timedelta(days=1), self.zone)
+                start, end = day_start(day, zone), day_start(day + timedelta(days=1), zone)
             found = self.seen[key] = {"ChargePeriodStart": instant(start), "ChargePeriodEnd": instant(end)}
         return found
 
@@ -167,11 +171,11 @@ class ChargePeriods:
 def day_columns(line: Line, d: DayFigures, cost: Decimal) -> dict:
     """A row's quantities and costs. BilledCost and EffectiveCost are the statement's money (the
     line's shown cost split over its days); ListCost and ContractedCost are, as FOCUS 1.0 defines
-    them, the unit price × PricingQuantity as written (unrounded), except on corrections, which
-    carry the corrected amount."""
+    them, the unit price × PricingQuantity as written, on corrections too (negative for vanished
+    hours): exact, at the fixed scale of a 6-place price times a 6-place quantity (12 places)."""
     billed_hours = hours(d.billed_seconds)
     cost = plain(cost)
-    listed = cost if line.kind == "adjustment" else plain(line.hourly_rate * billed_hours)
+    listed = plain((line.hourly_rate * billed_hours).quantize(LIST_PLACES))
     return {
         "PricingQuantity": billed_hours, "ConsumedQuantity": billed_hours,
         "BilledCost": cost, "EffectiveCost": cost, "ContractedCost": listed, "ListCost": listed,
@@ -181,6 +185,9 @@ def day_columns(line: Line, d: DayFigures, cost: Decimal) -> dict:
 
 
 # ---------------------------------------------------------------- values as written
+
+LIST_PLACES = Decimal("1e-12")       # ListCost's fixed scale: price (6 places) × quantity (6 places), exact
+
 
 def instant(moment: datetime) -> str:
     """An ISO 8601 UTC instant with Z, as FOCUS date/time columns want it."""

@@ -27,6 +27,8 @@ def team_row(t: TeamForecast, unit: str = MONEY) -> dict:
     row = {"team": t.team, "currency": cur}
     for name in ("month_to_date", "projected", "low", "high"):
         row[name] = _shown(getattr(f, name), cur) if f else None
+    if f is None and t.booked is not None:      # nothing to project, but money booked all the same
+        row["month_to_date"] = _shown(t.booked, cur)
     row["weekday_daily"] = _shown(f.weekday.mean, cur) if f else None
     row["weekend_daily"] = _shown(f.weekend.mean, cur) if f else None
     row["history_days"] = f.history_days if f else 0

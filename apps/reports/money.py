@@ -16,6 +16,9 @@ from apps.accounting.core.currencies import minor_unit
 from apps.accounting.core.measures import gpu_hours
 from apps.accounting.pricing.rates import idle_share, load_rate_card, price_cells_detail
 
+from apps.accounting.ledger.money import OWN_USAGE
+from apps.accounting.usage.cells import UsageRow
+
 
 @dataclass(frozen=True)
 class Priced:
@@ -94,4 +97,51 @@ def shown_to_total(priced: list[Priced | None], group_of=None) -> list[Priced | 
                 members = groups[key]
                 for i, amount in zip(members, apportion(part, [getattr(priced[i], which) for i in members], currency)):
                     out[i] = replace(out[i], **{which: amount})
+def ledger_priced(priced, money):
+    """A priced figure with its cost taken from the ledger (when it is in one currency)."""
+    if priced is None or money is None or len(money.costs) != 1:
+        return priced
+    [(currency, amount)] = money.costs.items()
+    return replace(priced, cost=amount, currency=currency)
+
+
+def frozen_day(priced, money):
+    """A closed month's day: its frozen money, or none at all when every hour of it arrived after
+    the close."""
+    if money is not None and money.costs:
+        return ledger_priced(priced, money)
+    if priced is None or priced.cost is None:
+        return priced
+    return replace(priced, cost=Decimal(0))
+
+
+def closed_rows(lines, money: dict, keys: set, key_of) -> list:
+    """Rows for the keys a closed month's statement bills that no live row carries (`money`:
+    key -> `ledger.Money` of the own usage lines `lines`, grouped by `key_of`), each with the
+    allocated and used hours its money priced: (UsageRow, Priced), in name order."""
+    out = []
+    for key in sorted(set(money) - keys):
+        own = [line for line in lines if line.kind in OWN_USAGE and key_of(line) == key]
+        row = UsageRow(key=key, allocated_gpu_seconds=float(sum(line.allocated_gpu_seconds for line in own)),
+                       used_gpu_seconds=float(sum(line.used_gpu_seconds for line in own)))
+        m = money[key]
+        currency, cost = (next(iter(m.costs.items())) if len(m.costs) == 1 else (None, None))
+        out.append((row, Priced(cost, None, currency, gpu_hours(float(m.unpriced_seconds)), len(m.costs) > 1)))
+    return out
+
+
+def split_to_total(total: Priced | None, parts: list) -> list:
+    """The parts of a table with `total` beside it (Priced or None, in rows' order), their costs
+    split from the total as shown by largest remainder (`calc.apportion`), so the rows add up to
+    the total to the minor unit (docs/chargeback.md, "Rounding"). Unchanged when the total has no
+    single currency, or a part is in another one."""
+    if total is None or total.cost is None or total.currency is None:
+        return parts
+    idx = [i for i, p in enumerate(parts) if p is not None and p.cost is not None]
+    if not idx or any(parts[i].currency != total.currency for i in idx):
+        return parts
+    shown = apportion(Decimal(present(total.cost, total.currency)), [parts[i].cost for i in idx], total.currency)
+    out = list(parts)
+    for i, amount in zip(idx, shown):
+        out[i] = replace(parts[i], cost=amount)
     return out

@@ -3,14 +3,29 @@ from django.contrib import admin
 from rest_framework.authtoken.admin import TokenProxy
 from simple_history.admin import SimpleHistoryAdmin
 
+from apps.web.deletes import RefusedDeletesAdmin
+
+from .audit import do_delete_team, do_save_team
 from .models import AuditEvent, LabelClaim, Namespace, NamespaceLabel, SignInIdentity, Team
 
 
 @admin.register(Team)
-class TeamAdmin(SimpleHistoryAdmin):
+class TeamAdmin(RefusedDeletesAdmin, SimpleHistoryAdmin):
     list_display = ("name", "cost_centre")
     filter_horizontal = ("members",)
     search_fields = ("name",)
+
+    # Every change goes through the audited actions (docs/conventions.md, "Writes that matter").
+    def save_model(self, request, obj, form, change):
+        do_save_team(request.user, obj)
+
+    def delete_model(self, request, obj):
+        do_delete_team(request.user, obj)
+
+    def delete_queryset(self, request, queryset):
+        if not self.refused(request, queryset):
+            for team in queryset:
+                do_delete_team(request.user, team)
 
 
 class NamespaceLabelInline(admin.TabularInline):

@@ -22,7 +22,10 @@ Key = tuple[int, str]   # (cluster id, namespace)
 
 
 class TeamResolver:
-    def __init__(self, cluster_ids=None):
+    def __init__(self, cluster_ids=None, *, as_of: datetime | None = None):
+        """`as_of`: label trust, approved claims and known teams as they stood at that instant (a
+        closed month's close, for its late data: docs/accounting.md), from their history."""
+        self.as_of = as_of
         zone = ZoneInfo(settings.BILLING_TIMEZONE)
         self.cluster_ids = None if cluster_ids is None else frozenset(cluster_ids)   # None: every cluster
         labels = NamespaceLabel.objects.all()
@@ -64,12 +67,22 @@ class TeamResolver:
         claims from their approval on (approve). No query at all when every cluster is trusted."""
         from apps.clusters.models import Cluster
 
+        if self.as_of is not None and trust:
+            # A cluster with no history by then (changed by a bulk write) keeps what it says now.
+            then = dict(Cluster.history.as_of(self.as_of).filter(id__in=list(trust)).values_list("id", "label_trust"))
+            trust = {c: then.get(c, t) for c, t in trust.items()}
         trust = {c: t for c, t in trust.items() if t != Cluster.LabelTrust.TRUSTED}
         if not trust:
             return
         known = set(Team.objects.values_list("name", flat=True))
+        claims = LabelClaim.objects
+        if self.as_of is not None:
+            # Teams as they were named then, and those written without history (as they are now).
+            known = (set(Team.history.as_of(self.as_of).values_list("name", flat=True))
+                     | known - set(Team.history.values_list("name", flat=True)))
+            claims = LabelClaim.history.as_of(self.as_of)
         approvals: dict[Key, dict[str, datetime]] = defaultdict(dict)
-        for c, name, label, since in LabelClaim.objects.filter(
+        for c, name, label, since in claims.filter(
                 namespace__cluster_id__in=list(trust), decision=LabelClaim.Decision.APPROVED).values_list(
                 "namespace__cluster_id", "namespace__name", "team_label", "effective_from"):
             approvals[(c, name)][label] = since
@@ -176,6 +189,18 @@ class TeamResolver:
 
     def mapping_dates(self, cluster_id: int, namespace: str) -> list[date]:
         return list(self._dates.get((cluster_id, namespace), ()))
+
+
+def renamed_teams() -> dict[str, str]:
+    """Former name → current name of every renamed team, for the names no team carries now: a
+    team is the same team after a rename (docs/teams-and-relabels.md, "Renaming a team")."""
+    current = dict(Team.objects.values_list("id", "name"))
+    taken = set(current.values())
+    out: dict[str, str] = {}
+    for team_id, name in Team.history.order_by("history_id").values_list("id", "name"):
+        if team_id in current and name != current[team_id] and name not in taken:
+            out[name] = current[team_id]
+    return out
 
 
 def _first_whole_day(instant: datetime, zone: ZoneInfo) -> date:

@@ -128,3 +128,107 @@ def test_no_edit_after_a_close_moves_the_closed_month(closed_march, finance, api
         assert outputs(client) == baseline, edits
 
     edits_leave_it_alone()
+
+
+# ---------------------------------------------------------------- the corrections booked for it
+
+# Edits made through the models' own save and delete (so their history has them), beside those above.
+SAVED_EDITS = st.sampled_from([
+    "pool_all_spot", "pool_gpu_reserved", "trust_approve_saved", "trust_known_saved", "claim_approved",
+    "rate_up_saved", "rate_backdated", "rate_currency_eur", "rename_alpha", "delete_cluster", "delete_rate",
+    "delete_team", "relabel_all", "move_ml_in_april", "zone_tokyo", "late_usage", "lost_usage",
+])
+ON_DEMAND, SPOT, MIG = Decimal("2.345"), Decimal("0.90"), Decimal("0.40")   # March's card at its close
+
+
+def billed_value(row) -> Decimal:
+    """What March's statement billed (or, for a late hour, will bill) for one of its hours."""
+    if row.mig_profile:
+        return MIG                          # an instance-hour of 1g.10gb
+    return SPOT if row.node.startswith("spot-") else ON_DEMAND
+
+
+def apply_saved(edit: str, prod, ml, gpu, spot, finance, settings) -> Decimal:
+    """Make the edit; return the money it should book for March (genuine late or lost hours only)."""
+    from django.db import transaction
+    from django.db.models import ProtectedError
+
+    from apps.teams.models import LabelClaim, Team
+
+    if edit in ("trust_approve_saved", "trust_known_saved"):
+        cluster = Cluster.objects.get(pk=prod.pk)
+        cluster.label_trust = Cluster.LabelTrust.APPROVE if edit == "trust_approve_saved" else \
+            Cluster.LabelTrust.KNOWN_TEAMS
+        cluster.save()
+    elif edit == "claim_approved":
+        LabelClaim.objects.get_or_create(namespace=Namespace.objects.get(name="cv"), team_label="omega",
+                                         defaults={"decision": LabelClaim.Decision.APPROVED,
+                                                   "effective_from": utc(2026, 3, 1)})
+    elif edit == "rate_up_saved":
+        rate = Rate.objects.filter(price_class="on_demand", mig_profile="", effective_from=date(2026, 1, 1)).first()
+        if rate is not None:
+            rate.hourly_rate = Decimal("9.99")
+            rate.save()
+    elif edit == "rate_backdated":
+        Rate.objects.get_or_create(gpu_model=gpu.model_name, mig_profile="", price_class="on_demand",
+                                   effective_from=date(2026, 3, 2), defaults={"hourly_rate": Decimal("9"),
+                                                                              "currency": "USD"})
+    elif edit == "rate_currency_eur":
+        for rate in Rate.objects.filter(price_class="spot"):
+            rate.currency = "EUR"
+            rate.save()
+    elif edit == "rename_alpha":
+        team = Team.objects.filter(name="alpha").first()
+        if team is not None:
+            team.name = "alpha-renamed"
+            team.save()
+    elif edit in ("delete_cluster", "delete_rate", "delete_team"):
+        obj = {"delete_cluster": lambda: Cluster.objects.get(pk=prod.pk),
+               "delete_rate": lambda: Rate.objects.filter(price_class="spot").first(),
+               "delete_team": lambda: Team.objects.filter(name="gamma").first()}[edit]()
+        if obj is not None:
+            with pytest.raises(ProtectedError), transaction.atomic():
+                obj.delete()
+    elif edit == "lost_usage":
+        row = UsageHour.objects.filter(hour_start__lt=utc(2026, 4, 1)).order_by("hour_start", "id").first()
+        if row is None:
+            return Decimal(0)
+        row.delete()
+        return -billed_value(row)
+    elif edit == "late_usage":
+        apply(edit, prod, ml, gpu, spot, finance, settings)
+        return ON_DEMAND
+    else:
+        apply(edit, prod, ml, gpu, spot, finance, settings)
+    return Decimal(0)
+
+
+def march_corrections() -> dict:
+    """April's adjustment lines for March: their exact cost per currency, and any unpriced hours."""
+    from apps.accounting.ledger.statements import statement
+
+    out: dict = {}
+    for line in statement("2026-04").lines:
+        if line.kind == "adjustment" and line.adjusts_period == "2026-03":
+            key = line.currency if line.cost is not None else "unpriced"
+            out[key] = out.get(key, Decimal(0)) + (line.cost if line.cost is not None else 1)
+    return {k: v for k, v in out.items() if v}
+
+
+def test_the_corrections_for_a_closed_month_are_its_late_hours_at_its_close(closed_march, finance, settings):
+    """Whatever is edited after March's close — pools, label trust (saved, with history), claims,
+    rates edited, backdated or put in another currency, a team renamed, deletes (refused), label
+    history, moves, the zone — the corrections booked for March are exactly its genuinely late or
+    lost hours at the price March billed them: on demand 2.345, spot 0.90, a 1g.10gb instance-hour
+    0.40, in USD."""
+    prod, ml, gpu, spot = closed_march
+    expected = [Decimal(0)]
+
+    @hsettings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(st.lists(SAVED_EDITS, min_size=1, max_size=4))
+    def corrections_are_the_late_hours(edits):
+        for edit in edits:
+            expected[0] += apply_saved(edit, prod, ml, gpu, spot, finance, settings)
+        assert march_corrections() == ({"USD": expected[0]} if expected[0] else {}), edits
+
+    corrections_are_the_late_hours()

@@ -33,7 +33,8 @@ OLD_CHAINS = {
 SQUASHED = {("clusters", "0001_squashed_0007"), ("teams", "0001_squashed_0008"),
             ("accounting", "0001_squashed_0012")}
 # Written after the fold.
-LATER = [("accounting", "0013_frozen_days"), ("accounting", "0014_bulk_rows_unchecked")]
+LATER = [("accounting", "0013_frozen_days"), ("accounting", "0014_bulk_rows_unchecked"),
+         ("clusters", "0008_cluster_archived")]
 
 
 def state_apps(app, name):

@@ -11,6 +11,7 @@ from decimal import Decimal as D
 from pathlib import Path
 
 import pytest
+from django.db import connection
 
 from apps.accounting.actions.periods import do_close_period
 from apps.accounting.models import FrozenDay, Rate, UsageHour
@@ -150,7 +151,8 @@ def test_a_closed_month_exports_the_rows_it_had_open(fleet, finance, api):
     on_demand = Rate.objects.get(gpu_model=H100, mig_profile="", price_class="on_demand")
     on_demand.hourly_rate = D("9.00")                                              # rate edits after the close
     on_demand.save()
-    Rate.objects.get(price_class="spot").delete()
+    with connection.cursor() as cur:        # past the guard that refuses it (docs/chargeback.md, "History stays")
+        cur.execute(f"DELETE FROM {Rate._meta.db_table} WHERE price_class = 'spot'")
     after, rows = export(api(finance), period="2026-03")
     assert after == before
     assert billed_by_currency(rows) == statement_totals("2026-03") == {"USD": "32.91"}
@@ -184,6 +186,10 @@ def test_adjustments_are_usage_corrections_and_the_total_holds(fleet, finance, a
              r["x_AdjustsPeriod"], r["x_ChargeKind"], r["ChargeCategory"]) for r in corrections] == [
         ("A", "2026-03-31T00:00:00Z", "2026-04-01T00:00:00Z", "2.000000", "5.00", "2026-03", "adjustment", "Usage"),
         ("B", "2026-03-05T00:00:00Z", "2026-03-06T00:00:00Z", "-1.000000", "-0.90", "2026-03", "adjustment", "Usage")]
+    # FOCUS 1.0 on corrections too: ListCost = ListUnitPrice × PricingQuantity, not the rounded BilledCost
+    assert [(r["ListUnitPrice"], r["PricingQuantity"], r["ListCost"], r["ContractedCost"]) for r in corrections] == [
+        ("2.500000", "2.000000", "5.000000000000", "5.000000000000"),
+        ("0.900000", "-1.000000", "-0.900000000000", "-0.900000000000")]
     assert all(r["BillingPeriodStart"] == "2026-04-01T00:00:00Z" for r in rows)
     assert [(r["ChargePeriodStart"][:10], r["BilledCost"]) for r in pick(rows, SubAccountId="B", x_PriceClass="spot",
                                                                           x_ChargeKind="usage")] == [
@@ -327,3 +333,22 @@ def test_focus_validator_accepts_a_month_with_usage_mig_spot_unallocated_and_cor
     path.write_text(text)
     output = run_focus_validator(path)
     assert "Validation succeeded." in output, output[-3000:]
+
+
+def test_a_corrections_charge_period_is_a_day_of_the_corrected_months_zone(finance, api, settings):
+    """March closed in Europe/Berlin; BILLING_TIMEZONE is then UTC. A late hour of 10 March 12:00
+    UTC is a correction in April whose charge period is Berlin's 10 March, 2026-03-09T23:00Z to
+    2026-03-10T23:00Z (CET), not UTC's day."""
+    settings.BILLING_TIMEZONE = "Europe/Berlin"
+    prod = make_cluster()
+    make_namespace(prod, "ml", "A")
+    make_rate(hourly_rate="2.00")
+    gpu = make_device(prod)
+    make_usage(gpu, "ml", utc(2026, 3, 10, 8))
+    do_close_period("2026-03", actor=finance)
+    settings.BILLING_TIMEZONE = "UTC"
+    make_usage(gpu, "ml", utc(2026, 3, 10, 12), pod="late")
+    _, rows = export(api(finance), period="2026-04")
+    [row] = pick(rows, ChargeClass="Correction")
+    assert (row["ChargePeriodStart"], row["ChargePeriodEnd"], row["BilledCost"]) == (
+        "2026-03-09T23:00:00Z", "2026-03-10T23:00:00Z", "2.00")

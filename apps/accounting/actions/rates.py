@@ -64,6 +64,11 @@ def do_save_rate(actor, rate: Rate) -> Rate:
 
 
 def do_delete_rate(actor, rate: Rate) -> None:
+    """Delete one rate; refused (ActionError, with the reason) when it priced a closed month."""
+    from apps.web.deletes import refusals
+    reasons = refusals([rate])
+    if reasons:
+        raise ActionError("; ".join(reasons))
     with transaction.atomic():
         old = rate.as_dict()
         pk = rate.pk

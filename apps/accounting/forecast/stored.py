@@ -143,7 +143,8 @@ def dump(month: MonthForecast) -> bytes:
     return json.dumps({
         "period": month.period, "as_of": month.as_of.isoformat(), "today": month.today.isoformat(),
         "today_left": str(month.today_left), "last_day": month.last_day.isoformat(), "unit": month.unit,
-        "teams": [[t.team, t.currency, _forecast(t.forecast), t.unpriced_gpu_hours] for t in month.teams],
+        "teams": [[t.team, t.currency, _forecast(t.forecast), t.unpriced_gpu_hours,
+                   None if t.booked is None else str(t.booked)] for t in month.teams],
     }, separators=(",", ":")).encode()
 
 
@@ -152,8 +153,9 @@ def load(data: bytes) -> MonthForecast:
     return MonthForecast(period=d["period"], as_of=datetime.fromisoformat(d["as_of"]),
                          today=date.fromisoformat(d["today"]), today_left=Decimal(d["today_left"]),
                          last_day=date.fromisoformat(d["last_day"]), unit=d["unit"],
-                         teams=[TeamForecast(team, currency, _forecast_of(f), unpriced)
-                                for team, currency, f, unpriced in d["teams"]])
+                         teams=[TeamForecast(team, currency, _forecast_of(f), unpriced,
+                                             None if booked is None else Decimal(booked))
+                                for team, currency, f, unpriced, booked in d["teams"]])
 
 
 def _rate(r: RunRate) -> list:

@@ -48,6 +48,7 @@ class TeamForecast:
     currency: str | None          # None: GPU-hours, or a team none of whose usage is priced
     forecast: Forecast | None     # None: no usage in the lookback days (too new to project)
     unpriced_gpu_hours: float = 0.0
+    booked: Decimal | None = None   # without a forecast: its money on the month's ledger all the same
 
 
 @dataclass
@@ -254,13 +255,16 @@ def _money(team, history_days, month_cells, booked, today, left, period, card, g
         return value_on
 
     last = last_day(period)
-    seen = {rate[1] for d, v in history_days for key in v for day in (d, today)
-            if (rate := rate_on(key, day)) is not None}
+    # Every currency a projected day is priced in: the rates in force on each day left, not only
+    # today's (a rate in another currency from the 30th projects the 30th in it, docs/forecast.md).
+    days_left = [today + timedelta(days=i) for i in range((last - today).days + 1)]
+    keys = {key for _d, v in history_days for key in v}
+    seen = {rate[1] for key in keys for day in days_left if (rate := rate_on(key, day)) is not None}
     currencies = sorted(set(booked) | seen)
     if not currencies:
         return [TeamForecast(team, None, None, unpriced)]
     if not history_days and goes_on:
-        return [TeamForecast(team, cur, None, unpriced) for cur in currencies]
+        return [TeamForecast(team, cur, None, unpriced, booked.get(cur, Decimal(0))) for cur in currencies]
     return [TeamForecast(team, cur, forecast_by_day(booked.get(cur, Decimal(0)), history_days, value_in(cur),
                                                     today, left, last, goes_on=goes_on), unpriced)
             for cur in currencies]

@@ -11,6 +11,7 @@ the API also read here the versions that key their stored bodies (`statement_ver
 """
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import date, timedelta, timezone
 
 from django.conf import settings
@@ -29,6 +30,13 @@ from apps.accounting.stored.rows import day_cells, merged_day_cells, read_curren
 from apps.accounting.pricing.rates import load_rate_card
 from apps.accounting.calendar.zone import billing_zone, in_zone
 from apps.accounting.core.periods import MAX_YEAR, MIN_YEAR
+from . import frozen
+from apps.accounting.models.periods import BillingPeriod
+from apps.accounting.models.answers import MonthAnswer
+from apps.teams.resolve import renamed_teams
+
+from apps.accounting.usage.team_mapping import config_as_of
+from apps.accounting.pricing.rates import closing_card
 
 from apps.accounting.usage.cells import UsageFilter, span_starts, usage_cells
 
@@ -66,9 +74,21 @@ def closed_before(period: str, closed: dict[str, BillingPeriod]) -> list[str]:
 
 def late_cells(earlier: str, bp: BillingPeriod) -> list[Cell]:
     """A closed month's late data, computed: its live per-day cells minus what statements carry,
-    both in the zone the month was closed in (its days are the frozen cells' days)."""
-    with in_zone(bp.billing_timezone):
-        return delta_cells(month_cells(earlier), frozen.carried_cells(bp))
+    both in the zone the month was closed in (its days are the frozen cells' days), the live ones
+    attributed as the month's configuration stood at its close (label trust, claims, known teams,
+    node pools: `resolvers.config_as_of`). The frozen cells of a cluster that no longer exists
+    are left out: its hours did not vanish, its rows were deleted, and a closed month is never
+    credited for that (docs/accounting.md, "Late data for a closed month")."""
+    from apps.clusters.models import Cluster
+
+    with in_zone(bp.billing_timezone), config_as_of(bp.closed_at):
+        live = month_cells(earlier)
+    existing = set(Cluster.objects.values_list("pk", flat=True))
+    # A team renamed since is the same team: what the close booked under its old name is its.
+    renamed = renamed_teams()
+    carried = [replace(c, team=renamed.get(c.team, c.team)) if c.team in renamed else c
+               for c in frozen.carried_cells(bp) if c.cluster_id in existing]
+    return delta_cells(live, carried)
 
 
 def month_zone(period: str, closed: dict[str, BillingPeriod] | None = None):
@@ -159,20 +179,44 @@ def month_late_cells(earlier: str, bp: BillingPeriod, inputs: Inputs | None = No
     return answer(earlier, MonthAnswer.DELTA, lambda i: i.delta(earlier), lambda _i: late_cells(earlier, bp), inputs)
 
 
+def zone_edge_cells(period: str, closed: dict, *, per_day: bool = False) -> list[Cell]:
+    """The hours between where the closed month before `period` ended (in the zone it was closed
+    in) and where `period` starts in today's zone, when the two differ (docs/chargeback.md, "The
+    billing time zone of closed months"): the open month starts where the closed one ended, so
+    hours no month billed are added to it and hours the closed month billed already are taken
+    off it (as negative cells). Empty when the zones agree."""
+    before = prev_period(period)
+    if before not in closed:
+        return []
+    ended = period_bounds(before, month_zone(before, closed))[1]
+    starts = period_bounds(period, billing_zone())[0]
+    if ended == starts:
+        return []
+    lo, hi, sign = (ended, starts, 1.0) if ended < starts else (starts, ended, -1.0)
+    cells = usage_cells(UsageFilter(start=lo, end=hi), per_day=per_day)
+    if sign > 0:
+        return cells
+    return [replace(c, gpu_seconds=-c.gpu_seconds, used_gpu_seconds=-c.used_gpu_seconds,
+                    idle_gpu_seconds=-c.idle_gpu_seconds, mig_seconds=-c.mig_seconds) for c in cells]
+
+
 def month_lines(period: str, card=None) -> list[Line]:
     """`compute_open(period).lines`, through the stored answers: the month's own lines, then
-    per closed month before it its late data priced as adjustment lines with the card now."""
+    per closed month before it its late data priced as adjustment lines with the card that month
+    was closed with (`pricing.closing_card`, docs/accounting.md "Late data for a closed month")."""
     closed = closed_periods()
     chain = closed_before(period, closed)
     # With each date's versions too (one query either way): a stale month's day parts need them.
     inputs = read_inputs([period, *chain], days=True) if stored_answers() else None
-    lines = list(own_lines(period, inputs))
+    edge = zone_edge_cells(period, closed)
+    # After a zone change the month's lines are priced with its edge hours (rare: never stored).
+    lines = list(own_lines(period, inputs)) if not edge else \
+        build_lines(list(own_cells(period, inputs)) + edge, load_rate_card())
     for earlier in chain:
         delta = month_late_cells(earlier, closed[earlier], inputs)
         if delta:
-            card = card or load_rate_card()
-            lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
-                                 adjusts_period=earlier)
+            lines += build_lines(delta, closing_card(closed[earlier]), kind_allocated="adjustment",
+                                 kind_unallocated="adjustment", adjusts_period=earlier)
     return sorted(lines, key=Line.sort_key)
 
 

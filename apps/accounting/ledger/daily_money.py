@@ -15,7 +15,7 @@ presentation — are written by `apps/reports/focus_csv.py`.
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date
 from decimal import Decimal
 from zoneinfo import ZoneInfo
@@ -30,6 +30,11 @@ from apps.accounting.ledger.answer import (closed_before, closed_periods, month_
                      month_zone, own_days)
 from apps.accounting.pricing.rates import load_rate_card, rate_card_at
 from apps.accounting.ledger.statements import statement
+from .frozen import frozen_cells
+from apps.accounting.models.periods import BillingPeriod
+from apps.accounting.ledger.answer import closed_before, closed_periods, month_late_cells, month_lines, month_zone, own_days, zone_edge_cells
+from apps.accounting.pricing.rates import closing_card
+from .statements import statement
 
 
 @dataclass(frozen=True)
@@ -47,6 +52,7 @@ class FocusMonth:
     lines: list[Line]
     days: dict[tuple, list[DayFigures]]     # line_key(line) -> its days, in order
     zone: ZoneInfo                          # the month's own (`months.month_zone`): a closed month's close zone
+    adjusted_zones: dict = field(default_factory=dict)   # corrected month -> its own zone (its close's)
 
 
 # ---------------------------------------------------------------- the day figures of each line
@@ -74,21 +80,31 @@ def focus_month(period: str) -> FocusMonth:
     bp = BillingPeriod.objects.filter(period=period, closed_at__isnull=False).first()
     if bp is None:
         card = load_rate_card()
-        days = day_figures(own_days(period), card)
         closed = closed_periods()
+        days = day_figures(own_days(period) + zone_edge_cells(period, closed, per_day=True), card)
         for earlier in closed_before(period, closed):
-            days.update(day_figures(month_late_cells(earlier, closed[earlier]), card, adjusts_period=earlier))
+            days.update(day_figures(month_late_cells(earlier, closed[earlier]), closing_card(closed[earlier]),
+                                    adjusts_period=earlier))
         return FocusMonth(period=period, closed=False, lines=month_lines(period, card), days=days,
-                          zone=month_zone(period, closed))
+                          zone=month_zone(period, closed), adjusted_zones=_zones(closed))
     card = rate_card_at(bp.rate_card_version)
     booked = defaultdict(list)
     # Read in chunks (a server-side cursor on Postgres): the rows are never all held as well as the cells.
     for usage_period, _booked, cell in frozen_cells(Q(booked_in=bp)):
         booked[usage_period].append(cell)
     days = day_figures(booked.pop(period, []), card)
+    closed = closed_periods()
     for earlier, cells in booked.items():
-        days.update(day_figures(cells, card, adjusts_period=earlier))
+        # Priced with the card the corrected month was closed with, as its adjustment lines were
+        # (docs/accounting.md); a month it booked that is open again falls back to this month's.
+        days.update(day_figures(cells, closing_card(closed[earlier]) if earlier in closed else card,
+                                adjusts_period=earlier))
     return FocusMonth(period=period, closed=True, lines=statement(period).lines, days=days,
-                      zone=month_zone(period, {period: bp}))
+                      zone=month_zone(period, {period: bp}), adjusted_zones=_zones(closed))
+
+
+def _zones(closed: dict) -> dict[str, ZoneInfo]:
+    """Each closed month's own zone, the zone its corrections' days are in (`months.month_zone`)."""
+    return {p: month_zone(p, closed) for p in closed}
 
 

@@ -90,18 +90,52 @@ def closed_money_by_day(period: str, teams=None) -> dict | None:
     return dict(out)
 
 
-def usage_money(period: str, group_by: str, teams=None, lines: list[Line] | None = None) -> dict[str, tuple] | None:
-    """For the usage API's whole-month rows: key -> (shown cost, currency, unpriced GPU-hours) of
-    the month's own allocated usage on the ledger of `teams` (None: all), by team or by
-    namespace; None for any other grouping (the usage API's rows by cluster or model are priced
-    from their hours)."""
+@dataclass
+class UsageMoney:
+    """A whole month's money by team or namespace as its ledger has it, for rows of live usage.
+
+    `rows`: key -> (shown cost, currency, unpriced GPU-hours) of the key's own usage lines;
+    `hours`: key -> (allocated, used) GPU-seconds those lines priced. A closed month's money is
+    its frozen statement's alone (docs/chargeback.md, "Closed on every view"): a live row the
+    statement has no money for (hours moved to it, or arrived, after the close) costs nothing in
+    this month, and a key the statement bills that live usage no longer shows (a re-label or a
+    claim after the close moved its hours away) is a row of its own with the hours it priced."""
+    closed: bool
+    rows: dict[str, tuple]
+    hours: dict[str, tuple[Decimal, Decimal]]
+
+    def price(self, key: str, live: tuple | None) -> tuple | None:
+        """The row's (cost, currency, unpriced GPU-hours): the ledger's; live when the month is
+        open and the ledger has none; nothing billed here when it is closed."""
+        if key in self.rows:
+            return self.rows[key]
+        if not self.closed or live is None or live[1] is None:
+            return live
+        return (present(Decimal(0), live[1]), live[1], 0.0)
+
+    def missing(self, keys) -> list[str]:
+        """The keys of a closed month's money that no live row carries, in name order."""
+        return sorted(set(self.rows) - set(keys)) if self.closed else []
+
+
+def usage_money(period: str, group_by: str, teams=None, lines: list[Line] | None = None) -> UsageMoney | None:
+    """For whole-month rows of usage by team or by namespace (the usage API, the team page): the
+    month's own allocated usage on the ledger of `teams` (None: all), `UsageMoney`; None for any
+    other grouping (rows by cluster or model are priced from their hours)."""
     if group_by not in ("team", "namespace"):
         return None
-    lines = statement(period).lines if lines is None else lines
+    stmt = statement(period) if lines is None else None
+    lines = stmt.lines if lines is None else lines
     lines = [line for line in lines if teams is None or line.team in teams]
     key_of = (lambda line: line.team or UNASSIGNED) if group_by == "team" else (lambda line: line.namespace)
-    return {key: (*money.single, shown_hours(money.unpriced_seconds))
-            for key, money in money_by(lines, key_of, OWN_USAGE).items()}
+    hours: dict[str, tuple[Decimal, Decimal]] = {}
+    for line in lines:
+        if line.kind in OWN_USAGE:
+            a, u = hours.get(key_of(line), (Decimal(0), Decimal(0)))
+            hours[key_of(line)] = (a + line.allocated_gpu_seconds, u + line.used_gpu_seconds)
+    closed = stmt.closed if stmt is not None else period in closed_periods()
+    return UsageMoney(closed, {key: (*money.single, shown_hours(money.unpriced_seconds))
+                               for key, money in money_by(lines, key_of, OWN_USAGE).items()}, hours)
 
 
 @dataclass(frozen=True)
@@ -277,4 +311,4 @@ def _figures_back(data: dict) -> dict:
     return {**data, "money": {c: Decimal(a) for c, a in data["money"].items()}}
 
 
-__all__ = ["money_by", "closed_money_by_day", "usage_money", "late_hours", "late_by_team", "team_month", "team_months", "Money", "LateHours", "OWN_USAGE"]
+__all__ = ["money_by", "UsageMoney", "closed_money_by_day", "usage_money", "late_hours", "late_by_team", "team_month", "team_months", "Money", "LateHours", "OWN_USAGE"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from django.utils import timezone
@@ -28,6 +28,12 @@ from apps.accounting.ledger.answer import (billing_days, closed_before, closed_p
                      month_cells, month_late_cells, month_lines, month_zone, own_lines, stored_own_lines)
 from apps.accounting.pricing.rates import load_rate_card
 from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.core.periods import last_day
+from apps.accounting.models.periods import BillingPeriod, StatementLine
+from apps.accounting.models.rates import Rate
+from apps.accounting.models.rollups import UsageHour
+from apps.accounting.ledger.answer import billing_days, closed_before, closed_periods, day_parts, late_cells, month_cells, month_late_cells, month_lines, month_zone, own_lines, stored_own_lines
+from apps.accounting.pricing.rates import closing_card
 
 SHARED_IDLE = ("apart", "spread")
 UNALLOCATED_KEY = "unallocated"
@@ -88,21 +94,22 @@ def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool
     card = card or load_rate_card()
     cells = month_cells(period) if for_closing else []
     lines = build_lines(cells if for_closing else month_cells(period, per_day=False), card)
-    adjustments, deltas = _adjustments(period, card, lambda earlier, bp: late_cells(earlier, bp))
+    adjustments, deltas = _adjustments(period, lambda earlier, bp: late_cells(earlier, bp))
     return OpenComputation(lines=sorted(lines + adjustments, key=Line.sort_key), cells=cells, deltas=deltas)
 
 
-def _adjustments(period: str, card: RateCard, late_of) -> tuple[list[Line], dict[str, list]]:
+def _adjustments(period: str, late_of) -> tuple[list[Line], dict[str, list]]:
     """The adjustment lines the month carries for the closed months right before it, and their
-    late cells by month: `late_of(month, its BillingPeriod)` gives a closed month's late cells."""
+    late cells by month: `late_of(month, its BillingPeriod)` gives a closed month's late cells,
+    priced with the card that month was closed with (`pricing.closing_card`)."""
     closed = closed_periods()
     lines, deltas = [], {}
     for earlier in closed_before(period, closed):
         delta = late_of(earlier, closed[earlier])
         if delta:
             deltas[earlier] = delta
-            lines += build_lines(delta, card, kind_allocated="adjustment", kind_unallocated="adjustment",
-                                 adjusts_period=earlier)
+            lines += build_lines(delta, closing_card(closed[earlier]), kind_allocated="adjustment",
+                                 kind_unallocated="adjustment", adjusts_period=earlier)
     return lines, deltas
 
 
@@ -131,11 +138,10 @@ def closing_computation(period: str) -> OpenComputation:
     if len(stale_days(period, billing_days(period), inputs)) > CLOSE_RECOMPUTES_AT_MOST:
         # The database freezes the month's cells and prices its lines from them; here, only the
         # months before it.
-        adjustments, deltas = _adjustments(period, load_rate_card(), lambda earlier, bp: late_cells(earlier, bp))
+        adjustments, deltas = _adjustments(period, lambda earlier, bp: late_cells(earlier, bp))
         return OpenComputation(lines=adjustments, cells=[], deltas=deltas, own_in_db=True)
     days = day_parts(period, inputs, hold=True)
-    adjustments, deltas = _adjustments(period, load_rate_card(),
-                                       lambda earlier, bp: month_late_cells(earlier, bp, inputs))
+    adjustments, deltas = _adjustments(period, lambda earlier, bp: month_late_cells(earlier, bp, inputs))
     return OpenComputation(lines=adjustments, cells=[], deltas=deltas, days_answer=days,
                            stored_lines=lambda: stored_own_lines(period, inputs),
                            own_lines=lambda: list(own_lines(period, inputs)))
@@ -217,12 +223,55 @@ def shown_costs(lines: list[Line]) -> list[Decimal | None]:
     return [line.shown if line.cost is not None else None for line in lines]
 
 
+# ---------------------------------------------------------------- what a closed statement stands on
+
+def priced_closed_months(obj) -> list[str]:
+    """The closed months whose statements a cluster, a team or a rate priced (sorted): their lines
+    name the cluster or the team by any name it has had, or the rate was in force on one of their
+    days for lines of its GPU model and price class. Such an object cannot be deleted
+    (docs/chargeback.md, "History stays")."""
+    from apps.clusters.models import Cluster
+    from apps.teams.models import Team
+
+    lines = StatementLine.objects.filter(period__closed_at__isnull=False)
+    if isinstance(obj, (Cluster, Team)):
+        names = {obj.name, *type(obj).history.filter(id=obj.pk).values_list("name", flat=True)}
+        lines = lines.filter(cluster__in=names) if isinstance(obj, Cluster) else lines.filter(team__in=names)
+        return sorted(set(lines.values_list("period__period", flat=True)))
+    if isinstance(obj, Rate):
+        following = (Rate.objects.filter(gpu_model=obj.gpu_model, mig_profile=obj.mig_profile, price_class=obj.price_class,
+                                         effective_from__gt=obj.effective_from)
+                     .order_by("effective_from").values_list("effective_from", flat=True).first())
+        months = set(lines.filter(gpu_model=obj.gpu_model, price_class=obj.price_class)
+                     .values_list("period__period", flat=True))
+        return sorted(m for m in months if obj.effective_from <= last_day(m)
+                      and (following is None or following > date(int(m[:4]), int(m[5:7]), 1)))
+    return []
+
+
+def delete_refusals(sender, objects, **kwargs) -> list[str]:
+    """`apps.web.deletes.delete_refusals` for clusters, teams and rates: why each of `objects` that
+    priced a closed month may not be deleted, and what to do instead."""
+    out = []
+    for obj in objects:
+        months = priced_closed_months(obj)
+        if not months:
+            continue
+        what = f"{type(obj)._meta.verbose_name} {obj}"
+        instead = {"cluster": "archive it instead (it stops ingesting and leaves the pickers; its history stays)",
+                   "team": "keep it (rename it if need be: its statements follow it)",
+                   "rate": "add a later rate to replace it from a date on"}.get(type(obj)._meta.model_name, "")
+        out.append(f"{what} priced the closed month(s) {', '.join(months)}: deleting it would take history from "
+                   f"under their statements; {instead}")
+    return out
+
+
 def clusters_behind(period: str) -> list[str]:
     """Clusters whose ingest watermark has not reached the month's end: closing now would turn
     their missing hours into next month's adjustments."""
     from apps.clusters.models import Cluster
     end = period_bounds(period, billing_zone())[1]
-    return sorted(c.name for c in Cluster.objects.only("name", "ingested_until")
+    return sorted(c.name for c in Cluster.objects.filter(archived=False).only("name", "ingested_until")
                   if c.ingested_until is None or c.ingested_until < end)
 
 

@@ -43,6 +43,47 @@ def rate_card_at(version: int | None) -> RateCard:
                     for h in latest.values() if h.history_type != "-")
 
 
+def closing_card(bp) -> RateCard:
+    """The rate card a closed month (`BillingPeriod`) was closed with: what its late hours are
+    priced at and what a credit for its vanished hours refunds, whatever the card says today
+    (docs/accounting.md, "Late data for a closed month")."""
+    return rate_card_at(bp.rate_card_version)
+
+
+class BilledCard(RateCard):
+    """Today's card, except on the days of a closed month, which are priced with the card that
+    month was closed with: usage read day by day (the explorer) costs what its month billed,
+    whatever rate was edited or backdated since (docs/chargeback.md, "Closed on every view")."""
+
+    def __init__(self, today: RateCard, closed: dict):
+        self._today, self._closed, self._cards, self._of = today, closed, {}, {}
+
+    def _card(self, day):
+        card = self._of.get(day)
+        if card is None:
+            period = f"{day.year:04d}-{day.month:02d}"
+            bp = self._closed.get(period)
+            if bp is None:
+                card = self._today
+            else:
+                card = self._cards.get(period) or self._cards.setdefault(period, closing_card(bp))
+            self._of[day] = card
+        return card
+
+    def epoch(self, day):
+        card = self._card(day)
+        return (id(card), card.epoch(day))
+
+    def lookup(self, gpu_model, mig_profile, price_class, day):
+        return self._card(day).lookup(gpu_model, mig_profile, price_class, day)
+
+
+def billed_card(closed: dict) -> RateCard:
+    """`BilledCard` of today's card and the closed months (`months.closed_periods()`), for cells
+    of true billing days only (a span cell's day is its first day)."""
+    return BilledCard(load_rate_card(), closed)
+
+
 def rate_for(gpu_model: str, mig_profile: str, price_class: str, day: date, *, card: RateCard | None = None) -> tuple[Decimal, str] | None:
     """(hourly rate, currency) in force on `day` (billing-zone date), or None when unpriced.
 
@@ -135,7 +176,7 @@ def price_usage_rows_detail(rows, card: RateCard | None = None) -> list[tuple[st
 
 __all__ = ["rate_for", "rate_basis_for", "price_usage_row", "price_usage_rows_detail",
            "price_cells", "price_cells_detail", "price_cells_by_currency", "idle_share", "load_rate_card",
-           "rate_card_at", "BASIS_PROFILE"]
+           "rate_card_at", "closing_card", "billed_card", "BilledCard", "BASIS_PROFILE", "rates_in_force"]
 
 
 def rates_in_force(today) -> tuple[list, list]:

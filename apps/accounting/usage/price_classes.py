@@ -11,6 +11,8 @@ from django.db.models import Case, CharField, Q, Value, When
 
 from apps.accounting.stored.versions import read_once
 from apps.accounting.models import ON_DEMAND, NodePool
+from apps.accounting.models.rates import ON_DEMAND, NodePool
+from apps.accounting.usage.team_mapping import config_instant
 
 
 def glob_regex(pattern: str) -> str:
@@ -43,8 +45,10 @@ def price_class_expr(cluster_ids: set[int]):
     big fleet comes back as one row per cell, not one per node.
     """
     ids = frozenset(cluster_ids)
-    pools = read_once(("node pools", ids), lambda: list(
-        NodePool.objects.filter(cluster_id__in=ids).order_by("cluster_id", "priority", "name")
+    as_of = config_instant()      # a closed month's late data: the pools of its close (docs/accounting.md)
+    pools = read_once(("node pools", ids, as_of), lambda: list(
+        (NodePool.objects if as_of is None else NodePool.history.as_of(as_of))
+        .filter(cluster_id__in=ids).order_by("cluster_id", "priority", "name")
         .values_list("cluster_id", "host_pattern", "price_class")))   # once a page (read_once)
     whens = [When(Q(cluster_id=cluster_id) & Q(node__regex=glob_regex(pattern)), then=Value(price_class))
              for cluster_id, pattern, price_class in pools]

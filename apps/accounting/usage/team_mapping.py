@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from contextlib import contextmanager
+from contextvars import ContextVar
+from datetime import datetime
 
 from django.conf import settings
 from django.db import connection
@@ -34,10 +37,34 @@ _kept: OrderedDict = OrderedDict()      # (what, zone) → (version, what was bu
 _lock = threading.Lock()
 
 
+# Inside `config_as_of`: the instant whose configuration (label trust, approved claims, known
+# teams, node pools) the reads of a closed month's late data use (docs/accounting.md, "Late data
+# for a closed month").
+_as_of: ContextVar[datetime | None] = ContextVar("config_as_of", default=None)
+
+
+@contextmanager
+def config_as_of(instant: datetime | None):
+    """Read the team mapping and the node pools as they stood at `instant` (a month's close), from
+    their history, within the block; None: as they stand now."""
+    token = _as_of.set(instant)
+    try:
+        yield
+    finally:
+        _as_of.reset(token)
+
+
+def config_instant() -> datetime | None:
+    """The instant set by `config_as_of`, or None (now)."""
+    return _as_of.get()
+
+
 def team_resolver(cluster_ids=None) -> TeamResolver:
-    """The team mapping of `cluster_ids` (None: every cluster) as it stands now."""
+    """The team mapping of `cluster_ids` (None: every cluster) as it stands now, or as it stood at
+    the instant of `config_as_of`."""
     ids = None if cluster_ids is None else frozenset(cluster_ids)
-    return _current(("resolver", ids), lambda: TeamResolver(cluster_ids))
+    as_of = _as_of.get()
+    return _current(("resolver", ids, as_of), lambda: TeamResolver(cluster_ids, as_of=as_of))
 
 
 def team_names() -> list[str]:
@@ -51,7 +78,7 @@ def cluster_names() -> list[str]:
     """Every cluster's name, in the clusters' order (the pickers'), as it stands now."""
     from apps.clusters.models import Cluster
 
-    return list(_current(("clusters",), lambda: list(Cluster.objects.values_list("name", flat=True))))
+    return list(_current(("clusters",), lambda: list(Cluster.objects.filter(archived=False).values_list("name", flat=True))))
 
 
 def _current(what: tuple, build):

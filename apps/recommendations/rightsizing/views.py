@@ -78,7 +78,7 @@ def rightsizing(request):
         "window": window_said(q),
         "totals": total_saving(rows) if q.money else [],
         "short_totals": total_saving(rows, low_confidence=True) if q.money else [],
-        "clusters": Cluster.objects.values_list("name", flat=True),
+        "clusters": Cluster.objects.filter(archived=False).values_list("name", flat=True),
         "teams": teams, "headroom": params.headroom, "replicas": params.share_replicas, "page_size": size,
         "csv_url": sel.download_url("/api/v1/rightsizing/"), "api_url": sel.download_url("/api/v1/rightsizing/", None),
     })

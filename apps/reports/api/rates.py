@@ -14,6 +14,7 @@ from rest_framework.views import APIView
 from apps.accounting.actions.rates import do_delete_rate, do_save_rate
 from apps.accounting.core.currencies import ISO_4217
 from apps.accounting.query.filters import parse_choice
+from apps.accounting.actions.audit import ActionError
 from apps.accounting.models.rates import PRICE_CLASSES, NodePool, Rate
 from apps.teams.access import is_admin
 
@@ -173,5 +174,8 @@ class RateDetailView(APIView):
         return Response(_save(request, RateSerializer(rate, data=request.data)))
 
     def delete(self, request, pk):
-        do_delete_rate(request.user, get_object_or_404(Rate, pk=pk))
+        try:
+            do_delete_rate(request.user, get_object_or_404(Rate, pk=pk))
+        except ActionError as exc:     # it priced a closed month (docs/chargeback.md, "History stays")
+            return Response({"detail": str(exc)}, status=status.HTTP_409_CONFLICT)
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -12,6 +12,7 @@ from apps.accounting.stored import scope_tag
 from apps.accounting.ledger.money import usage_money
 from apps.accounting.ledger.answer import usage_version, whole_month, window_cells
 from apps.accounting.usage.cells import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells
+from apps.accounting.usage.cells import UsageRow
 from apps.teams.access import can_see_money, money_scope, sees_fleet, sees_money_of
 
 from apps.web.rendered import renders_stored
@@ -81,7 +82,12 @@ def usage_payload(request, group_by, usage_filter):
     prices = [next(detail) if ok else None for ok in shown]
     ledger = month_money(usage_filter, group_by) if any(shown) else None
     if ledger:      # a whole month's money is its ledger's (docs/chargeback.md, "One month, one answer")
-        prices = [ledger.get(row.key, price) if ok else None for row, price, ok in zip(rows, prices, shown)]
+        prices = [ledger.price(row.key, price) if ok else None for row, price, ok in zip(rows, prices, shown)]
+        # A closed month's keys that live usage no longer shows, with the hours their money priced.
+        for key in ledger.missing(row.key for row in rows):
+            allocated, used = ledger.hours.get(key, (0, 0))
+            rows.append(UsageRow(key=key, allocated_gpu_seconds=float(allocated), used_gpu_seconds=float(used)))
+            prices.append(ledger.rows[key])
     out = []
     for row, priced in zip(rows, prices):
         cost, currency, unpriced_hours = priced or (None, None, None)

@@ -1,4 +1,7 @@
 """The explorer page: usage over a window at the grain asked for, paged, and its CSV."""
+from apps.accounting.core.rounding import present
+from apps.accounting.ledger.answer import closed_periods
+from apps.accounting.pricing.rates import billed_card
 from apps.clusters.models import Device
 from apps.web.csv import streaming_csv
 from apps.web.pages import bad_request
@@ -32,14 +35,16 @@ def explorer(request, sel):
         priced = [None] * len(result.rows)
         if sel.money:
             # one exact amount per currency split over the teams, then over each team's rows, so the
-            # file's sums are the pages' figures to the cent (docs/pages.md, "Downloads")
-            priced = shown_to_total(price_groups([r.cells for r in result.rows]), lambda i: result.rows[i].team)
+            # file's sums are the pages' figures to the cent (docs/pages.md, "Downloads"); closed
+            # months' hours at the rates they were billed at
+            priced = shown_to_total(price_groups([r.cells for r in result.rows], card=billed_card(closed_periods())),
+                                    lambda i: result.rows[i].team)
         # Streamed: each row's dict and text exist only while it is written (docs/performance.md).
         rows = (r.as_dict() | (money_columns(p) if sel.money else {}) for r, p in zip(result.rows, priced))
         return streaming_csv(rows, CSV_COLUMNS + (MONEY_COLUMNS if sel.money else []),
                              sel.download_name("utilization", "csv"))
     if paging.key in MONEY_SORTS:   # sorted by cost: every row priced first
-        for r, p in zip(result.rows, price_groups([r.cells for r in result.rows])):
+        for r, p in zip(result.rows, price_groups([r.cells for r in result.rows], card=billed_card(closed_periods()))):
             r.priced = p
     try:
         shown = page_of(sort_rows(result.rows, paging, sorts, row_order), paging)
@@ -49,7 +54,7 @@ def explorer(request, sel):
     if paging.key in MONEY_SORTS:
         priced = [r.priced for r in shown.rows]
     else:
-        priced = price_groups([r.cells for r in shown.rows]) if sel.money else [None] * len(shown.rows)
+        priced = price_groups([r.cells for r in shown.rows], card=billed_card(closed_periods())) if sel.money else [None] * len(shown.rows)
     return page(request, sel, "reports/explore.html", "explore", {
         "rows": list(zip(shown.rows, priced)), "shown": shown, "paging": paging, "opts": opts, "grains": GRAINS,
         "csv_url": sel.download_url(request.path, namespace=opts.namespace, gpu_model=opts.gpu_model,

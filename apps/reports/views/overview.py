@@ -16,6 +16,7 @@ from .. import charts
 from ..data.overview import daily_totals, partial_day, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
 from ..data.overview_store import kept_html
 from ..money import load_rate_card, price_groups, shown_to_total
+from ..money import closed_rows, frozen_day, ledger_priced, split_to_total
 from .common import page, report_view
 
 
@@ -58,6 +59,13 @@ def _figures(f, money: bool, fleet: bool) -> dict:
     if money:
         data.update(_money(cells, spans, days, teams, models))
         _from_ledger(f, data)
+        # Each table beside the Cost KPI is split from it, so its rows add up to it.
+        total = data["total_cost"]
+        data["day_rows"] = list(zip(days, split_to_total(total, [p for _d, p in data["day_rows"]])))
+        data["team_rows"] = list(zip([t for t, _p in data["team_rows"]],
+                                     split_to_total(total, [p for _t, p in data["team_rows"]])))
+        data["model_rows"] = [(m, p, u) for (m, _p, u), p in
+                              zip(data["model_rows"], split_to_total(total, [p for _m, p, _u in data["model_rows"]]))]
     else:
         data.update(total_cost=None, day_rows=[(d, None) for d in days], team_rows=[(t, None) for t in teams],
                     model_rows=[(m, None, None) for m in models])
@@ -112,21 +120,10 @@ def _from_ledger(f, data) -> None:
     by_day = closed_money_by_day(period, f.teams)
     if by_day is not None:
         data["day_rows"] = [(d, frozen_day(p, by_day.get(d.day))) for d, p in data["day_rows"]]
-
-
-def ledger_priced(priced, money):
-    """A priced figure with its cost taken from the ledger (when it is in one currency)."""
-    if priced is None or money is None or len(money.costs) != 1:
-        return priced
-    [(currency, amount)] = money.costs.items()
-    return replace(priced, cost=amount, currency=currency)
-
-
-def frozen_day(priced, money):
-    """A closed month's day: its frozen money, or none at all when every hour of it arrived after
-    the close."""
-    if money is not None and money.costs:
-        return ledger_priced(priced, money)
-    if priced is None or priced.cost is None:
-        return priced
-    return replace(priced, cost=Decimal(0))
+        # Closed: each team's money is its frozen statement's alone, split as the statement splits
+        # it (docs/chargeback.md, "Closed on every view"): a team the statement does not bill costs
+        # nothing here, and a team it bills whose hours live usage moved away keeps its row.
+        data["team_rows"] = [(t, frozen_day(p, by_team.get(t.key))) for t, p in data["team_rows"]]
+        extra = closed_rows(lines, by_team, {t.key for t, _p in data["team_rows"]}, lambda line: line.team or UNASSIGNED)
+        data["team_rows"] += extra
+        data["teams"] = [*data["teams"], *(row for row, _p in extra)]      # stored beside their costs

@@ -15,11 +15,13 @@ from apps.accounting.stored import QUOTA
 from apps.accounting.ledger.answer import usage_version, whole_month
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.cells import UsageFilter, group_cells
+from apps.accounting.ledger.money import OWN_USAGE, money_by
+from apps.accounting.ledger.statements import statement
 from apps.teams.access import require_team, sees_money_of, team_exists, team_scope
 
 from .. import charts
 from ..fragments import digest, fragment, fragment_parts
-from ..money import load_rate_card, price_groups
+from ..money import closed_rows, frozen_day, ledger_priced, load_rate_card, price_groups
 from ..data.team import mig_hours, month_costs, team_forecast, namespace_moves, namespace_series, quota_use, team_cells
 from ..data.overview import partial_day
 from .common import page, picker_dates, report_view
@@ -80,8 +82,12 @@ def _usage_parts(sel, name, picker_start, picker_end) -> list[str]:
         mig = mig_hours(cells)
         card = load_rate_card() if sel.money else None
         priced = price_groups([r.cells for r in namespaces], card=card) if sel.money else [None] * len(namespaces)
+        rows = list(zip(namespaces, priced))
+        month = whole_month(f) if sel.money and not sel.cluster else None
+        if month is not None:
+            rows = _ledger_rows(month, name, rows)
         ctx = {"sel": sel, "team": name, "picker_start": picker_start, "picker_end": picker_end,
-               "namespaces": namespaces, "namespace_rows": list(zip(namespaces, priced)), "mig": mig,
+               "namespaces": namespaces, "namespace_rows": rows, "mig": mig,
                "fig_namespaces": charts.namespace_lines(namespace_series(cells), partial),
                "fig_mig": charts.mig_bar(mig), "moves": namespace_moves(sel, name)}
         return [render_to_string(template, ctx) for template in USAGE_TEMPLATES[:3]]
@@ -89,6 +95,20 @@ def _usage_parts(sel, name, picker_start, picker_end) -> list[str]:
     return fragment_parts(period, "team-page", version and f"{version}|partial {partial!r}",
                           [("team", digest(name)), ("money", int(sel.money)), ("start", picker_start),
                            ("end", picker_end)], USAGE_TEMPLATES, render)
+
+
+def _ledger_rows(period: str, name: str, rows: list) -> list:
+    """A whole month's namespace rows with the team's money as its statement splits it (rounded
+    once, docs/chargeback.md "Rounding"); for a closed month its frozen statement's alone: a
+    namespace it does not bill costs nothing here, and one it bills that live usage moved away
+    from the team keeps its row with the hours it priced ("Closed on every view")."""
+    stmt = statement(period)
+    lines = [line for line in stmt.lines if line.team == name]
+    by_ns = money_by(lines, lambda line: line.namespace, OWN_USAGE)
+    if not stmt.closed:
+        return [(r, ledger_priced(p, by_ns.get(r.key))) for r, p in rows]
+    return ([(r, frozen_day(p, by_ns.get(r.key))) for r, p in rows]
+            + closed_rows(lines, by_ns, {r.key for r, _p in rows}, lambda line: line.namespace))
 
 
 def _forecast_part(sel, name, now) -> str:

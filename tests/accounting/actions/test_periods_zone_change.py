@@ -71,3 +71,35 @@ def test_the_system_check_names_the_months_closed_in_another_zone(berlin_closed)
                            "closed in Europe/Berlin")
     assert "reopen" in warning.hint and "docs/chargeback.md" in warning.hint
     assert [m for m in checks.run_checks() if m.id == "accounting.W001"] == []   # asks the database only when told
+
+
+def november_usage_lines():
+    from apps.accounting.ledger.statements import statement
+    return [(line.team, line.kind, float(line.allocated_gpu_seconds) / 3600, f"{line.cost:.2f}")
+            for line in statement("2026-11").lines if line.kind == "usage"]
+
+
+@pytest.mark.parametrize("closed_in, now_in", [("Europe/Berlin", "UTC"), ("UTC", "Europe/Berlin")])
+def test_the_boundary_hour_of_a_zone_change_is_billed_once(settings, finance, closed_in, now_in):
+    """ml ran from 2026-10-31T16:00Z to 2026-11-01T00:00Z (8 h) and 2 h on 10 November, at 2.00.
+    October closed in one zone, then BILLING_TIMEZONE changed: November starts where October
+    ended, so the hour 2026-10-31T23:00Z is billed exactly once — in November when October closed
+    in Berlin (its end, 23:00Z, is before UTC's midnight: 7 h in October, 3 h in November), and
+    not again when October closed in UTC took it (8 h in October; Berlin's November would have
+    begun at 23:00Z)."""
+    settings.BILLING_TIMEZONE = closed_in
+    prod = make_cluster()
+    make_namespace(prod, "ml", "A")
+    make_rate(hourly_rate="2.00")
+    gpu = make_device(prod)
+    make_usage(gpu, "ml", utc(2026, 10, 31, 16), hours=8)
+    make_usage(gpu, "ml", utc(2026, 11, 10), hours=2)
+    october = do_close_period("2026-10")
+    october_hours = sum(line.allocated_gpu_seconds for line in october.lines.all()) / 3600
+    settings.BILLING_TIMEZONE = now_in
+    november = 3.0 if closed_in == "Europe/Berlin" else 2.0
+    assert october_hours + november == 10.0                      # every hour once
+    assert november_usage_lines() == [("A", "usage", november, f"{2 * november:.2f}")]
+    from apps.accounting.ledger.daily_money import focus_month
+    days = [d for key, ds in focus_month("2026-11").days.items() if key[1] == "usage" for d in ds]
+    assert sum(d.allocated_gpu_seconds for d in days) / 3600 == november      # FOCUS days hold the edge hour too

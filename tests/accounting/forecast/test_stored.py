@@ -157,9 +157,10 @@ WRITES = {
     "a rate edit": (_rate_edit, {"research": ("330.00", "558.00", "558.00", "558.00"),
                                  "vision": ("216.00", "366.00", "366.00", "366.00")}),
     # llm is newco's from the 18th: research keeps 220 − 4 h × 2.00 = 212.00 and spends no more;
-    # newco has the 18th's 4 h (8.00) and no history of its own: too new to project
+    # newco has the 18th's 4 h (8.00) and no history of its own: too new to project, its month to
+    # date the 8.00 on its statement all the same
     "a namespace move": (_namespace_move, {"research": ("212.00", "212.00", "212.00", "212.00"),
-                                           "newco": (None, None, None, None), "vision": STEADY["vision"]}),
+                                           "newco": ("8.00", None, None, None), "vision": STEADY["vision"]}),
 }
 
 

@@ -187,3 +187,24 @@ def test_a_money_forecast_alert_is_not_shown_to_a_viewer(november, client):
     assert "will exceed its 2026-11 budget" in client.get("/advice/alerts/").content.decode()
     client.force_login(make_user("viewer", "viewer"))
     assert "will exceed" not in client.get("/advice/alerts/").content.decode()
+
+
+def test_days_priced_in_another_currency_are_projected_in_it(november):
+    """From 30 November (a Monday) the H100 costs 3.00 EUR: the month's 8 hours of that day are
+    projected in EUR (8 × 3.00 = 24.00), the rest in USD (372.00 − 16.00 = 356.00); no currency
+    is dropped, none is added to another."""
+    make_rate(H100, "3.00", currency="EUR", effective_from=date(2026, 11, 30))
+    rows = {r["currency"]: r for r in forecast_payload(month_forecast("2026-11", now=NOON_18))["results"]}
+    assert (rows["USD"]["month_to_date"], rows["USD"]["projected"]) == ("220.00", "356.00")
+    assert (rows["EUR"]["month_to_date"], rows["EUR"]["projected"]) == ("0.00", "24.00")
+
+
+def test_money_booked_without_recent_usage_is_still_the_month_to_date(db):
+    """vision ran 5 h on 2 November at 2.00 (10.00) and nothing since: on the 28th nothing is left
+    to project from the last 14 days, but its month to date is the 10.00 on its statement."""
+    cluster = make_cluster()
+    make_rate(H100, "2.00", effective_from=date(2026, 1, 1))
+    make_namespace(cluster, "cv", "vision")
+    make_usage(make_device(cluster), "cv", utc(2026, 11, 2, 8), hours=5)
+    [row] = forecast_payload(month_forecast("2026-11", now=utc(2026, 11, 28, 12)))["results"]
+    assert (row["team"], row["month_to_date"], row["projected"]) == ("vision", "10.00", None)

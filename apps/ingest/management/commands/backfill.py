@@ -26,6 +26,8 @@ class Command(BaseCommand):
         cluster = Cluster.objects.filter(name=opts["cluster"]).first()
         if cluster is None:
             raise CommandError(f"no cluster named {opts['cluster']!r} (create it with `manage.py ingest`)")
+        if cluster.archived:
+            raise CommandError(f"cluster {cluster.name!r} is archived: it is no longer ingested (un-archive it in the admin)")
         try:
             windows = backfill_windows(cluster, start, end)
         except IngestError as exc:

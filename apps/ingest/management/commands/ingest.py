@@ -50,6 +50,8 @@ class Command(BaseCommand):
             except Exception as exc:
                 raise CommandError(f"invalid cluster: {'; '.join(_messages(exc))}")
             cluster.save()
+        elif cluster.archived:
+            raise CommandError(f"cluster {cluster.name!r} is archived: it is no longer ingested (un-archive it in the admin)")
         elif url and url != cluster.prometheus_url:
             try:
                 validate_prometheus_url(url)

@@ -1,0 +1,25 @@
+"""The same GPU in two clusters (docs/ingest.md; issue 39): a GPU (by UUID) that an ingest finds in
+an hour another cluster's rows hold it in too is billed twice; the run log says so, naming both
+clusters."""
+import pytest
+
+from apps.ingest.pipeline import ingest
+
+from tests.support.factories import make_cluster
+from tests.support.series import T0, dt, small_cluster_fetcher
+
+pytestmark = pytest.mark.django_db
+
+
+def test_a_gpu_reached_through_two_clusters_is_flagged_in_the_run_log():
+    prod, again = make_cluster("prod"), make_cluster("prod-again")
+    first = ingest(prod, dt(T0), dt(T0 + 7200), fetcher=small_cluster_fetcher(), now=dt(T0 + 10 * 3600))
+    assert not any("billed twice" in w for w in first.warnings)          # nothing to compare with yet
+    second = ingest(again, dt(T0), dt(T0 + 7200), fetcher=small_cluster_fetcher(), now=dt(T0 + 10 * 3600))
+    twice = [w for w in second.warnings if "billed twice" in w]
+    # GPU-A (ml/train), GPU-B (the MIG instance of serve/emb) and GPU-C (held by nobody: its
+    # capacity is counted in both clusters too) are in both clusters' rows in both hours
+    assert twice == [
+        f"GPU {uuid} is in clusters prod-again and prod in the same hour (2 hour(s) from 2026-10-05 10:00 UTC): "
+        "its hours are billed twice; remove one cluster entry, or give each a series selector that tells them apart"
+        for uuid in ("GPU-A", "GPU-B", "GPU-C")]
