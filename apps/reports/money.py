@@ -97,6 +97,9 @@ def shown_to_total(priced: list[Priced | None], group_of=None) -> list[Priced | 
                 members = groups[key]
                 for i, amount in zip(members, apportion(part, [getattr(priced[i], which) for i in members], currency)):
                     out[i] = replace(out[i], **{which: amount})
+    return out
+
+
 def ledger_priced(priced, money):
     """A priced figure with its cost taken from the ledger (when it is in one currency)."""
     if priced is None or money is None or len(money.costs) != 1:

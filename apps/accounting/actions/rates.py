@@ -8,7 +8,7 @@ from django.db import transaction
 
 from apps.accounting.models import Rate
 
-from apps.accounting.actions.audit import audit
+from apps.accounting.actions.audit import ActionError, audit
 
 
 def do_import_rate_file(data: bytes, actor=None, source="") -> list[Rate]:

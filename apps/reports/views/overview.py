@@ -15,7 +15,7 @@ from apps.accounting.usage.cells import UNASSIGNED, group_cells, usage_cells
 from .. import charts
 from ..data.overview import daily_totals, partial_day, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
 from ..data.overview_store import kept_html
-from ..money import load_rate_card, price_groups, shown_to_total
+from ..money import load_rate_card, price_groups
 from ..money import closed_rows, frozen_day, ledger_priced, split_to_total
 from .common import page, report_view
 
@@ -84,11 +84,10 @@ def _money(cells, spans, days, teams, models):
     priced = iter(price_groups(groups, card=card))
     unallocated = iter(price_groups([by_model[m["gpu_model"]] for m in models], unallocated=True, card=card))
     total = next(priced)
-    # each breakdown split from one exact amount, so its rows add up to the window's figure to
-    # the cent, as the explorer's download does (docs/pages.md, "Downloads")
-    day_priced = shown_to_total([next(priced) for _ in days])
-    team_priced = shown_to_total([next(priced) for _ in teams])
-    model_priced = shown_to_total([next(priced) for _ in models])
+    # each breakdown is split from the Cost KPI afterwards (`split_to_total`, in `_figures`)
+    day_priced = [next(priced) for _ in days]
+    team_priced = [next(priced) for _ in teams]
+    model_priced = [next(priced) for _ in models]
     return {
         "total_cost": total,
         "day_rows": list(zip(days, day_priced)),
