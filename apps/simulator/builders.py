@@ -151,9 +151,10 @@ class _Builder:
 def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spelling="plain",
                    hostname_label=None, seed=1, nodes=3, gpus_per_node=4, mig_nodes=1,
                    time_slicing=False, replicas=(), idle_notebook_hours=0, counters=DEFAULT_COUNTERS,
-                   exporter_version=DEFAULT_VERSION) -> Scenario:
+                   exporter_version=DEFAULT_VERSION, dra_claim=False) -> Scenario:
     """A small cluster with a hand-shaped story (see the comments below) plus random fill.
 
+    `dra_claim`: one GPU handed out through ResourceClaims (DRA) instead of device-plugin requests.
     `idle_notebook_hours`: a notebook left idle on a whole GPU for the last so many hours,
     still running at the end (the demo's "forgotten notebook" for a team lead to chase).
     `counters`, `exporter_version`: the dcgm-exporter imitated (docs/demo.md, "The simulated exporter");
@@ -220,11 +221,14 @@ def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spellin
     b.add_pending("ml-research", "llm-pretrain-worker-1", "trainer", "nvidia_com_gpu", 8, b.k(0.2), b.n_samples)
     b.add_pending("search-serving", "embedder-queued", "server", resource_name("1g.10gb"), 1, b.k(0.5), b.k(0.75))
 
+    # A GPU handed out through ResourceClaims (docs/accounting.md, "DRA-allocated GPUs"): the
+    # second node's first GPU, whoever holds it (jupyter-alice first).
+    dra_claims = {node_devices[1][0].key: "gpu"} if dra_claim and len(node_devices) > 1 else {}
     scenario = Scenario(name=name, start=b.start, end=b.end, interval_seconds=interval_seconds,
                         spelling=spelling, hostname_label=hostname_label, devices=devices,
                         pods=sorted(b.pods, key=lambda p: (p.start, p.namespace, p.name)),
                         pending=b.pending, namespace_teams=dict(NAMESPACE_TEAMS), quotas=dict(QUOTAS),
-                        time_sliced=time_sliced, seed=seed, replicas=tuple(replicas),
+                        time_sliced=time_sliced, dra_claims=dra_claims, seed=seed, replicas=tuple(replicas),
                         exporter=ExporterProfile(exporter_version, counters))
     scenario.validate()
     return scenario

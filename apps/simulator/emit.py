@@ -76,6 +76,20 @@ def workload_labels(scenario: Scenario, pod: SimPod | None, host: str) -> dict[s
     return labels
 
 
+DRA_DRIVER = "gpu.nvidia.com"
+
+
+def dra_labels(scenario: Scenario, device: SimDevice, pod: SimPod | None) -> dict[str, str]:
+    """dcgm-exporter's labels (4.4.0+, KUBERNETES_ENABLE_DRA) on the series of a pod holding the
+    device through a ResourceClaim: the claim, its namespace, and the device's driver, pool (the
+    node) and name in the DRA driver's ResourceSlice; never a pod_uid."""
+    template = scenario.dra_claims.get(device.key)
+    if not template or pod is None:
+        return {}
+    return {"dra_claim_name": f"{pod.name}-{template}", "dra_claim_namespace": pod.namespace, "dra_device_name": f"gpu-{device.gpu_index}",
+            "dra_driver_name": DRA_DRIVER, "dra_pool_name": device.host}
+
+
 def _device_metric_values(scenario: Scenario, truth: DeviceTruth, xid_device: bool) -> dict[str, list[float]]:
     """All DCGM gauges of one device, per sample index, driven by its utilization."""
     device = truth.device
@@ -146,7 +160,7 @@ def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_devi
         current: SimSeries | None = None
         for seg in truth.segments:
             pod = seg.pods[0] if seg.pods else None
-            labels = {**base, **workload_labels(scenario, pod, device.host), **tail}
+            labels = {**base, **workload_labels(scenario, pod, device.host), **dra_labels(scenario, device, pod), **tail}
             if current is None or current.labels != labels:
                 if current is not None:
                     yield current
@@ -214,7 +228,9 @@ def _ksm_series(scenario: Scenario) -> Iterator[SimSeries]:
         first = devices[pod.devices[0]]
         labels = {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid, "container": pod.container,
                   "node": first.host, "resource": resource_name(first.mig_profile), "unit": "integer", **ksm}
-        yield SimSeries("kube_pod_container_resource_requests", labels, [(t, float(len(pod.devices))) for t in times])
+        if not all(key in scenario.dra_claims for key in pod.devices):     # a claim is no resource request
+            yield SimSeries("kube_pod_container_resource_requests", labels,
+                            [(t, float(len(pod.devices))) for t in times])
         yield SimSeries("kube_pod_status_phase", {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid,
                                                   "phase": "Running", **ksm}, [(t, 1.0) for t in times])
     for pod in scenario.pending:

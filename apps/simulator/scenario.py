@@ -140,6 +140,12 @@ class Scenario:
     namespace_relabels: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
     quotas: dict[str, int] = field(default_factory=dict)
     time_sliced: set[DeviceKey] = field(default_factory=set)
+    # Whole GPUs handed out through ResourceClaims (Dynamic Resource Allocation): device -> the
+    # claim template's name (a holder's claim is `<pod>-<template>`, as Kubernetes names claims
+    # made from a template). Their holders' series carry dcgm-exporter's DRA labels, and
+    # kube-state-metrics shows those pods requesting no extended resource (docs/accounting.md,
+    # "DRA-allocated GPUs").
+    dra_claims: dict[DeviceKey, str] = field(default_factory=dict)
     seed: int = 1
     driver_version: str = "570.86.15"
     # An HA Prometheus pair (or more): every series once per replica, labelled
@@ -197,6 +203,8 @@ class Scenario:
             h.update(repr(sorted(self.namespace_relabels.items())).encode())
         h.update(repr(sorted(self.quotas.items())).encode())
         h.update(repr(sorted(self.time_sliced)).encode())
+        if self.dra_claims:
+            h.update(repr(sorted(self.dra_claims.items())).encode())
         return h.hexdigest()[:16]
 
     def exporter_problems(self) -> list[str]:
