@@ -82,8 +82,9 @@ KUBE_STATE_QUERIES = {
     "hami_gpu_cores": ("", ('__name__=~"hami_gpu_core_limit_ratio|GPUDeviceCoreLimit"',)),
     "hami_gpu_memory": ("", ('__name__=~"hami_gpu_memory_limit_bytes|GPUDeviceMemoryLimit"',)),
     "hami_util": ("", ('__name__=~"hami_container_device_utilization_ratio|Device_utilization_desc_of_container"',)),
+    "hami_memory_used": ("", ('__name__=~"hami_vgpu_memory_used_bytes|vGPU_device_memory_usage_in_bytes"',)),
 }
-HAMI_ROLES = ("hami_core", "hami_memory", "hami_gpu_cores", "hami_gpu_memory", "hami_util")
+HAMI_ROLES = ("hami_core", "hami_memory", "hami_gpu_cores", "hami_gpu_memory", "hami_util", "hami_memory_used")
 
 _NS = ("namespace", "exported_namespace")
 # role -> (metric, matchers, labels kept): the workload of each pod (rollup.pod_owners).

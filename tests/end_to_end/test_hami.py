@@ -56,6 +56,9 @@ def test_hami_shares_current_and_legacy_names_with_overcommit(tmp_path, settings
         mon = {"namespace": "hami-system", "pod": "hami-device-plugin-x", "exported_namespace": ns,
                "exported_pod": name, "container": "main", "vdevice_index": "0", "device_uuid": "GPU-H"}
         data.append(hami("hami_container_device_utilization_ratio", mon, when, busy, MONITOR))
+        # memory in use: 10 000 MiB, then 12 000 MiB from the half hour on (a-0 and b-0 alike)
+        data.append(SimSeries("hami_vgpu_memory_used_bytes", {**mon, **MONITOR},
+                              [(t, float((10000 if (t - T0) % H < H // 2 else 12000) * MIB)) for t in when]))
         data.append(requests(ns, name, "nvidia_com_gpu", 1, when))
         data.append(requests(ns, name, "nvidia_com_gpucores", cores, when))
         data.append(requests(ns, name, "nvidia_com_gpumem", mib, when))
@@ -82,6 +85,10 @@ def test_hami_shares_current_and_legacy_names_with_overcommit(tmp_path, settings
     assert by_pod(cluster, "GPU-H") == {
         ("team-a", "a-0", 0): (1080.0, 720.0), ("team-b", "b-0", 0): (1800.0, 1440.0), ("", "", 0): (720.0, 0.0),
         ("team-a", "a-0", H): (1080.0, 720.0), ("", "", H): (2520.0, 0.0)}
+    # The pods' memory in use, per hour: 11 000 MiB on average (half an hour of each), 12 000 at peak.
+    fb = list(UsageHour.objects.filter(cluster=cluster, device__uuid="GPU-H").exclude(namespace="")
+              .values_list("fb_used_mib_avg", "fb_used_mib_max"))
+    assert len(fb) == 3 and all(r == (pytest.approx(11000.0), pytest.approx(12000.0)) for r in fb), fb
     # GPU-L: c-0 max(60 %, 10 %) = 0.6, d-0 max(20 %, 60 %) = 0.6: 1.2 GPUs, scaled to 0.5 each:
     # 1 800 s an hour each, nothing unallocated; used c-0 50 % → 1 800 s, d-0 10 % → 360 s.
     assert by_pod(cluster, "GPU-L") == {

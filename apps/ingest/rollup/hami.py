@@ -17,6 +17,7 @@ Read under both of HAMi's names (2.9 renamed them, `--legacy-metrics` keeps the 
 | a GPU's cores (100 unless scaled) | `hami_gpu_core_limit_ratio{node, device_uuid}` | `GPUDeviceCoreLimit{nodeid, deviceuuid}` |
 | a GPU's memory (bytes) | `hami_gpu_memory_limit_bytes{node, device_uuid}` | `GPUDeviceMemoryLimit{nodeid, deviceuuid}` |
 | a container's SM utilization (percent of the GPU) | `hami_container_device_utilization_ratio{namespace, pod, container, vdevice_index, device_uuid}` | `Device_utilization_desc_of_container{podnamespace, podname, ctrname, vdeviceid, deviceuuid}` |
+| a container's GPU memory in use (bytes) | `hami_vgpu_memory_used_bytes{…}` | `vGPU_device_memory_usage_in_bytes{…}` |
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from .records import HOUR_SECONDS, DeviceRollup, RollupConfig, Series, UsageReco
 from .timeline import durations
 
 CORES_PER_GPU = 100.0        # a GPU's cores when HAMi's limit series is missing (its default)
+MIB = 1024 * 1024
 
 
 def _ns_pod(labels: Mapping[str, str]) -> tuple[str, str]:
@@ -100,6 +102,9 @@ def apply_hami(cfg: RollupConfig, window: Window, result: DeviceRollup, hami: Ma
     util = _steps(hami.get("hami_util", []),
                   lambda lb: (_device(lb), *_ns_pod(lb), _container(lb)) if _device(lb) and _ns_pod(lb)[0] else None,
                   cfg)
+    in_use = _steps(hami.get("hami_memory_used", []),
+                    lambda lb: (_device(lb), *_ns_pod(lb), _container(lb)) if _device(lb) and _ns_pod(lb)[0] else None,
+                    cfg)
     gpu_cores = _steps(hami.get("hami_gpu_cores", []), lambda lb: (_device(lb),) if _device(lb) else None, cfg)
     gpu_memory = _steps(hami.get("hami_gpu_memory", []), lambda lb: (_device(lb),) if _device(lb) else None, cfg)
 
@@ -117,16 +122,18 @@ def apply_hami(cfg: RollupConfig, window: Window, result: DeviceRollup, hami: Ma
         hours = sorted(h for (key, h) in records if key == (uuid, ""))
         if not hours:
             continue
-        _split_device(cfg, window, result, uuid, holders, hours, records, core, memory, util,
+        _split_device(cfg, window, result, uuid, holders, hours, records, core, memory, util, in_use,
                       gpu_cores.get((uuid,), NO_STEPS), gpu_memory.get((uuid,), NO_STEPS))
     result.usage = [rec for recs in records.values() for rec in recs]
 
 
-def _split_device(cfg, window, result, uuid, holders, hours, records, core, memory, util, gpu_cores, gpu_memory):
+def _split_device(cfg, window, result, uuid, holders, hours, records, core, memory, util, in_use, gpu_cores,
+                  gpu_memory):
     pods = sorted({(ns, pod) for ns, pod, _ctr in holders})
     ctrs = {p: sorted(c for ns, pod, c in holders if (ns, pod) == p) for p in pods}
     # The monitor names a container by name, the scheduler by index: utilization joins by pod.
     util_ctrs = {p: sorted(k[3] for k in util if k[:3] == (uuid, *p)) for p in pods}
+    used_ctrs = {p: sorted(k[3] for k in in_use if k[:3] == (uuid, *p)) for p in pods}
     # Elementary intervals: every step edge of the device's series, the hours, the window.
     edges = {float(window.start), float(window.end)} | {float(h) for h in window.hours()}
     for p in pods:
@@ -137,6 +144,9 @@ def _split_device(cfg, window, result, uuid, holders, hours, records, core, memo
         for c in util_ctrs[p]:
             for a, b, _ in util[(uuid, *p, c)][1]:
                 edges.update((a, b))
+        for c in used_ctrs[p]:
+            for a, b, _ in in_use[(uuid, *p, c)][1]:
+                edges.update((a, b))
     for a, b, _ in (*gpu_cores[1], *gpu_memory[1]):
         edges.update((a, b))
     cuts = sorted(e for e in edges if window.start <= e <= window.end)
@@ -144,6 +154,9 @@ def _split_device(cfg, window, result, uuid, holders, hours, records, core, memo
     busy = defaultdict(float)           # (pod, hour) -> used seconds
     idle = defaultdict(float)
     seen = defaultdict(float)           # (pod, hour) -> seconds the pod held any share
+    mem_area = defaultdict(float)       # (pod, hour) -> MiB × seconds of memory in use, while measured
+    mem_time = defaultdict(float)
+    mem_peak: dict = {}
     has_util = set()
     over_seconds, over_peak, over_from = 0.0, 0.0, None
     no_memory = False
@@ -172,6 +185,12 @@ def _split_device(cfg, window, result, uuid, holders, hours, records, core, memo
                     u_sum += max(uv, 0.0)
             if not present:
                 continue
+            in_use_mib = [v for c in used_ctrs[p] if (v := _value_at(in_use[(uuid, *p, c)], a, b)) is not None]
+            if in_use_mib:
+                mib = sum(in_use_mib) / MIB
+                mem_area[(p, hour)] += mib * dt
+                mem_time[(p, hour)] += dt
+                mem_peak[(p, hour)] = max(mem_peak.get((p, hour), mib), mib)
             if m_sum and not mem_total:
                 no_memory = True
             share = max(c_sum / cores_total, m_sum / mem_total if mem_total else 0.0)
@@ -221,8 +240,12 @@ def _split_device(cfg, window, result, uuid, holders, hours, records, core, memo
             if ((ns, pod), hour) not in has_util:
                 unmeasured.add((ns, pod))
             held_for = seen[((ns, pod), hour)] or HOUR_SECONDS
-            out.append(_record(base, ns, pod, seconds, used, idle[((ns, pod), hour)] * fit,
-                               seconds / held_for, energy_total, capacity))
+            rec = _record(base, ns, pod, seconds, used, idle[((ns, pod), hour)] * fit,
+                          seconds / held_for, energy_total, capacity)
+            if mem_time[((ns, pod), hour)]:     # the pod's own memory, as HAMi's monitor measures it
+                rec.fb_used_mib_avg = mem_area[((ns, pod), hour)] / mem_time[((ns, pod), hour)]
+                rec.fb_used_mib_max = mem_peak[((ns, pod), hour)]
+            out.append(rec)
         free = capacity - sum(r.gpu_seconds for r in out)
         if free > 1e-6:     # unallocated capacity: no used seconds, as every unallocated row
             out.append(_record(base, "", "", free, 0.0, 0.0, 1.0, energy_total, capacity))
