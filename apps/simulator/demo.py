@@ -71,6 +71,13 @@ KSM_ROLES = {
     "kube_replicaset_owner": "replicaset_owner",
     "kube_job_owner": "job_owner",
     "kube_pod_labels": "notebook_labels",
+    # HAMi's series, under the roles ingest asks for them (apps/ingest/queries.py)
+    "hami_vgpu_core_allocated_ratio": "hami_core",
+    "hami_vgpu_memory_allocated_bytes": "hami_memory",
+    "hami_gpu_core_limit_ratio": "hami_gpu_cores",
+    "hami_gpu_memory_limit_bytes": "hami_gpu_memory",
+    "hami_container_device_utilization_ratio": "hami_util",
+    "hami_vgpu_memory_used_bytes": "hami_memory_used",
 }
 
 
