@@ -103,6 +103,9 @@ MAX_HOURLY_REPORT_DAYS = _env_int("MAX_HOURLY_REPORT_DAYS", 93)
 FOCUS_PROVIDER_NAME = env.str("FOCUS_PROVIDER_NAME", default="gpuportal").strip()
 FOCUS_BILLING_ACCOUNT_ID = env.str("FOCUS_BILLING_ACCOUNT_ID", default="gpuportal").strip()
 FOCUS_BILLING_ACCOUNT_NAME = env.str("FOCUS_BILLING_ACCOUNT_NAME", default=FOCUS_BILLING_ACCOUNT_ID).strip()
+# FOCUS 1.3's HostProviderName: who runs the machines the GPUs are in (a cloud, or the portal's own
+# operator); unset, the service provider itself, as FOCUS 1.3 wants when no other host is shown.
+FOCUS_HOST_PROVIDER_NAME = env.str("FOCUS_HOST_PROVIDER_NAME", default=FOCUS_PROVIDER_NAME).strip() or FOCUS_PROVIDER_NAME
 for _name in ("FOCUS_PROVIDER_NAME", "FOCUS_BILLING_ACCOUNT_ID", "FOCUS_BILLING_ACCOUNT_NAME"):
     if not globals()[_name]:
         raise ImproperlyConfigured(f"{_name} is empty; FOCUS rows must name it (leave it unset for 'gpuportal')")

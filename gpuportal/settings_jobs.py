@@ -42,6 +42,8 @@ ADVICE_RESOURCEQUOTA_NAME = env.str("ADVICE_RESOURCEQUOTA_NAME", default="gpu-qu
 # framebuffer peak and P95 activity, and the replicas per GPU of the time-slicing config.
 RIGHTSIZE_HEADROOM = _env_float("RIGHTSIZE_HEADROOM", 0.15, 0.0, 1.0)
 RIGHTSIZE_SHARE_REPLICAS = _env_int("RIGHTSIZE_SHARE_REPLICAS", 4)
+# The clusters run HAMi: whole GPUs may be advised a HAMi share (workloads on one always may).
+RIGHTSIZE_HAMI = env.bool("RIGHTSIZE_HAMI", default=False)
 ALERT_IDLE_MINUTES = _env_int("ALERT_IDLE_MINUTES", 30)
 ALERT_LOOKBACK_HOURS = _env_int("ALERT_LOOKBACK_HOURS", 24)
 ALERT_BEAT_MINUTES = _env_int("ALERT_BEAT_MINUTES", 15)

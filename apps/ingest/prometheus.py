@@ -169,8 +169,9 @@ class PrometheusClient(HourlySums):
         range reaches one second further back and the half-open window is cut here.
         """
         query = self.raw_query(metric, matchers, start, end)
-        return self._call(metric, self._fast_query, query, {"time": f"{end:.3f}"},
-                          lambda result: self._parse_matrix(metric, result, start, end))
+        what = metric or ", ".join(matchers)      # a query by name alone says which names
+        return self._call(what, self._fast_query, query, {"time": f"{end:.3f}"},
+                          lambda result: self._parse_matrix(what, result, start, end))
 
     def _fast_query(self, query: str, params: dict, convert=None):
         """custom_query's request and errors, with orjson parsing the (large) answer; `convert`

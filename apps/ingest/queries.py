@@ -75,7 +75,16 @@ KUBE_STATE_QUERIES = {
     "kueue_borrowing": ("kueue_cluster_queue_borrowing_limit", ('resource=~"nvidia.com/.+"',)),
     "kueue_lending": ("kueue_cluster_queue_lending_limit", ('resource=~"nvidia.com/.+"',)),
     "kueue_pending": ("kueue_pending_workloads", ()),
+    # HAMi's GPU shares under its current (2.9+) and legacy names, one query each for both
+    # (docs/accounting.md, "HAMi fractional GPUs"; rollup/hami.py says which is which).
+    "hami_core": ("", ('__name__=~"hami_vgpu_core_allocated_ratio|vGPUCoreAllocated"',)),
+    "hami_memory": ("", ('__name__=~"hami_vgpu_memory_allocated_bytes|vGPUMemoryAllocated"',)),
+    "hami_gpu_cores": ("", ('__name__=~"hami_gpu_core_limit_ratio|GPUDeviceCoreLimit"',)),
+    "hami_gpu_memory": ("", ('__name__=~"hami_gpu_memory_limit_bytes|GPUDeviceMemoryLimit"',)),
+    "hami_util": ("", ('__name__=~"hami_container_device_utilization_ratio|Device_utilization_desc_of_container"',)),
+    "hami_memory_used": ("", ('__name__=~"hami_vgpu_memory_used_bytes|vGPU_device_memory_usage_in_bytes"',)),
 }
+HAMI_ROLES = ("hami_core", "hami_memory", "hami_gpu_cores", "hami_gpu_memory", "hami_util", "hami_memory_used")
 
 _NS = ("namespace", "exported_namespace")
 # role -> (metric, matchers, labels kept): the workload of each pod (rollup.pod_owners).

@@ -157,6 +157,7 @@ class _Writer:
             d.get("power", []), d.get("temperature", []), d.get("xid", []),
         )
         k = data.kube_state
+        rollup.apply_hami(cfg, window, result, k)      # GPUs HAMi shares: split among their pods
         ksm_interval = self._ksm_interval(data, interval)
         queued = rollup.rollup_queued(window, ksm_interval, k.get("phase", []), k.get("requests", []),
                                       cfg.replica_labels, cfg.pinned_interval_seconds)

@@ -1,5 +1,5 @@
-"""A month's chargeback as FOCUS 1.0 rows (the FinOps Open Cost and Usage Specification):
-the columns, as docs/chargeback.md ("FOCUS export") lists them.
+"""A month's chargeback as FOCUS 1.0 or 1.3 rows (the FinOps Open Cost and Usage Specification):
+the columns, as docs/chargeback.md ("FOCUS export", "FOCUS 1.3") lists them.
 
 One row per statement line and billing-zone day (`accounting.focus.focus_month` gives the lines
 and their day figures). Each line's shown cost is split over its days in the currency's minor
@@ -25,8 +25,10 @@ from apps.accounting.core.measures import shown_efficiency, shown_hours
 from apps.accounting.ledger.daily_money import DayFigures, FocusMonth, line_key
 from apps.accounting.ledger.facts import lines_as_shown
 from apps.accounting.ledger.statements import UNALLOCATED_KEY
+from apps.accounting.ledger.daily_money import SharedDay, shared_idle_days, spread_lines
 
-FOCUS_VERSION = "1.0"
+FOCUS_VERSION = "1.0"       # the default, for the loaders and the validator already reading it
+FOCUS_VERSIONS = ("1.0", "1.3")
 SERVICE_NAME = "GPU compute"
 SERVICE_CATEGORY = "AI and Machine Learning"
 TAG_PREFIX = "gpuportal/"
@@ -58,7 +60,26 @@ PORTAL_COLUMNS = [
 HOURS_PLACES = Decimal("0.000001")
 
 
-def columns(legacy_names: bool = True) -> list[str]:
+# FOCUS 1.3 (docs/chargeback.md, "FOCUS 1.3"): ProviderName and PublisherName are deprecated but
+# still in the specification, so kept; ServiceProviderName and HostProviderName are new and
+# mandatory; the split cost allocation columns are filled on the rows of a split cost (shared idle
+# spread over teams) and null on every other row. The commitment discount columns are left out:
+# FOCUS 1.3 wants them only from providers that offer commitment discounts, and the portal has none.
+COMMITMENT_COLUMNS = ["CommitmentDiscountCategory", "CommitmentDiscountId", "CommitmentDiscountName",
+                      "CommitmentDiscountStatus", "CommitmentDiscountType"]
+ALLOCATION_COLUMNS = ["AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName",
+                      "AllocatedTags"]
+FOCUS_13_COLUMNS = sorted([c for c in FOCUS_COLUMNS if c not in COMMITMENT_COLUMNS]
+                          + ["HostProviderName", "ServiceProviderName", "ServiceSubcategory"] + ALLOCATION_COLUMNS)
+SERVICE_SUBCATEGORY = "Other (AI and Machine Learning)"
+# The portal's split cost allocation method (FOCUS 1.3's AllocatedMethodId), documented in
+# docs/chargeback.md ("Split costs in FOCUS 1.3").
+SHARED_IDLE_METHOD = "gpuportal/shared-idle-by-allocated-cost"
+
+
+def columns(legacy_names: bool = True, version: str = FOCUS_VERSION) -> list[str]:
+    if version == "1.3":
+        return FOCUS_13_COLUMNS + PORTAL_COLUMNS
     return FOCUS_COLUMNS + (list(LEGACY_NAMES.values()) if legacy_names else []) + PORTAL_COLUMNS
 
 
@@ -66,6 +87,7 @@ def columns(legacy_names: bool = True) -> list[str]:
 class Issuer:
     """Who the rows say issued the charges (settings FOCUS_PROVIDER_NAME, FOCUS_BILLING_ACCOUNT_*)."""
     provider_name: str = "gpuportal"
+    host_provider_name: str = "gpuportal"
     billing_account_id: str = "gpuportal"
     billing_account_name: str = "gpuportal"
 
@@ -79,14 +101,22 @@ def shown_lines(lines: list[Line], scope) -> list[tuple[Line, Decimal]]:
     return [(line, cost) for line, cost in lines_as_shown(lines, scope) if cost is not None]
 
 
-def focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: bool = True) -> list[dict]:
-    return list(iter_focus_rows(month, scope, issuer, legacy_names=legacy_names))
+def focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: bool = True, version: str = FOCUS_VERSION,
+               shared_idle: str = "apart") -> list[dict]:
+    return list(iter_focus_rows(month, scope, issuer, legacy_names=legacy_names, version=version,
+                                shared_idle=shared_idle))
 
 
-def iter_focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: bool = True) -> Iterator[dict]:
+def iter_focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: bool = True,
+                    version: str = FOCUS_VERSION, shared_idle: str = "apart") -> Iterator[dict]:
     """The rows one at a time, line by line and day by day: the export streams them
-    (docs/performance.md, "Exports stream"), so only a line's rows exist at once."""
+    (docs/performance.md, "Exports stream"), so only a line's rows exist at once.
+
+    `version` "1.3" adds the FOCUS 1.3 columns (and never the 1.0-preview names, which 1.3 would
+    read as custom columns without their `x_`); `shared_idle` "spread" gives each team its share
+    of the unallocated capacity, day by day, as split cost rows (docs/chargeback.md)."""
     zone = month.zone
+    legacy_names = legacy_names and version == "1.0"
     start, end = period_bounds(month.period, zone)
     common = {
         "BillingAccountId": issuer.billing_account_id, "BillingAccountName": issuer.billing_account_name,
@@ -95,8 +125,20 @@ def iter_focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: b
         "InvoiceIssuerName": issuer.provider_name, "ProviderName": issuer.provider_name,
         "PublisherName": issuer.provider_name, "ServiceCategory": SERVICE_CATEGORY, "ServiceName": SERVICE_NAME,
     }
+    if version == "1.3":
+        common.update({"ServiceProviderName": issuer.provider_name, "HostProviderName": issuer.host_provider_name,
+                       "ServiceSubcategory": SERVICE_SUBCATEGORY,
+                       **{c: None for c in ALLOCATION_COLUMNS}})
     charge_periods = ChargePeriods(month.period, zone, month.adjusted_zones)
-    for line, cost in shown_lines(month.lines, scope):
+    lines = month.lines
+    shared = {}
+    if shared_idle == "spread":
+        lines = spread_lines(month)
+        shared = shared_idle_days(month, lines)
+    for line, cost in shown_lines(lines, scope):
+        if line.kind == "shared_idle":
+            yield from shared_rows(line, shared.get(line_key(line), []), common, charge_periods, version)
+            continue
         days = month.days.get(line_key(line)) or [DayFigures(None, line.allocated_gpu_seconds,
                                                              line.used_gpu_seconds, line.billed_seconds)]
         costs = apportion(cost, [billed_cost(line.hourly_rate, d.billed_seconds) for d in days], line.currency)
@@ -145,6 +187,33 @@ def line_columns(line: Line) -> dict:
     }
 
 
+def shared_rows(line: Line, parts: list[SharedDay], common: dict, charge_periods: "ChargePeriods",
+                version: str) -> Iterator[dict]:
+    """A team's spread share of a cluster's unallocated capacity: one row per origin line and day,
+    described as the origin (its cluster, SKU and price) and charged to the team. FOCUS 1.3 calls
+    each an allocated charge of a split cost allocation; its Allocated* columns say to whom and how."""
+    for part in parts:
+        origin = part.origin
+        row = {**common, **line_columns(origin), **charge_periods.of(origin, part.day.day),
+               **day_columns(origin, part.day, part.cost, part.ratio)}
+        row.update({
+            "SubAccountId": line.team, "SubAccountName": line.team, "x_ChargeKind": line.kind,
+            "ChargeDescription": f"Shared idle capacity of {origin.cluster}, spread to {line.team} "
+                                 f"({part.shown_ratio} of it): {line_columns(origin)['ChargeDescription']}",
+        })
+        if version == "1.3":
+            row.update({
+                "AllocatedMethodId": SHARED_IDLE_METHOD,
+                "AllocatedMethodDetails": json.dumps({"Elements": [{
+                    "AllocatedRatio": float(part.shown_ratio), "x_Basis": "allocated cost",
+                    "x_Group": {"cluster": origin.cluster, "gpu_model": origin.gpu_model,
+                                "currency": origin.currency}}]}, sort_keys=True, ensure_ascii=False),
+                "AllocatedResourceId": line.team, "AllocatedResourceName": line.team,
+                "AllocatedTags": json.dumps({f"{TAG_PREFIX}team": line.team}, sort_keys=True, ensure_ascii=False),
+            })
+        yield row
+
+
 class ChargePeriods:
     """ChargePeriodStart / End: the billing-zone day of a row, or for a line without day figures
     its whole month (the corrected month for an adjustment). Each written once per export."""
@@ -168,19 +237,21 @@ class ChargePeriods:
         return found
 
 
-def day_columns(line: Line, d: DayFigures, cost: Decimal) -> dict:
+def day_columns(line: Line, d: DayFigures, cost: Decimal, share: Decimal = Decimal(1)) -> dict:
     """A row's quantities and costs. BilledCost and EffectiveCost are the statement's money (the
     line's shown cost split over its days); ListCost and ContractedCost are, as FOCUS 1.0 defines
     them, the unit price × PricingQuantity as written, on corrections too (negative for vanished
-    hours): exact, at the fixed scale of a 6-place price times a 6-place quantity (12 places)."""
-    billed_hours = hours(d.billed_seconds)
+    hours): exact, at the fixed scale of a 6-place price times a 6-place quantity (12 places).
+    `share`: a split cost's part of the day (its quantities are that part of the origin's)."""
+    billed_hours = hours(d.billed_seconds * share)
     cost = plain(cost)
     listed = plain((line.hourly_rate * billed_hours).quantize(LIST_PLACES))
+    allocated, used = d.allocated_gpu_seconds * share, d.used_gpu_seconds * share
     return {
         "PricingQuantity": billed_hours, "ConsumedQuantity": billed_hours,
         "BilledCost": cost, "EffectiveCost": cost, "ContractedCost": listed, "ListCost": listed,
-        "x_AllocatedGpuHours": hours(d.allocated_gpu_seconds), "x_UsedGpuHours": hours(d.used_gpu_seconds),
-        "x_Efficiency": ratio(shown_efficiency(d.used_gpu_seconds, d.allocated_gpu_seconds)),
+        "x_AllocatedGpuHours": hours(allocated), "x_UsedGpuHours": hours(used),
+        "x_Efficiency": ratio(shown_efficiency(used, allocated)),
     }
 
 

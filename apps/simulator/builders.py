@@ -151,9 +151,11 @@ class _Builder:
 def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spelling="plain",
                    hostname_label=None, seed=1, nodes=3, gpus_per_node=4, mig_nodes=1,
                    time_slicing=False, replicas=(), idle_notebook_hours=0, counters=DEFAULT_COUNTERS,
-                   exporter_version=DEFAULT_VERSION) -> Scenario:
+                   exporter_version=DEFAULT_VERSION, dra_claim=False, hami=False) -> Scenario:
     """A small cluster with a hand-shaped story (see the comments below) plus random fill.
 
+    `dra_claim`: one GPU handed out through ResourceClaims (DRA) instead of device-plugin requests.
+    `hami`: one GPU shared by three pods through HAMi (gpucores / gpumem).
     `idle_notebook_hours`: a notebook left idle on a whole GPU for the last so many hours,
     still running at the end (the demo's "forgotten notebook" for a team lead to chase).
     `counters`, `exporter_version`: the dcgm-exporter imitated (docs/demo.md, "The simulated exporter");
@@ -205,6 +207,18 @@ def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spellin
             leave_idle.add(last)
             if not time_slicing:
                 b.add_pod("ml-research", "finetune-late", "trainer", [last], b.k(0.5), b.k(0.95), "busy")
+    hami_shares: dict[str, tuple[int, int]] = {}
+    if hami and len(node_devices) > 2:
+        # The search team's embedders share one GPU through HAMi, with staggered arrivals; the
+        # three together ask for 1.29 GPUs (docs/accounting.md, "HAMi fractional GPUs").
+        key = node_devices[2][0].key
+        leave_idle.add(key)
+        for name, pattern, k0, k1, ask in (("embedder-hami-a", "busy", 0.1, 0.6, (30, 20000)),
+                                           ("reranker-hami", "bursty", 0.3, 0.8, (20, 40000)),
+                                           ("embedder-hami-b", "mixed", 0.5, 0.9, (50, 10000))):
+            pod = b.add_pod("search-serving", name, "server", [key], b.k(k0), b.k(k1), pattern, shared=True)
+            if pod is not None:
+                hami_shares[pod.uid] = ask
     for group in mig_node_devices:
         for i, device in enumerate(group):
             if device.mig_profile == "1g.10gb" and i == 2:
@@ -220,11 +234,15 @@ def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spellin
     b.add_pending("ml-research", "llm-pretrain-worker-1", "trainer", "nvidia_com_gpu", 8, b.k(0.2), b.n_samples)
     b.add_pending("search-serving", "embedder-queued", "server", resource_name("1g.10gb"), 1, b.k(0.5), b.k(0.75))
 
+    # A GPU handed out through ResourceClaims (docs/accounting.md, "DRA-allocated GPUs"): the
+    # second node's first GPU, whoever holds it (jupyter-alice first).
+    dra_claims = {node_devices[1][0].key: "gpu"} if dra_claim and len(node_devices) > 1 else {}
     scenario = Scenario(name=name, start=b.start, end=b.end, interval_seconds=interval_seconds,
                         spelling=spelling, hostname_label=hostname_label, devices=devices,
                         pods=sorted(b.pods, key=lambda p: (p.start, p.namespace, p.name)),
                         pending=b.pending, namespace_teams=dict(NAMESPACE_TEAMS), quotas=dict(QUOTAS),
-                        time_sliced=time_sliced, seed=seed, replicas=tuple(replicas),
+                        time_sliced=time_sliced, dra_claims=dra_claims, hami_shares=hami_shares, seed=seed,
+                        replicas=tuple(replicas),
                         exporter=ExporterProfile(exporter_version, counters))
     scenario.validate()
     return scenario

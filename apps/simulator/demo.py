@@ -71,6 +71,13 @@ KSM_ROLES = {
     "kube_replicaset_owner": "replicaset_owner",
     "kube_job_owner": "job_owner",
     "kube_pod_labels": "notebook_labels",
+    # HAMi's series, under the roles ingest asks for them (apps/ingest/queries.py)
+    "hami_vgpu_core_allocated_ratio": "hami_core",
+    "hami_vgpu_memory_allocated_bytes": "hami_memory",
+    "hami_gpu_core_limit_ratio": "hami_gpu_cores",
+    "hami_gpu_memory_limit_bytes": "hami_gpu_memory",
+    "hami_container_device_utilization_ratio": "hami_util",
+    "hami_vgpu_memory_used_bytes": "hami_memory_used",
 }
 
 
@@ -122,7 +129,8 @@ def demo_scenario(start: int, end: int, relabel_at: int | None = None):
 
     scenario = build_scenario(name="demo", start=start, hours=(end - start) // 3600, interval_seconds=INTERVAL_SECONDS,
                               spelling="exported", hostname_label="hostname", seed=2026, nodes=4, gpus_per_node=4,
-                              mig_nodes=1, time_slicing=True, idle_notebook_hours=72)
+                              mig_nodes=1, time_slicing=True, idle_notebook_hours=72, dra_claim=True,
+                              hami=True)
     if relabel_at is not None:
         scenario.namespace_relabels = {"batch": [(relabel_at, "data")]}
     # the unlabelled sandbox starts claiming team research a day before the end: on a cluster

@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from .scenario import REPLICA_OFFSET_SECONDS, Scenario, SimDevice, SimPod, resource_name
-from .truth import DeviceTruth, iter_device_truth
+from .truth import DeviceTruth, hami_utilization, iter_device_truth, memory_mib
 
 DCGM_JOB = "nvidia-dcgm-exporter"
 KSM_JOB = "kube-state-metrics"
 KSM_INSTANCE = "10.0.0.2:8080"
 XID_CODE = 79  # "GPU has fallen off the bus": the classic one to alert on
 
-_MEMORY_MIB = {"NVIDIA H100 80GB HBM3": 81559, "NVIDIA A100-SXM4-80GB": 81920, "NVIDIA A30": 24576}
 _POWER_W = {"NVIDIA H100 80GB HBM3": (70.0, 700.0), "NVIDIA A100-SXM4-80GB": (60.0, 400.0),
             "NVIDIA A30": (30.0, 165.0)}  # (idle, board limit)
 
@@ -76,12 +75,26 @@ def workload_labels(scenario: Scenario, pod: SimPod | None, host: str) -> dict[s
     return labels
 
 
+DRA_DRIVER = "gpu.nvidia.com"
+
+
+def dra_labels(scenario: Scenario, device: SimDevice, pod: SimPod | None) -> dict[str, str]:
+    """dcgm-exporter's labels (4.4.0+, KUBERNETES_ENABLE_DRA) on the series of a pod holding the
+    device through a ResourceClaim: the claim, its namespace, and the device's driver, pool (the
+    node) and name in the DRA driver's ResourceSlice; never a pod_uid."""
+    template = scenario.dra_claims.get(device.key)
+    if not template or pod is None:
+        return {}
+    return {"dra_claim_name": f"{pod.name}-{template}", "dra_claim_namespace": pod.namespace, "dra_device_name": f"gpu-{device.gpu_index}",
+            "dra_driver_name": DRA_DRIVER, "dra_pool_name": device.host}
+
+
 def _device_metric_values(scenario: Scenario, truth: DeviceTruth, xid_device: bool) -> dict[str, list[float]]:
     """All DCGM gauges of one device, per sample index, driven by its utilization."""
     device = truth.device
     rng = random.Random(f"{scenario.seed}|aux|{device.uuid}|{device.mig_instance_id or ''}")
     fraction = device.gpu_fraction
-    memory_mib = _MEMORY_MIB.get(device.model, 81920) * fraction
+    board_mib = memory_mib(device.model) * fraction
     idle_w, max_w = _POWER_W.get(device.model, (60.0, 400.0))
     held = [False] * len(truth.utilization)
     for seg in truth.segments:
@@ -96,7 +109,7 @@ def _device_metric_values(scenario: Scenario, truth: DeviceTruth, xid_device: bo
             util.append(ratio)
         else:
             util.append(float(round(ratio * 100)))  # DCGM reports whole percents
-        fb.append(float(round(memory_mib * (rng.uniform(0.3, 0.9) if held[k] else rng.uniform(0.0, 0.01)))))
+        fb.append(float(round(board_mib * (rng.uniform(0.3, 0.9) if held[k] else rng.uniform(0.0, 0.01)))))
         watts = round((idle_w + ratio * (max_w - idle_w)) * fraction + rng.uniform(-2, 2), 3)
         power.append(watts)
         temp.append(float(round(30 + ratio * 45 + rng.uniform(-1, 1))))
@@ -111,7 +124,7 @@ def _device_metric_values(scenario: Scenario, truth: DeviceTruth, xid_device: bo
     computed = {"DCGM_FI_DEV_GPU_UTIL": util, "DCGM_FI_PROF_GR_ENGINE_ACTIVE": gr,
                 "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": [round(g * tensor_share, 6) for g in gr],
                 "DCGM_FI_PROF_DRAM_ACTIVE": [round(g * dram_share, 6) for g in gr],
-                "DCGM_FI_DEV_FB_USED": fb, "DCGM_FI_DEV_FB_FREE": [float(round(memory_mib)) - f for f in fb],
+                "DCGM_FI_DEV_FB_USED": fb, "DCGM_FI_DEV_FB_FREE": [float(round(board_mib)) - f for f in fb],
                 "DCGM_FI_DEV_POWER_USAGE": power, "DCGM_FI_DEV_GPU_TEMP": temp, "DCGM_FI_DEV_XID_ERRORS": xid,
                 "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": energy}
     fields = scenario.exporter.mig_fields if device.is_mig else scenario.exporter.fields
@@ -125,6 +138,8 @@ def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_devi
     base = device_labels(scenario, device, instance)
     tail = {"instance": instance, "job": DCGM_JOB}
     sliced = device.key in scenario.time_sliced
+    # dcgm-exporter does not know HAMi's vGPUs: a GPU HAMi shares has its device series only.
+    hami = device.key in scenario.hami_devices
     pod_uid_label = scenario.exporter.release.pod_uid
     # vgpu numbers are stable per pod on a shared device so its series never fragment.
     sharing = {p.uid: p for s in truth.segments for p in s.pods}
@@ -132,6 +147,10 @@ def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_devi
     if values is None:
         values = _device_metric_values(scenario, truth, xid_device)
     for metric, values in values.items():
+        if hami:
+            yield SimSeries(metric, {**base, **workload_labels(scenario, None, device.host), **tail},
+                            [(timestamps[k], v) for k, v in enumerate(values)])
+            continue
         if sliced:
             # The device series carries capacity only; per-pod series ride beside it.
             yield SimSeries(metric, {**base, **workload_labels(scenario, None, device.host), **tail},
@@ -146,7 +165,7 @@ def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_devi
         current: SimSeries | None = None
         for seg in truth.segments:
             pod = seg.pods[0] if seg.pods else None
-            labels = {**base, **workload_labels(scenario, pod, device.host), **tail}
+            labels = {**base, **workload_labels(scenario, pod, device.host), **dra_labels(scenario, device, pod), **tail}
             if current is None or current.labels != labels:
                 if current is not None:
                     yield current
@@ -154,6 +173,42 @@ def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_devi
             current.samples.extend((timestamps[k], values[k]) for k in range(seg.k0, seg.k1))
         if current is not None and current.samples:
             yield current
+
+
+HAMI_SCHEDULER = {"instance": "10.0.0.3:31993", "job": "hami-scheduler", "zone": "vGPU"}
+HAMI_MONITOR_PORT = 31992
+MIB = 1024 * 1024
+
+
+def _hami_series(scenario: Scenario) -> Iterator[SimSeries]:
+    """HAMi's scheduler and monitor series (2.9+ names) of the GPUs it shares: per GPU its cores
+    and memory; per pod its cores, memory, SM utilization and memory in use
+    (docs/accounting.md, "HAMi fractional GPUs")."""
+    devices = scenario.device_by_key
+    times = list(scenario.timestamps)
+    for key in sorted(scenario.hami_devices):
+        device = devices[key]
+        gpu = {"node": device.host, "device_uuid": device.uuid, "device_index": str(device.gpu_index),
+               "device_type": f"NVIDIA-{device.model}", **HAMI_SCHEDULER}
+        yield SimSeries("hami_gpu_core_limit_ratio", gpu, [(t, 100.0) for t in times])
+        yield SimSeries("hami_gpu_memory_limit_bytes", gpu, [(t, float(memory_mib(device.model) * MIB)) for t in times])
+    for pod in scenario.pods:
+        if pod.uid not in scenario.hami_shares:
+            continue
+        cores, mem = scenario.hami_shares[pod.uid]
+        held = [(k, t) for k, t in enumerate(times) if pod.holds_at(t)]
+        for key in pod.devices:
+            device = devices[key]
+            ctr = {"namespace": pod.namespace, "node": device.host, "pod": pod.name, "container_index": "0",
+                   "device_uuid": device.uuid, **HAMI_SCHEDULER}
+            yield SimSeries("hami_vgpu_core_allocated_ratio", ctr, [(t, float(cores)) for _, t in held])
+            yield SimSeries("hami_vgpu_memory_allocated_bytes", ctr, [(t, float(mem * MIB)) for _, t in held])
+            monitor = {"namespace": pod.namespace, "pod": pod.name, "container": pod.container, "vdevice_index": "0",
+                       "device_uuid": device.uuid, "instance": f"{device.host}:{HAMI_MONITOR_PORT}",
+                       "job": "hami-device-plugin-monitor"}
+            yield SimSeries("hami_container_device_utilization_ratio", monitor,
+                            [(t, round(hami_utilization(scenario, pod, k) * 100, 6)) for k, t in held])
+            yield SimSeries("hami_vgpu_memory_used_bytes", monitor, [(t, float(mem * MIB // 2)) for _, t in held])
 
 
 _RANDOM_SUFFIX = re.compile(r"(.+)-([bcdfghjklmnpqrstvwxz2456789]{5})")
@@ -214,7 +269,13 @@ def _ksm_series(scenario: Scenario) -> Iterator[SimSeries]:
         first = devices[pod.devices[0]]
         labels = {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid, "container": pod.container,
                   "node": first.host, "resource": resource_name(first.mig_profile), "unit": "integer", **ksm}
-        yield SimSeries("kube_pod_container_resource_requests", labels, [(t, float(len(pod.devices))) for t in times])
+        if not all(key in scenario.dra_claims for key in pod.devices):     # a claim is no resource request
+            yield SimSeries("kube_pod_container_resource_requests", labels,
+                            [(t, float(len(pod.devices))) for t in times])
+        if pod.uid in scenario.hami_shares:       # HAMi's own resources beside its one vGPU
+            for resource, amount in zip(("nvidia_com_gpucores", "nvidia_com_gpumem"), scenario.hami_shares[pod.uid]):
+                yield SimSeries("kube_pod_container_resource_requests", {**labels, "resource": resource},
+                                [(t, float(amount)) for t in times])
         yield SimSeries("kube_pod_status_phase", {"namespace": pod.namespace, "pod": pod.name, "uid": pod.uid,
                                                   "phase": "Running", **ksm}, [(t, 1.0) for t in times])
     for pod in scenario.pending:
@@ -290,4 +351,5 @@ def _iter_series(scenario: Scenario) -> Iterator[SimSeries]:
         for truth, v in zip(truths, values):
             v["DCGM_FI_DEV_POWER_USAGE"] = board
             yield from _dcgm_series(scenario, truth, instances[truth.device.host], False, v)
+    yield from _hami_series(scenario)
     yield from _ksm_series(scenario)

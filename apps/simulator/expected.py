@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from apps.accounting.core.measures import efficiency
 
 from .scenario import Scenario, resource_fraction
-from .truth import iter_device_truth
+from .truth import hami_shares, hami_utilization, iter_device_truth
 
 HOUR_SECONDS = 3600
 
@@ -78,8 +78,12 @@ def expected_figures(scenario: Scenario, idle_threshold: float = 0.05,
     e = Expected(interval, idle_threshold, window_start, window_end, _scenario=scenario)
     e.namespace_team = dict(scenario.namespace_teams)
 
+    hami_devices = scenario.hami_devices
     for truth in iter_device_truth(scenario):
         device = truth.device
+        if device.key in hami_devices:
+            _hami_device(e, scenario, truth, window_start, window_end)
+            continue
         fraction = device.gpu_fraction
         sample_gpu_seconds = interval * fraction
         # Idle runs per pod on this device, reset by any busy sample. Keyed by uid so a pod
@@ -145,3 +149,32 @@ def expected_figures(scenario: Scenario, idle_threshold: float = 0.05,
                 e.queued_gpu_seconds[pod.namespace] += interval * pod.count * fraction
     # Plain dicts: reading a namespace that had nothing must not silently insert a zero.
     return e.as_plain_dicts()
+
+
+def _hami_device(e: Expected, scenario: Scenario, truth, window_start: int, window_end: int) -> None:
+    """A GPU HAMi shares, sample by sample: each pod its share of the sample, the rest unallocated;
+    used as the pod's own utilization of the GPU, idle below the threshold × its share."""
+    device, interval = truth.device, scenario.interval_seconds
+    for seg in truth.segments:
+        for k in range(seg.k0, seg.k1):
+            ts = scenario.timestamps[k]
+            if not window_start <= ts < window_end:
+                continue
+            e.capacity_gpu_seconds += interval
+            e.capacity_by_model[device.model] += interval
+            shares = hami_shares(scenario, device, seg.pods)
+            for pod in seg.pods:
+                ns, share = pod.namespace, shares[pod.uid]
+                gpu_seconds = interval * share
+                used = hami_utilization(scenario, pod, k)
+                e.allocated_gpu_seconds[ns] += gpu_seconds
+                e.used_gpu_seconds[ns] += interval * used
+                e.allocated_by_model[device.model] += gpu_seconds
+                e.allocated_by_ns_hour[(ns, ts - ts % HOUR_SECONDS)] += gpu_seconds
+                e.longest_idle_run_seconds.setdefault((ns, pod.name), 0.0)
+                if used < e.idle_threshold * share:
+                    e.idle_gpu_seconds[ns] += gpu_seconds
+                    e.idle_by_pod[(ns, pod.name)] += gpu_seconds
+            free = interval * (1.0 - sum(shares.values()))
+            e.unallocated_gpu_seconds += free
+            e.unallocated_by_model[device.model] += free

@@ -140,6 +140,16 @@ class Scenario:
     namespace_relabels: dict[str, list[tuple[int, str | None]]] = field(default_factory=dict)
     quotas: dict[str, int] = field(default_factory=dict)
     time_sliced: set[DeviceKey] = field(default_factory=set)
+    # Whole GPUs handed out through ResourceClaims (Dynamic Resource Allocation): device -> the
+    # claim template's name (a holder's claim is `<pod>-<template>`, as Kubernetes names claims
+    # made from a template). Their holders' series carry dcgm-exporter's DRA labels, and
+    # kube-state-metrics shows those pods requesting no extended resource (docs/accounting.md,
+    # "DRA-allocated GPUs").
+    dra_claims: dict[DeviceKey, str] = field(default_factory=dict)
+    # Pods on GPUs HAMi shares: pod uid -> (nvidia.com/gpucores, nvidia.com/gpumem MiB). Their GPUs
+    # may be held by several of them at once; HAMi's own series say who holds which part
+    # (docs/accounting.md, "HAMi fractional GPUs").
+    hami_shares: dict[str, tuple[int, int]] = field(default_factory=dict)
     seed: int = 1
     driver_version: str = "570.86.15"
     # An HA Prometheus pair (or more): every series once per replica, labelled
@@ -162,6 +172,10 @@ class Scenario:
     @property
     def timestamps(self) -> range:
         return range(self.start, self.end, self.interval_seconds)
+
+    @property
+    def hami_devices(self) -> set[DeviceKey]:
+        return {key for pod in self.pods if pod.uid in self.hami_shares for key in pod.devices}
 
     @property
     def device_by_key(self) -> dict[DeviceKey, SimDevice]:
@@ -197,6 +211,10 @@ class Scenario:
             h.update(repr(sorted(self.namespace_relabels.items())).encode())
         h.update(repr(sorted(self.quotas.items())).encode())
         h.update(repr(sorted(self.time_sliced)).encode())
+        if self.dra_claims:
+            h.update(repr(sorted(self.dra_claims.items())).encode())
+        if self.hami_shares:
+            h.update(repr(sorted(self.hami_shares.items())).encode())
         return h.hexdigest()[:16]
 
     def exporter_problems(self) -> list[str]:
@@ -216,8 +234,9 @@ class Scenario:
                 if key not in keys:
                     raise ValueError(f"pod {pod.namespace}/{pod.name} names unknown device {key}")
                 by_device.setdefault(key, []).append(pod)
+        hami = self.hami_devices
         for key, pods in by_device.items():
-            if key in self.time_sliced:
+            if key in self.time_sliced or key in hami:
                 continue
             pods = sorted(pods, key=lambda p: p.start)
             for a, b in zip(pods, pods[1:]):

@@ -116,3 +116,39 @@ def iter_device_truth(scenario: Scenario) -> Iterator[DeviceTruth]:
     for device in scenario.devices:
         segs = segments(scenario, by_device.get(device.key, []))
         yield DeviceTruth(device, segs, utilization(scenario, device, segs))
+
+
+# ---------------------------------------------------------------- GPUs HAMi shares
+
+MEMORY_MIB = {"NVIDIA H100 80GB HBM3": 81559, "NVIDIA A100-SXM4-80GB": 81920, "NVIDIA A30": 24576}
+
+
+def memory_mib(model: str) -> int:
+    """A board's memory as the driver (and so HAMi) reports it."""
+    return MEMORY_MIB.get(model, 81920)
+
+
+def hami_shares(scenario: Scenario, device: SimDevice, pods) -> dict[str, float]:
+    """Pod uid -> its share of the GPU at an instant the pods hold it: max(cores ÷ 100, memory ÷ the
+    board's), all scaled down in proportion when they add up to more than one GPU
+    (docs/accounting.md, "HAMi fractional GPUs")."""
+    board = memory_mib(device.model)
+    shares = {}
+    for pod in pods:
+        cores, mem = scenario.hami_shares[pod.uid]
+        shares[pod.uid] = min(1.0, max(cores / 100, mem / board))
+    total = sum(shares.values())
+    if total > 1.0:
+        shares = {uid: share / total for uid, share in shares.items()}
+    return shares
+
+
+def hami_utilization(scenario: Scenario, pod: SimPod, k: int) -> float:
+    """A HAMi pod's SM utilization at sample k, as a fraction of the whole GPU in whole percents
+    (HAMi's monitor): its pattern's busy ratio × the cores it was given."""
+    interval = scenario.interval_seconds
+    k_in_pod = k - (pod.start - scenario.start) // interval
+    pod_samples = (pod.end - pod.start) // interval
+    rng = random.Random(f"{scenario.seed}|hami|{pod.uid}|{k}")
+    cores = scenario.hami_shares[pod.uid][0]
+    return round(_pattern_busy(pod.pattern, pod, k_in_pod, pod_samples, rng) * cores) / 100

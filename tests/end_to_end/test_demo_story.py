@@ -10,6 +10,7 @@ from django.db.models import Sum
 
 from apps.accounting.models import BillingPeriod, StatementLine
 from apps.accounting.ledger.statements import statement
+from apps.accounting.models import UsageHour
 from apps.reports.statement_rows import statement_payload
 from apps.accounting.usage.cells import UsageFilter, group_cells, usage_cells
 from apps.recommendations.models import Alert, RecommendationSnapshot
@@ -81,6 +82,15 @@ def test_the_demo_loads_the_whole_story(settings):
     assert sorted(Alert.objects.filter(kind=Alert.Kind.BUDGET).values_list("key", flat=True)) == [
         "budget:research:2026-11:100", "budget:research:2026-11:80", "budget:search:2026-11:80"]
     assert RecommendationSnapshot.objects.exists()
+
+    # one team on HAMi shares, one GPU handed out through ResourceClaims (docs/demo.md): the
+    # embedders' rows hold parts of one spot H100, never more than it in any hour
+    hami = UsageHour.objects.filter(pod__in=["embedder-hami-a", "reranker-hami", "embedder-hami-b"])
+    assert hami.exists() and set(hami.values_list("namespace", flat=True)) == {"search-serving"}
+    assert all(0 < f < 1 for f in hami.values_list("gpu_fraction", flat=True))
+    [uuid] = set(hami.values_list("device__uuid", flat=True))
+    per_hour = UsageHour.objects.filter(device__uuid=uuid).values("hour_start").annotate(s=Sum("gpu_seconds"))
+    assert all(r["s"] <= 3600.0 + 1e-6 for r in per_hour)
 
     # the cluster's team labels need approval: all approved but the sandbox's fresh claim
     from apps.teams.claims import pending_claims

@@ -61,7 +61,9 @@ EXPECT = {
                            + ["/api/v1/chargeback/?period={closed_period}"]),
     "api/v1/chargeback/xlsx/": ("api", MONEY, ["/api/v1/chargeback/xlsx/?period={open_period}"]),
     "api/v1/chargeback/focus/": ("api", MONEY, ["/api/v1/chargeback/focus/?period={open_period}",
-                                                "/api/v1/chargeback/focus/?period={closed_period}&legacy_names=omit"]),
+                                                "/api/v1/chargeback/focus/?period={closed_period}&legacy_names=omit",
+                                                "/api/v1/chargeback/focus/?period={open_period}&focus_version=1.3"
+                                                "&shared_idle=spread"]),
     "api/v1/forecast/": ("api", MONEY, ["/api/v1/forecast/", "/api/v1/forecast/?format=csv"]),
     "api/v1/chargeback/close/": ("api", (405,) * 4, ["/api/v1/chargeback/close/"]),    # POST: see below
     "api/v1/chargeback/reopen/": ("api", (405,) * 4, ["/api/v1/chargeback/reopen/"]),

@@ -40,6 +40,7 @@ def test_bad_windows_are_a_400_naming_the_problem(as_role, base):
     ("/api/v1/chargeback/xlsx/?period=26-01", "period"),
     ("/api/v1/chargeback/focus/?period=2026-13", "period='2026-13' is not a month like 2026-03"),
     ("/api/v1/chargeback/focus/?legacy_names=both", "legacy_names='both' is not one of include, omit"),
+    ("/api/v1/chargeback/focus/?focus_version=2", "focus_version='2' is not one of 1.0, 1.3"),
     ("/api/v1/forecast/?period=2026-13", "period='2026-13' is not a month like 2026-03"),
     ("/api/v1/forecast/?period=2001-01", "period='2001-01' has ended"),
     ("/api/v1/idle/?max_utilization=lots", "max_utilization"),

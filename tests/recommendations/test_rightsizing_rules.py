@@ -147,3 +147,76 @@ def test_monthly_money_by_hand():
     # half-up at the cent: 0.01 × 1 × 730 ÷ 1,000 = 0.0073 → 0.01
     assert rs.monthly(Decimal("0.01"), 1.0, 1000.0, "USD") == Decimal("0.01")
     assert rs.monthly(Decimal("4.00"), 1.0, 0.0, "USD") == Decimal("0.00")
+
+
+# ---------------------------------------------------------------- HAMi shares (docs/advice-and-alerts.md)
+
+H100_MIB = 80 * 10**9 / 2**20          # the board's 80 GB in MiB: 76,293.9
+
+
+def test_a_whole_h100_gets_a_hami_share_smaller_than_its_smallest_mig_slice():
+    # cores ⌈0.10 × 1 × 1.15 × 100⌉ = ⌈11.5⌉ = 12; memory ⌈8,192 × 1.15⌉ = ⌈9,420.8⌉ = 9,421 MiB = 0.12348
+    # of the board; share max(0.12, 0.12348) = 0.12348, below 1g.10gb's 1/7 = 0.14286
+    a = rs.advise(obs(), rs.Params(hami=True))
+    assert (a.action, a.hami.cores, a.hami.memory_mib) == (rs.HAMI, 12, 9421)
+    assert a.fraction_advised == pytest.approx(9421 / H100_MIB) == pytest.approx(0.1234829, abs=1e-7)
+    assert a.resource_advised == "nvidia.com/gpu, nvidia.com/gpucores, nvidia.com/gpumem"
+    assert "1g.10gb would hold 14%" in a.reason and a.text.startswith("use a HAMi share: gpucores 12, gpumem 9421")
+    # Without HAMi on the cluster: the MIG slice, as before.
+    assert rs.advise(obs()).action == rs.MIG
+
+
+def test_the_mig_slice_wins_when_the_hami_share_rounds_above_it_and_the_share_is_offered():
+    # 12.4 % × 1.15 = 14.26 %: 15 cores (0.15) > 1/7 = 0.142857, which 1g.10gb holds (0.1426 ≤ 1/7)
+    a = rs.advise(obs(activity_p95=0.124, fb_peak_mib=2000.0), rs.Params(hami=True))
+    assert (a.action, a.profile, a.hami.cores, a.hami.memory_mib) == (rs.MIG, "1g.10gb", 15, 2300)
+    assert a.reason.endswith("; or a HAMi share: gpucores 15, gpumem 2300 MiB (15% of the GPU)")
+
+
+def test_a_workload_on_a_hami_share_is_sized_in_shares_and_priced_by_them():
+    # holds half an H100; P95 20 % of its share: ⌈0.20 × 0.5 × 1.15 × 100⌉ = ⌈11.5⌉ = 12 cores;
+    # memory ⌈10,000 × 1.15⌉ = 11,500 MiB = 0.150733 of the board: 15.07 % instead of 50 %
+    o = obs(gpu_fraction=0.5, activity_p95=0.20, fb_peak_mib=10_000.0)
+    a = rs.advise(o)                                     # no setting needed: it is on HAMi already
+    assert (a.action, a.resource_now, a.hami.cores, a.hami.memory_mib) == (
+        rs.HAMI, "nvidia.com/gpu, nvidia.com/gpucores, nvidia.com/gpumem", 12, 11500)
+    assert a.fraction_advised == pytest.approx(11500 / H100_MIB)
+    # 48 GPU-hours held (its share's: 96 h of half a GPU) at 4.00 per GPU-hour, in a 48-hour window
+    # (measured, never extrapolated): now 4.00 × 48 = 192.00; advised 4.00 × 0.150733 ÷ 0.5 =
+    # 1.205863 per GPU-hour held → 57.88; saving (4.00 − 1.205863) × 48 = 134.118… → 134.12
+    advised_rate = Decimal("4.00") * Decimal(str(a.fraction_advised)) / Decimal("0.5")
+    assert rs.monthly(Decimal("4.00"), 48, 48, "EUR") == Decimal("192.00")
+    assert rs.monthly(advised_rate, 48, 48, "EUR") == Decimal("57.88")
+    assert rs.monthly_saving(Decimal("4.00"), advised_rate, 48, 48, "EUR") == Decimal("134.12")
+
+
+def test_a_hami_share_already_as_small_as_fits_is_kept():
+    # 15 % of an H100; P95 50 % of it: 9 cores, but memory ⌈11,000 × 1.15⌉ = 12,650 MiB = 0.1658 > 0.15
+    a = rs.advise(obs(gpu_fraction=0.15, activity_p95=0.50, fb_peak_mib=11_000.0))
+    assert a.action == rs.KEEP and "already the smallest HAMi share that fits" in a.reason
+    assert a.hami is not None and a.hami.share == pytest.approx(12650 / H100_MIB)
+
+
+def test_an_l4_gets_a_hami_share_before_a_time_slice():
+    # 24 GB L4: 3,000 MiB × 1.15 = 3,450 MiB = 0.15073 of 22,888.2 MiB; 12 cores: 15.07 % < 1/4
+    a = rs.advise(obs("NVIDIA L4", fb_peak_mib=3000.0), rs.Params(hami=True))
+    assert (a.action, a.hami.cores, a.hami.memory_mib) == (rs.HAMI, 12, 3450)
+    assert a.fraction_advised == pytest.approx(3450 / (24 * MIB_PER_GB))
+    assert rs.advise(obs("NVIDIA L4", fb_peak_mib=3000.0)).action == rs.SHARE
+
+
+def test_the_yaml_of_a_hami_share():
+    from datetime import datetime, timezone
+
+    from apps.accounting.usage.workloads import WorkloadUsage
+    from apps.recommendations.rightsizing.rows import workload_yaml
+
+    u = WorkloadUsage(cluster_id=1, namespace="ml", workload_kind="Deployment", workload_name="infer", gpu_model=H100,
+                      mig_profile="", gpu_fraction=1.0, pods=1, first_hour=datetime(2026, 11, 1, tzinfo=timezone.utc),
+                      hours=48, pod_hours=48, device_hours=48, gpu_seconds=48 * 3600.0, used_gpu_seconds=1000.0,
+                      idle_gpu_seconds=0.0, mig_seconds=0.0, activity_p95=0.10, fb_hours=48, fb_peak_mib=8 * GIB,
+                      fb_p95_mib=8 * GIB)
+    assert workload_yaml(u, rs.advise(obs(), rs.Params(hami=True))) == (
+        "# Deployment infer in namespace ml: in each container that asks for a GPU (HAMi)\n"
+        "resources:\n  limits:\n    nvidia.com/gpu: 1\n    nvidia.com/gpucores: 12\n"
+        "    nvidia.com/gpumem: 9421   # instead of nvidia.com/gpu\n")

@@ -11,30 +11,30 @@ presentation — are written by `apps/reports/focus_csv.py`.
 - Closed month: the frozen lines, and the frozen cells booked in that month (its own and its
   adjustments), matched to the lines with the rate card in force when it was closed, in the
   zone it was closed in.
+- Shared idle spread over teams (`shared_idle_days`): each team's spread share of a cluster's
+  unallocated capacity, split over the capacity's own days (docs/chargeback.md, "Split costs in
+  FOCUS 1.3").
 """
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
-from decimal import Decimal
+from decimal import ROUND_FLOOR, Decimal
 from zoneinfo import ZoneInfo
 
 from django.db.models import Q
 
 from apps.accounting.core.lines import Line, line_sums
-from apps.accounting.core.ratecard import RateCard
+from apps.accounting.core.ratecard import RateCard, billed_cost
+from apps.accounting.core.rounding import apportion, ensure_shown
+from apps.accounting.core.shared_idle import spread_shared_idle
 from apps.accounting.ledger.frozen import frozen_cells
 from apps.accounting.models import BillingPeriod
 from apps.accounting.ledger.answer import (closed_before, closed_periods, month_late_cells, month_lines,
-                     month_zone, own_days)
-from apps.accounting.pricing.rates import load_rate_card, rate_card_at
+                                           month_zone, own_days, zone_edge_cells)
+from apps.accounting.pricing.rates import closing_card, load_rate_card, rate_card_at
 from apps.accounting.ledger.statements import statement
-from .frozen import frozen_cells
-from apps.accounting.models.periods import BillingPeriod
-from apps.accounting.ledger.answer import closed_before, closed_periods, month_late_cells, month_lines, month_zone, own_days, zone_edge_cells
-from apps.accounting.pricing.rates import closing_card
-from .statements import statement
 
 
 @dataclass(frozen=True)
@@ -108,3 +108,66 @@ def _zones(closed: dict) -> dict[str, ZoneInfo]:
     return {p: month_zone(p, closed) for p in closed}
 
 
+
+
+# ---------------------------------------------------------------- shared idle, spread, day by day
+
+RATIO_PLACES = Decimal("0.000001")
+
+
+@dataclass(frozen=True)
+class SharedDay:
+    """One team's part of one day of a cluster's unallocated capacity, spread over the teams
+    (docs/chargeback.md, "Split costs in FOCUS 1.3")."""
+    origin: Line            # the unallocated capacity line whose cost is split (the origin charge)
+    day: DayFigures         # its figures that day
+    ratio: Decimal          # the team's share of the origin charge, exact
+    shown_ratio: Decimal    # the same to 6 places; a group's teams' shown ratios add up to 1 exactly
+    cost: Decimal           # the team's part of that day, in the currency's minor unit
+
+
+def spread_lines(month: FocusMonth) -> list[Line]:
+    """The month's lines with shared idle spread over the teams, as the statement with
+    `shared_idle=spread` has them (rounded once, then spread: `statements.statement`)."""
+    return spread_shared_idle(ensure_shown([replace(line) for line in month.lines]))
+
+
+def shared_idle_days(month: FocusMonth, spread: list[Line]) -> dict[tuple, list[SharedDay]]:
+    """Per `shared_idle` line of `spread` (as `line_key`), its parts day by day.
+
+    A team's share of a group (cluster × GPU model × currency) is its allocated cost ÷ the
+    group's (`calc.spread_shared_idle`); every origin day of the group (each unallocated line of
+    the group and each of its days) gives the team that share of its exact cost, and the team's
+    shown spread amount is split over those parts by largest remainder, so a team's rows add up
+    to the statement's shared-idle line to the minor unit."""
+    groups: dict[tuple, list[Line]] = defaultdict(list)
+    for line in spread:
+        if line.kind == "shared_idle":
+            groups[(line.cluster, line.gpu_model, line.currency)].append(line)
+    origins: dict[tuple, list[tuple[Line, DayFigures, Decimal]]] = defaultdict(list)
+    for line in month.lines:
+        group = (line.cluster, line.gpu_model, line.currency)
+        if line.kind != "unallocated" or line.hourly_rate is None or group not in groups:
+            continue
+        days = month.days.get(line_key(line)) or [DayFigures(None, line.allocated_gpu_seconds,
+                                                             line.used_gpu_seconds, line.billed_seconds)]
+        origins[group] += [(line, d, billed_cost(line.hourly_rate, d.billed_seconds)) for d in days]
+    out: dict[tuple, list[SharedDay]] = {}
+    for group, teams in groups.items():
+        total = sum((t.fixed_cost for t in teams), Decimal(0))
+        ratios = [t.fixed_cost / total if total else Decimal(1) / len(teams) for t in teams]
+        for team, ratio, shown_ratio in zip(teams, ratios, ratios_to_places(ratios)):
+            parts = apportion(team.shown, [cost * ratio for _, _, cost in origins[group]], team.currency)
+            out[line_key(team)] = [SharedDay(origin, day, ratio, shown_ratio, cost)
+                                   for (origin, day, _), cost in zip(origins[group], parts)]
+    return out
+
+
+def ratios_to_places(ratios: list[Decimal]) -> list[Decimal]:
+    """Ratios that add up to 1, written to 6 places so that they still do (largest remainder)."""
+    floors = [r.quantize(RATIO_PLACES, rounding=ROUND_FLOOR) for r in ratios]
+    missing = int((1 - sum(floors, Decimal(0))) / RATIO_PLACES)
+    order = sorted(range(len(ratios)), key=lambda i: (-(ratios[i] - floors[i]), i))
+    for k in range(max(missing, 0)):
+        floors[order[k % len(order)]] += RATIO_PLACES
+    return floors

@@ -6,6 +6,7 @@ inventory, device health, queued demand and quota records. No Django here: the s
 serves ingestion from Prometheus and the demo that feeds simulator samples directly.
 """
 from .devices import rollup_devices  # noqa: F401
+from .hami import apply_hami  # noqa: F401
 from .kube_state import cluster_queues, namespace_teams, pod_owners, rollup_queued, rollup_quota  # noqa: F401
 from .labels import (canonical, detect_interval, detect_spelling, device_identity, device_key, gpu_fraction, is_gpu_resource, is_time_slice,  # noqa: F401
                      mig_max_slices, mig_resource_profile, profile_slices, resource_fraction, sanitize_label_key,

@@ -10,7 +10,8 @@ import numpy as np
 
 from .arrays import columns
 from .labels import canonical, device_key, gpu_fraction
-from .records import WORKLOAD_LABELS, HourlySeries, RollupConfig, Samples, Series, Window
+from .dra import DRA_LABELS
+from .records import WORKLOAD_NAMES, HourlySeries, RollupConfig, Samples, Series, Window
 from .timeline import Coverage
 
 
@@ -43,7 +44,7 @@ def readings_only(chosen: list[tuple], power: list, fb_used: list, temperature: 
     return [m for members in found.values() for m in members]
 
 
-_WORKLOAD_NAMES = frozenset(name for names in WORKLOAD_LABELS.values() for name in names) | {"pod_uid", "vgpu"}
+_WORKLOAD_NAMES = WORKLOAD_NAMES | set(DRA_LABELS)
 
 
 def instance_spans(streams: list) -> dict[str, dict[tuple, tuple[Coverage, str, str]]]:

@@ -11,7 +11,7 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from .labels import canonical, device_identity, device_key, gpu_fraction, is_time_slice, names_the_exporter, workload_of
-from .records import (WORKLOAD_LABELS, DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series,
+from .records import (WORKLOAD_LABELS, WORKLOAD_NAMES, DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series,
                       Window, _finite)
 from .arrays import columns, first_maxima, hour_slots, joined_columns, sequential_sums
 from .batch import _Acc, _Batch
@@ -20,6 +20,7 @@ from .copies import merge_copy_columns
 from .copies import priority as _priority
 from .timeline import Coverage, StreamGaps
 from .capacity import free_slices, in_mig_mode, instance_spans, readings_only
+from .dra import DRA_CLAIM_NAME, DRA_CLAIM_NAMESPACE, is_dra, mig_copies
 
 
 class _Stream:
@@ -67,7 +68,8 @@ class _Workloads:
 
     def of(self, labels) -> tuple[str, str]:
         ns_label, pod_label, container_label = self.names
-        seen = (labels.get(ns_label), labels.get(pod_label), labels.get(container_label))
+        seen = (labels.get(ns_label), labels.get(pod_label), labels.get(container_label),
+                labels.get(DRA_CLAIM_NAMESPACE), labels.get(DRA_CLAIM_NAME))
         verdict = self.known.get(seen)
         if verdict is None:
             verdict = self.known[seen] = self._judged(labels)
@@ -83,8 +85,10 @@ class _Workloads:
         namespace, pod = workload_of(labels, cfg.spelling)
         if not namespace:
             return "", "", False
+        # A pod holding a GPU through a ResourceClaim requests no extended resource, so
+        # kube-state-metrics' requests cannot vouch for it; its claim does.
         distrusted = names_the_exporter(labels, cfg.spelling) or (
-            self.gpu_pods is not None and (namespace, pod) not in self.gpu_pods)
+            self.gpu_pods is not None and (namespace, pod) not in self.gpu_pods and not is_dra(labels))
         return namespace, pod, distrusted
 
     def warnings(self) -> list[str]:
@@ -113,7 +117,8 @@ def rollup_devices(
     candidates = {workload_of(s.labels, cfg.spelling) for s in (*whole_util, *mig_util)} if cfg.gpu_pods else None
     workloads = _Workloads(cfg, candidates)
 
-    chosen = _chosen_series(cfg, whole_util, mig_util)
+    chosen = mig_copies(_chosen_series(cfg, whole_util, mig_util), WORKLOAD_NAMES,
+                        lambda labels: workload_of(labels, cfg.spelling))
     power, fb_used, temperature = list(power), list(fb_used), list(temperature)
     chosen += readings_only(chosen, power, fb_used, temperature, warnings)
     streams, raw_in_window, fallback, tiled = _merged_streams(cfg, window, chosen, workloads)

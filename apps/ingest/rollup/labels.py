@@ -7,6 +7,7 @@ from typing import Iterable, Mapping
 from .records import (A30_PROFILES, CANONICAL_LABELS, MIG_SLICES_BY_MODEL, PROFILE_SLICES, TIME_SLICE_LABELS,
                       WORKLOAD_LABELS, Series)
 from .arrays import stream_columns
+from .dra import claim_workload, is_dra
 from .timeline import StreamGaps
 
 
@@ -142,12 +143,16 @@ def device_identity(labels: Mapping[str, str]) -> tuple[tuple[str, str], dict]:
 
 
 def workload_of(labels: Mapping[str, str], spelling: str) -> tuple[str, str]:
+    """(namespace, pod) a series names; a DRA series without workload labels names its claim's
+    namespace (docs/accounting.md, "DRA-allocated GPUs")."""
     ns_label, pod_label, _ = WORKLOAD_LABELS[spelling]
     namespace = labels.get(ns_label, "")
     if not namespace:
-        return "", ""
+        return claim_workload(labels, labels.get(pod_label, "")) if is_dra(labels) else ("", "")
     return namespace, labels.get(pod_label, "")
 
 
 def is_time_slice(labels: Mapping[str, str]) -> bool:
-    return any(labels.get(name) for name in TIME_SLICE_LABELS)
+    """A per-pod series of a shared GPU: a time-sliced GPU's (`vgpu`), or one of the copies
+    dcgm-exporter makes for each pod of a ResourceClaim (its pods share the device)."""
+    return any(labels.get(name) for name in TIME_SLICE_LABELS) or is_dra(labels)

@@ -16,6 +16,7 @@ WORKLOAD_LABELS = {
     "exported": ("exported_namespace", "exported_pod", "exported_container"),
     "old": ("pod_namespace", "pod_name", "container_name"),
 }
+WORKLOAD_NAMES = frozenset(name for names in WORKLOAD_LABELS.values() for name in names) | {"pod_uid", "vgpu"}
 # Only `vgpu` marks a per-pod series of a time-sliced GPU; `pod_uid` alone (dcgm-exporter's
 # --kubernetes-enable-pod-uid) is an ordinary workload label (docs/accounting.md).
 TIME_SLICE_LABELS = ("vgpu",)

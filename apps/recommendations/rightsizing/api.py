@@ -28,6 +28,9 @@ ROW_FIELDS = {
     "action": serializers.ChoiceField(choices=list(ACTIONS)), "action_text": serializers.CharField(),
     "profile": serializers.CharField(allow_null=True, help_text="the MIG profile advised"),
     "resource_advised": serializers.CharField(allow_null=True, help_text="e.g. nvidia.com/mig-1g.10gb"),
+    "hami_gpucores": serializers.IntegerField(allow_null=True, help_text="the HAMi share that fits, advised or "
+                                              "offered beside a MIG slice: nvidia.com/gpucores (percent)"),
+    "hami_gpumem_mib": serializers.IntegerField(allow_null=True, help_text="… and its nvidia.com/gpumem (MiB)"),
     "reason": serializers.CharField(), "confidence": serializers.ChoiceField(choices=["low", "medium", "high"]),
     "monthly_cost_now": serializers.CharField(**_money), "monthly_cost_advised": serializers.CharField(**_money),
     "monthly_saving": serializers.CharField(

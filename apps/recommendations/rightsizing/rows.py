@@ -51,7 +51,8 @@ class RightsizeQuery:
 
 
 def params_from_settings() -> rs.Params:
-    return rs.Params(headroom=settings.RIGHTSIZE_HEADROOM, share_replicas=settings.RIGHTSIZE_SHARE_REPLICAS)
+    return rs.Params(headroom=settings.RIGHTSIZE_HEADROOM, share_replicas=settings.RIGHTSIZE_SHARE_REPLICAS,
+                     hami=settings.RIGHTSIZE_HAMI)
 
 
 class _Fractions:
@@ -83,6 +84,10 @@ def workload_yaml(u: WorkloadUsage, advice: rs.Advice) -> str:
             return f"# {where}: never used its GPU; suspend it\nspec:\n  suspend: true\n"
         return (f"# {where}: never used its GPU; in each container that asks for one, remove the request\n"
                 f"resources:\n  limits:\n    {advice.resource_now}: null   # removes it (was 1)\n")
+    if advice.action == rs.HAMI:
+        return (f"# {where}: in each container that asks for a GPU (HAMi)\n"
+                f"resources:\n  limits:\n    nvidia.com/gpu: 1\n    nvidia.com/gpucores: {advice.hami.cores}\n"
+                f"    nvidia.com/gpumem: {advice.hami.memory_mib}   # instead of {advice.resource_now}\n")
     if advice.resource_advised is None:
         return ""
     return (f"# {where}: in each container that asks for a GPU\n"
@@ -117,6 +122,11 @@ def assess(u: WorkloadUsage, window: tuple[datetime, datetime], params: rs.Param
         elif advice.action == rs.SHARE:
             whole = rate(u.gpu_model, "")
             advised = (whole[0] / Decimal(params.share_replicas), whole[1]) if whole else None
+        elif advice.action == rs.HAMI:
+            # GPU-hours held are already the share held (1 on a whole GPU): the rate scales by
+            # the advised share over it (docs/advice-and-alerts.md, "Right-sizing").
+            held = Decimal(str(u.gpu_fraction if rs.on_hami(observed) else 1.0))
+            advised = (now_rate[0] * Decimal(str(advice.hami.share)) / held, now_rate[1])
         else:
             advised = now_rate
     cost_now = cost_advised = saving = currency = None
@@ -135,6 +145,8 @@ def assess(u: WorkloadUsage, window: tuple[datetime, datetime], params: rs.Param
         "fb_peak_mib": _round(u.fb_peak_mib, 1), "fb_p95_mib": _round(u.fb_p95_mib, 1),
         "action": advice.action, "action_text": advice.text, "profile": advice.profile,
         "resource_advised": advice.resource_advised, "reason": advice.reason, "confidence": advice.confidence,
+        "hami_gpucores": advice.hami.cores if advice.hami else None,
+        "hami_gpumem_mib": advice.hami.memory_mib if advice.hami else None,
         "in_totals": advice.confidence != rs.LOW,
         "monthly_cost_now": present(cost_now, currency) if money else None,
         "monthly_cost_advised": present(cost_advised, currency) if money else None,
@@ -234,7 +246,7 @@ def public(row: dict) -> dict:
 CSV_COLUMNS = [
     "cluster", "namespace", "team", "workload_kind", "workload_name", "pods", "gpu_model", "mig_profile",
     "resource_now", "hours_observed", "history_hours", "allocated_gpu_hours", "instance_hours", "activity",
-    "activity_p95", "fb_peak_mib", "fb_p95_mib", "action", "profile", "resource_advised", "reason", "confidence",
-    "in_totals",
+    "activity_p95", "fb_peak_mib", "fb_p95_mib", "action", "profile", "resource_advised", "hami_gpucores",
+    "hami_gpumem_mib", "reason", "confidence", "in_totals",
     "monthly_cost_now", "monthly_cost_advised", "monthly_saving", "currency", "window_start", "window_end", "yaml",
 ]

@@ -18,7 +18,12 @@ Per workload and the GPU it holds, from its hourly rollups over the window:
    window: a profile the workload ever outgrew is never recommended.
 4. **Time-sliced share** (a model without MIG, e.g. L4, L40S): when P95 activity × (1 +
    headroom) ≤ 1 ÷ replicas and peak × (1 + headroom) ≤ board memory ÷ replicas.
-5. Otherwise **keep** it.
+5. **A HAMi share** (with `Params.hami`, the clusters run HAMi; or a workload already on one):
+   cores = ⌈P95 activity × the share held now × (1 + headroom) × 100⌉ %, memory = ⌈peak × (1 +
+   headroom)⌉ MiB, the share = max(cores ÷ 100, memory ÷ the board's), the rule ingest charges
+   by (docs/accounting.md, "HAMi fractional GPUs"); offered beside a MIG profile (the advice is
+   the smaller of the two, the MIG slice on a tie), advised when smaller than what it holds.
+6. Otherwise **keep** it.
 
 **Money** per month, at the rate card, measured over the stated window and never extrapolated
 (docs/advice-and-alerts.md, "What a saving is"): (rate now − rate advised) × instance-hours
@@ -26,14 +31,17 @@ held × 730 h ÷ the window's hours when the window is longer than 730 h, else t
 saving — never more than the workload cost in the window — rounded half-up to the currency's
 minor unit. Rate now: the model's rate per GPU-hour for a whole GPU; the profile's own rate,
 else the model's rate × the profile's fraction, for a MIG slice. Rate advised: likewise for
-the new profile; the model's rate ÷ replicas for a share; 0 for release.
+the new profile; the model's rate ÷ replicas for a share; the model's rate × the HAMi share ÷
+the share held now for a HAMi share (a HAMi workload's GPU-hours are already its share of the
+GPU); 0 for release.
 
 **Confidence** is the number of hours the workload was observed: under 24 low, under 168
 (a week) medium, else high.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from decimal import ROUND_HALF_UP, Decimal
 
 from apps.accounting.core.currencies import minor_unit
@@ -44,24 +52,28 @@ from apps.recommendations.mig_profiles import MIB_PER_GB, MigModel, board_memory
 RELEASE = "release"
 MIG = "mig"
 SHARE = "share"
+HAMI = "hami"
 KEEP = "keep"
-ACTIONS = (RELEASE, MIG, SHARE, KEEP)
+ACTIONS = (RELEASE, MIG, SHARE, HAMI, KEEP)
 ACTION_TEXT = {
     RELEASE: "release it: never used",
     MIG: "move to a MIG slice",
     SHARE: "share a GPU (time-slicing)",
+    HAMI: "move to a HAMi share",
     KEEP: "keep it",
 }
 LOW, MEDIUM, HIGH = "low", "medium", "high"
 MULTI_GPU_PODS = 1.5
 WHOLE_GPU = "nvidia.com/gpu"
 SHARED_GPU = "nvidia.com/gpu.shared"
+HAMI_RESOURCES = "nvidia.com/gpu, nvidia.com/gpucores, nvidia.com/gpumem"
 
 
 @dataclass(frozen=True)
 class Params:
     headroom: float = 0.15            # the quota advice's margin, docs/advice-and-alerts.md
     share_replicas: int = 4           # replicas per GPU in the cluster's time-slicing config
+    hami: bool = False                # the clusters run HAMi: HAMi shares may be advised for whole GPUs
     low_hours: int = 24               # fewer hours observed: low confidence
     high_hours: int = 168             # at least this many: high
 
@@ -91,10 +103,44 @@ class Advice:
     fraction_advised: float | None    # the share of a GPU advised (for pricing)
     reason: str
     confidence: str
+    hami: "HamiShare | None" = None   # the HAMi share that would fit, advised or offered beside
 
     @property
     def text(self) -> str:
+        if self.action == HAMI:
+            return f"use a HAMi share: {self.hami.request}"
         return f"use {self.profile}" if self.action == MIG else ACTION_TEXT[self.action]
+
+
+@dataclass(frozen=True)
+class HamiShare:
+    cores: int                        # nvidia.com/gpucores: percent of the GPU's compute
+    memory_mib: int                   # nvidia.com/gpumem
+    share: float                      # max(cores ÷ 100, memory ÷ the board's): what it is charged
+
+    @property
+    def request(self) -> str:
+        return f"gpucores {self.cores}, gpumem {self.memory_mib} MiB ({self.share:.0%} of the GPU)"
+
+
+def hami_share(o: "Observed", activity: float, need_mib: float, headroom: float) -> HamiShare | None:
+    """The HAMi share that holds the workload's P95 compute (its activity is relative to the share
+    it holds now) and its memory peak, with headroom; None for a model whose memory is unknown."""
+    memory_gb = board_memory_gb(o.gpu_model)
+    if memory_gb is None:
+        return None
+    board_mib = memory_gb * MIB_PER_GB
+    held = o.gpu_fraction if not o.mig_profile else 1.0
+    cores = max(1, math.ceil(activity * held * (1 + headroom) * 100 - 1e-9))
+    memory = math.ceil(need_mib - 1e-9)
+    if cores > 100 or memory > board_mib:
+        return None
+    return HamiShare(cores, memory, max(cores / 100, memory / board_mib))
+
+
+def on_hami(o: "Observed") -> bool:
+    """A share of a whole GPU without a MIG profile: what HAMi's rows are (docs/accounting.md)."""
+    return not o.mig_profile and o.gpu_fraction < 1.0 - 1e-9
 
 
 def resource_for(mig_profile: str) -> str:
@@ -148,7 +194,25 @@ def advise(o: Observed, params: Params = Params()) -> Advice:
     need_mib = o.fb_peak_mib * h
     peak = f"framebuffer peak {gib(o.fb_peak_mib)} (+{params.headroom:.0%}: {gib(need_mib)})"
     act = f"P95 activity {activity:.0%}"
+    hami = hami_share(o, activity, need_mib, params.headroom) if params.hami or on_hami(o) else None
+    if on_hami(o):
+        held = f"its share ({o.gpu_fraction:.0%} of the GPU)"
+        if hami is None or hami.share >= o.gpu_fraction - 1e-9:
+            return Advice(KEEP, None, HAMI_RESOURCES, None, None,
+                          f"{peak} and {act} of {held}: already the smallest HAMi share that fits", sure, hami)
+        return Advice(HAMI, None, HAMI_RESOURCES, HAMI_RESOURCES, hami.share,
+                      f"{peak} and {act} of {held} fit {hami.request}", sure, hami)
     model = mig_model(o.gpu_model)
+    if model is not None and hami is not None and not o.mig_profile:
+        mig = advise(o, Params(headroom=params.headroom, share_replicas=params.share_replicas,
+                               low_hours=params.low_hours, high_hours=params.high_hours))
+        if mig.action == MIG and mig.fraction_advised <= hami.share + 1e-9:
+            return replace(mig, reason=f"{mig.reason}; or a HAMi share: {hami.request}", hami=hami)
+        if hami.share < 1.0 - 1e-9:
+            offered = f"; {mig.profile} would hold {mig.fraction_advised:.0%}" if mig.action == MIG else ""
+            return Advice(HAMI, None, now, HAMI_RESOURCES, hami.share,
+                          f"{peak} and {act} fit {hami.request}{offered}", sure, hami)
+        return mig
     if model is not None:
         held = _held_slices(model, o)
         need_compute = activity * (held / model.max_slices) * h
@@ -167,6 +231,8 @@ def advise(o: Observed, params: Params = Params()) -> Advice:
         return keep(f"{o.gpu_model} is not in the MIG table")
     if memory_gb is None:
         return keep(f"{o.gpu_model} has no MIG and its memory is not in the table: no share sized")
+    if hami is not None and hami.share < 1.0 - 1e-9:
+        return Advice(HAMI, None, now, HAMI_RESOURCES, hami.share, f"{peak} and {act} fit {hami.request}", sure, hami)
     n = params.share_replicas
     share_mib = memory_gb * MIB_PER_GB / n
     if activity * h <= 1.0 / n and need_mib <= share_mib:
