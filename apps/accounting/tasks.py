@@ -19,7 +19,7 @@ def prepare_month_answers(periods: list[str] | None = None, recent: bool = False
     """Bring the stored answers of `periods` — and, with `recent` or when none are named, of the
     month to date and last month (while it is open: the one finance closes next) — up to date, so
     that pages, the API and closing find them stored instead of computing them (docs/performance.md). Queued after every write to an
-    input (`refresh.py`) and by the beat. A closed month's changes show in the first open month
+    input (`stored/refresh.py`) and by the beat. A closed month's changes show in the first open month
     after it (its late data), which is prepared instead. A current answer costs one query."""
     now = timezone.now()
     today = now.astimezone(billing_zone()).date()

@@ -47,7 +47,7 @@ def crossed_thresholds(spent: Decimal, budget: Decimal, thresholds=BUDGET_THRESH
 
 def team_spend(budget: TeamBudget, start: datetime, end: datetime) -> tuple[Decimal | None, str]:
     """Allocated GPU-hours from `start` to `end`; or, for a money budget, the team's money on the
-    month's ledger (`ledger.team_month`): the chargeback statement's figure for the month,
+    month's ledger (`ledger.money.team_month`): the chargeback statement's figure for the month,
     adjustments included, to the minor unit. None when the money cannot be compared: nothing of
     the team's usage is priced, or it is priced in another currency than the budget's."""
     if budget.unit == TeamBudget.Unit.GPU_HOURS:

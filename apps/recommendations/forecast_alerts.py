@@ -4,7 +4,7 @@
 2026-11-24 (…)", once per team per billing month (key `forecast:<team>:<YYYY-MM>`). The forecast
 is `apps.accounting.forecast.teams.month_forecast`, the one the team page and the API show
 (docs/forecast.md); the day is the first at which the mean run rates reach the budget
-(`forecast.crossing_day`). A money budget is compared with the forecast in its currency; a
+(`forecast.model.crossing_day`). A money budget is compared with the forecast in its currency; a
 GPU-hour budget with the forecast of allocated GPU-hours. Nothing is raised when the month to
 date has reached the budget already: the 100 % budget alert says so.
 """

@@ -3,7 +3,7 @@ the columns, as docs/chargeback.md ("FOCUS export", "FOCUS 1.3") lists them.
 
 One row per statement line and billing-zone day (`accounting.focus.focus_month` gives the lines
 and their day figures). Each line's shown cost is split over its days in the currency's minor
-unit (`calc.apportion`), so the rows' BilledCost adds up to the statement's total exactly, per
+unit (`core.rounding.apportion`), so the rows' BilledCost adds up to the statement's total exactly, per
 currency.
 """
 from __future__ import annotations
@@ -96,7 +96,7 @@ class Issuer:
 
 def shown_lines(lines: list[Line], scope) -> list[tuple[Line, Decimal]]:
     """The priced lines the user may see with their cost as the statement by team shows it
-    (`statement_facts.lines_as_shown`). Unpriced lines have no cost and no currency, which a
+    (`ledger.facts.lines_as_shown`). Unpriced lines have no cost and no currency, which a
     FOCUS row must have: they are left out."""
     return [(line, cost) for line, cost in lines_as_shown(lines, scope) if cost is not None]
 
@@ -271,7 +271,7 @@ def plain(amount: Decimal) -> Decimal:
 
 
 def hours(seconds) -> Decimal:
-    """`figures.shown_hours` as a Decimal with its 6 places written out (no 1e-06)."""
+    """`core.measures.shown_hours` as a Decimal with its 6 places written out (no 1e-06)."""
     return plain(Decimal(repr(shown_hours(seconds))).quantize(HOURS_PLACES))
 
 

@@ -7,10 +7,10 @@ back 22,800 statement lines and rendering 250 rows at 10,000 GPUs), so it is ren
 version of the month's inputs and stored as a `MonthBody` beside the API's bodies; a view while
 that version holds reads the HTML back in one query.
 
-The version is the caller's: the month's stored-answer version (`months.statement_version`,
-`months.usage_version`, the stored forecast's), read *before* rendering, so a write committed
+The version is the caller's: the month's stored-answer version (`ledger.answer.statement_version`,
+`ledger.answer.usage_version`, the stored forecast's), read *before* rendering, so a write committed
 meanwhile leaves the fragment stale, never served stale. The key names everything else the HTML
-depends on: the view's own parameters (money shown, whose teams: `bodies.scope_tag`, the query
+depends on: the view's own parameters (money shown, whose teams: `stored.responses.scope_tag`, the query
 string its links carry), the money locale, and a digest of the templates and formatting filters
 that render it (a deploy that changes either is a miss). The page around a fragment (navigation,
 CSRF token, a month's closed state, freshness) is rendered per request.

@@ -120,7 +120,7 @@ def frozen_day(priced, money):
 
 def closed_rows(lines, money: dict, keys: set, key_of) -> list:
     """Rows for the keys a closed month's statement bills that no live row carries (`money`:
-    key -> `ledger.Money` of the own usage lines `lines`, grouped by `key_of`), each with the
+    key -> `ledger.money.Money` of the own usage lines `lines`, grouped by `key_of`), each with the
     allocated and used hours its money priced: (UsageRow, Priced), in name order."""
     out = []
     for key in sorted(set(money) - keys):
@@ -135,7 +135,7 @@ def closed_rows(lines, money: dict, keys: set, key_of) -> list:
 
 def split_to_total(total: Priced | None, parts: list) -> list:
     """The parts of a table with `total` beside it (Priced or None, in rows' order), their costs
-    split from the total as shown by largest remainder (`calc.apportion`), so the rows add up to
+    split from the total as shown by largest remainder (`core.rounding.apportion`), so the rows add up to
     the total to the minor unit (docs/chargeback.md, "Rounding"). Unchanged when the total has no
     single currency, or a part is in another one."""
     if total is None or total.cost is None or total.currency is None:

@@ -3,7 +3,7 @@
 The workbook, the page, the API and its CSV show one statement: every figure here comes from
 `statement_rows.statement_payload` or from the statement's lines with their cost as the statement
 shows it (`accounting.statement_facts.lines_as_shown`: the statement rounded once as a whole,
-`calc.shown_amounts`, docs/chargeback.md "Rounding"). The breakdowns by namespace and by GPU model
+`core.rounding.shown_amounts`, docs/chargeback.md "Rounding"). The breakdowns by namespace and by GPU model
 add those shown line costs up, so every sheet's total per currency is the statement's
 `totals_by_currency` to the minor unit, and a breakdown row is the sum of the CSV's lines it covers.
 

@@ -139,7 +139,7 @@ def key(cell):
 
 
 def as_usage_cell(c):
-    """A late-data cell's fields (`calc.Cell`, live or stored)."""
+    """A late-data cell's fields (`core.lines.Cell`, live or stored)."""
     return (c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile, c.price_class, c.day,
             c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds)
 

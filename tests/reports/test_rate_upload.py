@@ -1,6 +1,6 @@
 """Rates from the browser (#26): an admin uploads a rate-card CSV at /admin-tools/rates/ with
 the same all-or-nothing parse, per-line errors and audit row as `manage.py import_rates`
-(both call `actions.do_import_rate_file`). Before: rates could be imported only from the
+(both call `actions.rates.do_import_rate_file`). Before: rates could be imported only from the
 command line."""
 from decimal import Decimal
 

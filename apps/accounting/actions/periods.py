@@ -159,7 +159,7 @@ def _close(period: str, actor) -> BillingPeriod:
         computed.lines = sorted(freeze_month(period, bp.pk) + computed.lines, key=Line.sort_key)
     elif computed.days_answer is not None:
         # The month's stored per-day cells are copied server-side while a second connection in
-        # this snapshot reads its stored lines (`bulk.beside_in_snapshot`). That read finds none
+        # this snapshot reads its stored lines (`db.bulk.beside_in_snapshot`). That read finds none
         # when they were stale (they are computed and stored here after the copy): it sees none
         # of this transaction's own writes.
         with beside_in_snapshot(computed.stored_lines) as stored:
@@ -211,12 +211,12 @@ _FROZEN_COLUMNS = (*CELL_COLUMNS[:7], "day", *CELL_COLUMNS[7:])
 def freeze_month(period: str, period_id: int) -> list[Line]:
     """A month with nothing stored (or too much of it stale), frozen in the close's snapshot with
     little of it coming through Python: the database writes the per-day cells of every namespace
-    whose team cannot change in the month straight into its frozen cells (`usage.fixed_day_cells`;
+    whose team cannot change in the month straight into its frozen cells (`usage.cells.fixed_day_cells`;
     the others are computed here and sent along as arrays), while a second connection in the same
-    snapshot sums the very same cells into span cells (`spans.merged_in_db`, as a stored month's
+    snapshot sums the very same cells into span cells (`stored.spans.merged_in_db`, as a stored month's
     day parts are summed) and prices the month's lines from them — the same lines the month shows
     while open, and the same lines a close from stored parts writes. The two run on two cores
-    (`bulk.beside_in_snapshot`). Returns those lines (usage and unallocated). docs/performance.md,
+    (`db.bulk.beside_in_snapshot`). Returns those lines (usage and unallocated). docs/performance.md,
     "Bulk writes"."""
     start, end = period_bounds(period, billing_zone())
     select, rest, starts = fixed_day_cells(UsageFilter(start=start, end=end))

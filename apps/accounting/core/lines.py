@@ -20,7 +20,7 @@ SECONDS_EPSILON = 1e-6  # a float difference smaller than this is no late data
 @dataclass(slots=True)
 class Cell:
     """Seconds for one (cluster, namespace, team, model, profile, price class, billing day): the
-    one usage cell every part of accounting reads — live usage (`usage.usage_cells`), stored
+    one usage cell every part of accounting reads — live usage (`usage.cells.usage_cells`), stored
     month answers, the frozen cells of a closed month and late data. A day split by a re-label
     has a cell per team. `day` is the span's first day for cells merged over days."""
     cluster_id: int

@@ -2,7 +2,7 @@
 
 Pages, API answers, CSV and XLSX exports, alerts and quota advice all turn seconds into what
 they show by calling these functions, so no two of them can disagree (docs/conventions.md, "One home per concept"). A line's
-cost is the other figure with one home: `calc.billed_cost`.
+cost is the other figure with one home: `core.ratecard.billed_cost`.
 
 Plain Python, no Django; pinned by hand-computed cases in tests/accounting/core/test_measures.py.
 """

@@ -1,19 +1,19 @@
 """The running month's forecast as a stored answer (docs/forecast.md, "Kept current";
 docs/performance.md, "The running month's forecast, stored").
 
-Every team's forecast (`runrate.month_forecast` of the whole fleet, in money) is computed once
+Every team's forecast (`forecast.teams.month_forecast` of the whole fleet, in money) is computed once
 by the worker after a write — the task that makes the month's parts current
 (`tasks.prepare_month_answers`) — and stored as one `MonthBody` (key `KEY`): a small JSON of the
 dataclasses, Decimals as their exact text. Forecasts are per team and independent of each other,
 so a team lead's (or `team=`) forecast is the stored fleet answer's rows of their teams. A
-`cluster=` filter is computed live (`runrate.month_forecast`).
+`cluster=` filter is computed live (`forecast.teams.month_forecast`).
 
 Its version is what the forecast reads: the month's statement version (its lines: usage dates,
 mapping, rates, zone, code; and the late data of the closed months before it, which the month to
 date includes), the previous month's usage dates (the 14 days of history reach into it), and
-the instant it stands at (`runrate.data_instant`: the ingest watermark, which is not a logged
+the instant it stands at (`forecast.teams.data_instant`: the ingest watermark, which is not a logged
 input). A stored forecast at another version is never served: the reader computes it as before,
-stores it and says so (`computed.note_computed`: `X-Answer-Computed: on-read`). While no
+stores it and says so (`stored.provenance.note_computed`: `X-Answer-Computed: on-read`). While no
 watermark holds the instant below the clock (nothing ingested yet), the forecast moves with the
 clock: it is computed on every read and not stored.
 """
@@ -41,13 +41,13 @@ from apps.accounting.forecast.teams import MONEY, MonthForecast, TeamForecast, d
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.cells import UsageFilter, usage_cells
 
-PART = "forecast"                          # the name its computations are counted under (`computed.recomputed`)
+PART = "forecast"                          # the name its computations are counted under (`stored.provenance.recomputed`)
 KEY = "forecast?unit=money&scope=all"      # its MonthBody key: every team's forecast, in money
 
 
 def stored_forecast(period: str, *, teams: set[str] | None = None, now: datetime | None = None,
                     cluster: str | None = None) -> MonthForecast:
-    """`runrate.month_forecast(period, teams=teams)` in money, from the stored fleet answer when it
+    """`forecast.teams.month_forecast(period, teams=teams)` in money, from the stored fleet answer when it
     is current (filtered to `teams`); `cluster=` is computed live. NotRunning as the live one."""
     if cluster:
         return month_forecast(period, now=now, teams=teams, cluster=cluster)
@@ -91,7 +91,7 @@ def fleet_forecast(period: str, *, now: datetime | None = None) -> MonthForecast
 
 def _cells(period: str, clock: datetime) -> list:
     """What `month_forecast` reads, for the whole fleet: the whole days of its history and of the
-    month so far from their stored day parts (`months.stored_days`, kept current by the worker),
+    month so far from their stored day parts (`ledger.answer.stored_days`, kept current by the worker),
     today's hours up to the instant it stands at from the usage tables — at 10,000 GPUs, 2 s of
     `usage_cells` over 16 days became a read of stored rows."""
     zone = billing_zone()

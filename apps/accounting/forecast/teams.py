@@ -3,11 +3,11 @@ and the month's ledger.
 
 What is projected is GPU-seconds per statement line (cluster × namespace × GPU model × MIG
 profile × price class) of the namespaces the team owns at the ingest watermark; each day left
-is priced at the rate in force that day (`calc.RateCard`, a future-dated rate included), so a
+is priced at the rate in force that day (`core.ratecard.RateCard`, a future-dated rate included), so a
 price change is in the forecast from its day on. The month to date is the team's money on the
 month's ledger (`ledger.py`: the statement's figure, adjustments included), the budget's
 "spent", and the range never starts below it. Or, for a GPU-hour budget, the allocated GPU-hours
-(`figures.shown_hours`). Days are counted from the ingest watermark (`data_instant`), not the
+(`core.measures.shown_hours`). Days are counted from the ingest watermark (`data_instant`), not the
 clock.
 
 The forecasts here are data (Decimals, per team and currency); `apps/reports/forecast_rows.py`
@@ -101,7 +101,7 @@ class ClusterMark(NamedTuple):
 
 def cluster_marks() -> list[ClusterMark]:
     """Every cluster's id, name and ingest watermark (None before its first ingest), by name;
-    read once within `input_versions.versions_read_once` (a page asks in several parts: the freshness
+    read once within `stored.versions.versions_read_once` (a page asks in several parts: the freshness
     line, the forecast, the advice's windows)."""
     from apps.clusters.models import Cluster
 
@@ -179,7 +179,7 @@ def _owners(cells, as_of: datetime) -> dict[tuple[int, str], str]:
 
 
 def _history(days: dict[date, list], today: date, owned) -> list[tuple[date, dict]]:
-    """The forecast's history (`forecast.history`) of a team: per complete day of the lookback,
+    """The forecast's history (`forecast.model.history`) of a team: per complete day of the lookback,
     the GPU-seconds and MIG instance-seconds of each line whose namespace it still owns."""
     vectors: dict[date, dict[LineKey, list]] = {}
     activity: dict[date, Decimal] = {}

@@ -1,6 +1,6 @@
 """A billing month (docs/chargeback.md, "One month, one answer").
 
-Owns: the month's statement, the one read of its money (`statements.statement`); how an open
+Owns: the month's statement, the one read of its money (`ledger.statements.statement`); how an open
 month's answer is computed and stored (`answer`); the frozen cells a close keeps (`frozen`);
 late data for a closed month (`late_data`); the month's money split for the views
 (`money`: by team, namespace, day, late hours); what a statement states besides its lines

@@ -1,8 +1,8 @@
-"""A billing month's answer as computed and stored: the cells and lines `statements.statement`
+"""A billing month's answer as computed and stored: the cells and lines `ledger.statements.statement`
 is made of (docs/performance.md, "Stored month answers").
 
 `month_lines(period)` is an open month's statement lines — its own usage lines and the
-adjustments for the closed months right before it — exactly `statements.compute_open(period)`,
+adjustments for the closed months right before it — exactly `ledger.statements.compute_open(period)`,
 read from the stored answers (`stored/answers.py`) when they are current. `window_cells(f)` is
 `usage_cells(f, per_day=False)`, from the month's stored cells when the window is a whole
 billing month. The statement and the usage API's month rows read through these two; pages and
@@ -57,7 +57,7 @@ def billing_days(period: str) -> list[date]:
 
 
 def closed_periods(*, fresh: bool = False) -> dict[str, BillingPeriod]:
-    """The closed months (read once within `input_versions.versions_read_once` unless `fresh`)."""
+    """The closed months (read once within `stored.versions.versions_read_once` unless `fresh`)."""
     def read():
         return {bp.period: bp for bp in BillingPeriod.objects.filter(closed_at__isnull=False)}
     return dict(read() if fresh else read_once("closed", read))
@@ -76,7 +76,7 @@ def late_cells(earlier: str, bp: BillingPeriod) -> list[Cell]:
     """A closed month's late data, computed: its live per-day cells minus what statements carry,
     both in the zone the month was closed in (its days are the frozen cells' days), the live ones
     attributed as the month's configuration stood at its close (label trust, claims, known teams,
-    node pools: `resolvers.config_as_of`). The frozen cells of a cluster that no longer exists
+    node pools: `usage.team_mapping.config_as_of`). The frozen cells of a cluster that no longer exists
     are left out: its hours did not vanish, its rows were deleted, and a closed month is never
     credited for that (docs/accounting.md, "Late data for a closed month")."""
     from apps.clusters.models import Cluster
@@ -203,7 +203,7 @@ def zone_edge_cells(period: str, closed: dict, *, per_day: bool = False) -> list
 def month_lines(period: str, card=None) -> list[Line]:
     """`compute_open(period).lines`, through the stored answers: the month's own lines, then
     per closed month before it its late data priced as adjustment lines with the card that month
-    was closed with (`pricing.closing_card`, docs/accounting.md "Late data for a closed month")."""
+    was closed with (`pricing.rates.closing_card`, docs/accounting.md "Late data for a closed month")."""
     closed = closed_periods()
     chain = closed_before(period, closed)
     # With each date's versions too (one query either way): a stale month's day parts need them.
@@ -299,7 +299,7 @@ def usage_version(f: UsageFilter, priced: bool, *, scoped: bool = False, also: t
     (`window_cells`) for the whole fleet — or, with `scoped`, for a set of teams too (their rows
     are filtered from the same cells, so the version is the same); None for any other window,
     filter or database. `also`: undated categories of the log the caller reads besides
-    (`answer_inputs.UNDATED`: a page part reading pod owners or quotas), in the same query."""
+    (`stored.inputs.UNDATED`: a page part reading pod owners or quotas), in the same query."""
     if not stored_answers() or f.cluster or (f.teams is not None and not scoped) or f.namespaces is not None \
             or f.gpu_models is not None:
         return None

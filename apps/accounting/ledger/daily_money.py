@@ -4,9 +4,9 @@ Per statement line, its figures day by day: the statement says what a line costs
 cells it was priced from say how its hours fall on the days. The FOCUS columns themselves — the
 presentation — are written by `apps/reports/focus_csv.py`.
 
-- Open month: the statement's lines (`months.month_lines`, the stored month answer every
+- Open month: the statement's lines (`ledger.answer.month_lines`, the stored month answer every
   surface reads), and per line its day figures from the month's per-day cells (the cells
-  closing would freeze; they give the same lines, `calc.line_sums` sums either grain exactly)
+  closing would freeze; they give the same lines, `core.lines.line_sums` sums either grain exactly)
   and the closed months' late-data cells.
 - Closed month: the frozen lines, and the frozen cells booked in that month (its own and its
   adjustments), matched to the lines with the rate card in force when it was closed, in the
@@ -51,7 +51,7 @@ class FocusMonth:
     closed: bool
     lines: list[Line]
     days: dict[tuple, list[DayFigures]]     # line_key(line) -> its days, in order
-    zone: ZoneInfo                          # the month's own (`months.month_zone`): a closed month's close zone
+    zone: ZoneInfo                          # the month's own (`ledger.answer.month_zone`): a closed month's close zone
     adjusted_zones: dict = field(default_factory=dict)   # corrected month -> its own zone (its close's)
 
 
@@ -63,7 +63,7 @@ def line_key(line: Line) -> tuple:
 
 
 def day_figures(cells, card: RateCard, *, adjusts_period: str = "") -> dict[tuple, list[DayFigures]]:
-    """Per statement line (as `line_key`), its figures day by day: `calc.line_sums` over each
+    """Per statement line (as `line_key`), its figures day by day: `core.lines.line_sums` over each
     day's cells, so a day is priced and keyed exactly as the line is."""
     kinds = {"kind_allocated": "adjustment", "kind_unallocated": "adjustment"} if adjusts_period else {}
     by_day = defaultdict(list)
@@ -104,7 +104,7 @@ def focus_month(period: str) -> FocusMonth:
 
 
 def _zones(closed: dict) -> dict[str, ZoneInfo]:
-    """Each closed month's own zone, the zone its corrections' days are in (`months.month_zone`)."""
+    """Each closed month's own zone, the zone its corrections' days are in (`ledger.answer.month_zone`)."""
     return {p: month_zone(p, closed) for p in closed}
 
 
@@ -128,7 +128,7 @@ class SharedDay:
 
 def spread_lines(month: FocusMonth) -> list[Line]:
     """The month's lines with shared idle spread over the teams, as the statement with
-    `shared_idle=spread` has them (rounded once, then spread: `statements.statement`)."""
+    `shared_idle=spread` has them (rounded once, then spread: `ledger.statements.statement`)."""
     return spread_shared_idle(ensure_shown([replace(line) for line in month.lines]))
 
 
@@ -136,7 +136,7 @@ def shared_idle_days(month: FocusMonth, spread: list[Line]) -> dict[tuple, list[
     """Per `shared_idle` line of `spread` (as `line_key`), its parts day by day.
 
     A team's share of a group (cluster × GPU model × currency) is its allocated cost ÷ the
-    group's (`calc.spread_shared_idle`); every origin day of the group (each unallocated line of
+    group's (`core.shared_idle.spread_shared_idle`); every origin day of the group (each unallocated line of
     the group and each of its days) gives the team that share of its exact cost, and the team's
     shown spread amount is split over those parts by largest remainder, so a team's rows add up
     to the statement's shared-idle line to the minor unit."""

@@ -3,7 +3,7 @@ its lines with their cost as the statement shows it, the rates they were priced 
 cluster's ingest watermark. The workbook (`apps/reports/statement_book.py`), the FOCUS export and
 e-mailed statements lay these out; nothing here is formatted.
 
-Costs as shown are the statement rounded once as a whole (`calc.shown_amounts`,
+Costs as shown are the statement rounded once as a whole (`core.rounding.shown_amounts`,
 docs/chargeback.md "Rounding"), so every breakdown adds up to the statement's total.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Late data for a closed month: live usage compared with what the close froze, as the cells to
 book in the next open month (docs/accounting.md, "Late data for a closed month").
 
-Pure: cells in, cells out (`calc.Cell`); pinned by tests/accounting/ledger/test_late_data.py.
+Pure: cells in, cells out (`core.lines.Cell`); pinned by tests/accounting/ledger/test_late_data.py.
 """
 from __future__ import annotations
 

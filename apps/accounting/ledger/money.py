@@ -1,7 +1,7 @@
 """A month's money as the views split it: by team, by namespace, by day, and the hours that
 arrived after a close (docs/chargeback.md, "One month, one answer").
 
-Every figure here is cut from the month's statement (`statements.statement`, the one read of a
+Every figure here is cut from the month's statement (`ledger.statements.statement`, the one read of a
 month): for a closed month its frozen
 lines, for an open month its live lines with the adjustments for the closed months before it,
 rounded once as a whole (`rounding.shown_amounts`). Every view of a whole month's money — the
@@ -67,7 +67,7 @@ def money_by(lines: list[Line], key_of, kinds: tuple[str, ...] | None = None) ->
 
 def closed_money_by_day(period: str, teams=None) -> dict | None:
     """A closed month's own usage money day by day, from its frozen statement: each line's shown
-    cost split over its frozen days in the currency's minor unit (`calc.apportion`, as the FOCUS
+    cost split over its frozen days in the currency's minor unit (`core.rounding.apportion`, as the FOCUS
     rows split it), so the days add up to the statement to the cent, and a day's hours that
     arrived after the close cost nothing in this month (they are billed where `late_hours`
     says). None for a month that is not closed: its days are priced from their hours
@@ -266,7 +266,7 @@ TEAM_MONTHS = "ledger-teams?scope=all"      # its MonthBody key: every team's fi
 
 def team_months(period: str) -> tuple[bool, dict[str, str]] | None:
     """(closed, team → its figures as JSON text) of the month's statement, stored at the
-    statement's version (`months.statement_version`: rendered from the lines read after it, so
+    statement's version (`ledger.answer.statement_version`: rendered from the lines read after it, so
     never served stale); None where nothing is stored (SQLite). Each team's figures are a JSON
     string of their own, so that a reader of one team parses 250 short strings and one team's
     figures, not every team's (0.13 → 0.03 ms a month)."""

@@ -75,21 +75,21 @@ class OpenComputation:
     stored_lines: Callable[[], list[Line] | None] | None = None
     own_lines: Callable[[], list[Line]] | None = None
     own_in_db: bool = False    # nothing stored: the close freezes the month's cells in the database and
-                               # prices its own lines from them (`actions.freeze_month`); `lines` are the adjustments
+                               # prices its own lines from them (`actions.periods.freeze_month`); `lines` are the adjustments
 
 
 def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool = False) -> OpenComputation:
     """The live statement, computed directly: this month's usage, plus adjustments for the closed
     months right before it (a closed month's corrections go to the first open month after it).
     Closing and the FOCUS export's day figures call it; shown statements read the same lines
-    through the stored month answers (`months.month_lines`, docs/performance.md).
+    through the stored month answers (`ledger.answer.month_lines`, docs/performance.md).
 
     Shown, the lines are priced from span cells (`usage_cells(per_day=False)`: a month is a few
     cells per namespace, not one per day). Closing (`for_closing`) reads the per-day cells once
     and prices the lines from those very cells, which are then frozen as the baseline later
     data is measured against: the statement and its baseline cannot differ, so an hour is
     billed either now or as a later adjustment, never neither (docs/figures.md). Spans and
-    days give the same lines (`calc.line_sums` sums either exactly).
+    days give the same lines (`core.lines.line_sums` sums either exactly).
     """
     card = card or load_rate_card()
     cells = month_cells(period) if for_closing else []
@@ -101,7 +101,7 @@ def compute_open(period: str, card: RateCard | None = None, *, for_closing: bool
 def _adjustments(period: str, late_of) -> tuple[list[Line], dict[str, list]]:
     """The adjustment lines the month carries for the closed months right before it, and their
     late cells by month: `late_of(month, its BillingPeriod)` gives a closed month's late cells,
-    priced with the card that month was closed with (`pricing.closing_card`)."""
+    priced with the card that month was closed with (`pricing.rates.closing_card`)."""
     closed = closed_periods()
     lines, deltas = [], {}
     for earlier in closed_before(period, closed):
@@ -128,7 +128,7 @@ def closing_computation(period: str) -> OpenComputation:
     merged from those very days), and the day parts stay in the database for the close to copy
     server-side (`days_answer`, their locks held until it commits). A month with nothing stored,
     or with more than `CLOSE_RECOMPUTES_AT_MOST` days stale, is frozen by the database
-    (`own_in_db`: `actions.freeze_month`); without stored answers (SQLite), computed directly
+    (`own_in_db`: `actions.periods.freeze_month`); without stored answers (SQLite), computed directly
     (`compute_open(period, for_closing=True)`). The closed months' late data comes from their
     stored answers, proven the same way (docs/performance.md, "Closing from the stored parts")."""
     if not stored_answers():
@@ -216,7 +216,7 @@ def visible(lines: list[Line], scope) -> list[Line]:
 
 
 def shown_costs(lines: list[Line]) -> list[Decimal | None]:
-    """The lines' costs as shown: those the statement was rounded to as a whole (`calc.shown_amounts`,
+    """The lines' costs as shown: those the statement was rounded to as a whole (`core.rounding.shown_amounts`,
     docs/chargeback.md "Rounding"); lines never on a rounded statement are rounded here, as one."""
     if any(line.shown is None and line.cost is not None for line in lines):
         return shown_amounts(lines)

@@ -38,7 +38,7 @@ class InputChange(models.Model):
 
 class MonthAnswer(models.Model):
     """A stored part of a month's answer. Its cells and lines (`MonthCell`, `MonthLine`) point
-    at it without a database key: `answers.py` alone writes them, with the answer row in the same
+    at it without a database key: `stored/answers.py` alone writes them, with the answer row in the same
     transaction, and deletes them before it (a deferred key checked each of a 10,000-GPU month's
     253,000 cells one by one at the commit, docs/performance.md "Bulk writes")."""
     CELLS = "cells"      # usage_cells(month, per_day=False): the usage API's and the lines' cells
@@ -57,7 +57,7 @@ class MonthAnswer(models.Model):
 
 
 class MonthCell(models.Model):
-    """A stored usage cell (`calc.Cell`), in the order it was computed."""
+    """A stored usage cell (`core.lines.Cell`), in the order it was computed."""
     answer = models.ForeignKey(MonthAnswer, on_delete=models.CASCADE, related_name="+", db_index=False,
                                db_constraint=False)   # see MonthAnswer
     position = models.PositiveIntegerField()
@@ -79,7 +79,7 @@ class MonthCell(models.Model):
 
 
 class MonthLine(models.Model):
-    """A stored statement line (`calc.Line`), in the order it was computed."""
+    """A stored statement line (`core.lines.Line`), in the order it was computed."""
     answer = models.ForeignKey(MonthAnswer, on_delete=models.CASCADE, related_name="+", db_index=False,
                                db_constraint=False)   # see MonthAnswer
     position = models.PositiveIntegerField()
@@ -94,7 +94,7 @@ class MonthLine(models.Model):
     rate_basis = models.CharField(max_length=20, blank=True)
     hourly_rate = models.DecimalField(max_digits=18, decimal_places=6, null=True)
     currency = models.CharField(max_length=3, blank=True)
-    # The lines' seconds are floats' exact Decimals (`calc.to_decimal`): stored as the float.
+    # The lines' seconds are floats' exact Decimals (`core.ratecard.to_decimal`): stored as the float.
     allocated_gpu_seconds = models.FloatField()
     used_gpu_seconds = models.FloatField()
     billed_seconds = models.FloatField()
@@ -105,7 +105,7 @@ class MonthLine(models.Model):
 
 class MonthBody(models.Model):
     """A month's API answer as sent (JSON bytes, and a gzip copy of them), for one set of teams:
-    the key ends in `bodies.scope_tag` (`all`, or a digest of the team names), with the version
+    the key ends in `stored.responses.scope_tag` (`all`, or a digest of the team names), with the version
     of the answer it was rendered from (docs/performance.md, "Stored month answers")."""
     period = models.CharField(max_length=7)
     key = models.CharField(max_length=200, help_text="which answer: endpoint and parameters")

@@ -79,7 +79,7 @@ class BilledCard(RateCard):
 
 
 def billed_card(closed: dict) -> RateCard:
-    """`BilledCard` of today's card and the closed months (`months.closed_periods()`), for cells
+    """`BilledCard` of today's card and the closed months (`ledger.answer.closed_periods()`), for cells
     of true billing days only (a span cell's day is its first day)."""
     return BilledCard(load_rate_card(), closed)
 
@@ -91,7 +91,7 @@ def rate_for(gpu_model: str, mig_profile: str, price_class: str, day: date, *, c
     own rate per instance-hour if the card has one, else the parent model's rate per GPU-hour
     (multiply by the instance's fraction for an instance-hour; `rate_basis_for` tells which).
     `price_class` is one of PRICE_CLASSES (a node's is its first matching NodePool's, see
-    `price_classes.price_class_expr`). The card is portal-wide. Pass `card=load_rate_card()` to price many
+    `usage.price_classes.price_class_expr`). The card is portal-wide. Pass `card=load_rate_card()` to price many
     GPUs with one query.
     """
     card = card or load_rate_card()

@@ -64,7 +64,7 @@ BEGIN
 END $$;
 """
 
-# The undated categories a caller names (`months.usage_version(also=…)`); `InputChange` holds them all.
+# The undated categories a caller names (`ledger.answer.usage_version(also=…)`); `InputChange` holds them all.
 RATES, OWNERS, QUOTA = InputChange.RATES, InputChange.OWNERS, InputChange.QUOTA  # named with the log's model
 
 DATED = {"accounting_usagehour": "hour", "accounting_usageday": "day", "accounting_usagedaybuilt": "day"}
@@ -78,7 +78,7 @@ UNDATED = {
     "teams_team": [("mapping", "name", "IUD")],
     "teams_namespace": [("mapping", "name,cluster_id", "UD")],   # a new namespace has no label yet
     "clusters_cluster": [("mapping", "name,label_trust", "IUD")],
-    # Read by no month answer, but by stored page parts (`months.usage_version(also=…)`): the
+    # Read by no month answer, but by stored page parts (`ledger.answer.usage_version(also=…)`): the
     # right-sizing block (pod owners name the workloads) and the team page's quota table.
     "accounting_podowner": [(OWNERS, "owner_kind,owner_name,workload_kind,workload_name", "IUD")],
     "accounting_quotahour": [(QUOTA, "*", "IUD")],

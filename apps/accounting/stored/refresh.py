@@ -1,7 +1,7 @@
 """Stored month answers are recomputed when their inputs change, not by the first reader
 (docs/performance.md, "Recomputed on write").
 
-Every write to a declared input (`answer_inputs.py`) saved through Django — a rate, a node pool,
+Every write to a declared input (`stored/inputs.py`) saved through Django — a rate, a node pool,
 a namespace move, a label or claim, a team, a cluster's name or label trust — and every ingest
 run queues `tasks.prepare_month_answers` for the months it may touch once its transaction has
 committed (`transaction.on_commit`), so the answer is stored before anyone asks. Closing and

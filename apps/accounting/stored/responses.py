@@ -2,7 +2,7 @@
 the answer they were rendered from, and a gzip copy; at most `MONTH_BODIES_PER_PERIOD` per month,
 dropped when not rendered for `MONTH_BODY_KEEP_DAYS` (docs/performance.md, "Stored month
 answers"; docs/security.md, "Stored answers"). The answers they render are stored and proven by
-`answers.py`; a body only keeps the bytes."""
+`stored/answers.py`; a body only keeps the bytes."""
 from __future__ import annotations
 
 import gzip
@@ -32,7 +32,7 @@ def body(period: str, key: str, version: str, render, *, gzipped: bool = False) 
     """A month's API answer as sent, stored with `version`: the stored bytes when current,
     else `render()` (which must read the answer after `version` was read), stored and returned.
     With `gzipped`, the same answer gzip-compressed (stored beside it, compressed once). A month
-    outside the fleet's history (`answers.month_kept`) is rendered and stores nothing."""
+    outside the fleet's history (`stored.answers.month_kept`) is rendered and stores nothing."""
     stored = read_body(period, key, version, gzipped=gzipped)
     if stored is not None:
         return stored

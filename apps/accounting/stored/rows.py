@@ -1,6 +1,6 @@
 """A stored month answer's rows in and out (docs/performance.md, "Stored month answers"): the
-columns of stored cells and lines, writing a part's rows (by COPY, `bulk.insert_rows`) and
-reading them back as `Cell`s and `Line`s — whole, or day parts summed. `answers.py` decides
+columns of stored cells and lines, writing a part's rows (by COPY, `db.bulk.insert_rows`) and
+reading them back as `Cell`s and `Line`s — whole, or day parts summed. `stored/answers.py` decides
 when a part is current; this is only how its rows are kept.
 """
 from __future__ import annotations
@@ -89,8 +89,8 @@ def day_cells(answer_ids: list[int]) -> list[Cell]:
 
 def merged_day_cells(answer_ids: list[int], starts: list[date]) -> list[Cell]:
     """The span cells of stored day parts, summed by the database in one query
-    (`spans.merged_in_db`): the month's 230,000 per-day cells at 10,000 GPUs come back as its
-    22,800 span cells, the same floats as `spans.merge_spans` (docs/performance.md, "Per-day parts")."""
+    (`stored.spans.merged_in_db`): the month's 230,000 per-day cells at 10,000 GPUs come back as its
+    22,800 span cells, the same floats as `stored.spans.merge_spans` (docs/performance.md, "Per-day parts")."""
     from apps.accounting.stored.spans import merged_in_db
 
     return merged_in_db(f"SELECT * FROM {MonthCell._meta.db_table} WHERE answer_id = ANY(%s)", [list(answer_ids)],

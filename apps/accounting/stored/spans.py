@@ -18,7 +18,7 @@ def merge_spans(cells, starts: list[date]) -> list[Cell]:
     """Per-day cells merged over the spans starting on `starts`: one cell per key and span, its
     `day` the span's first day, its seconds `exact_sum` of the days' — the same whichever way the
     days were read (one query for the month here, or the month's stored day parts summed by the
-    database, `stored_rows.merged_day_cells`), so a span cell is written once. Sorted by `span_key`."""
+    database, `stored.rows.merged_day_cells`), so a span cell is written once. Sorted by `span_key`."""
     acc: dict[tuple, list] = {}
     for c in cells:
         span = starts[max(bisect_right(starts, c.day) - 1, 0)]

@@ -1,7 +1,7 @@
 """The versions of a stored answer's inputs as they stand now (docs/performance.md, "Stored month
 answers"): what the code is (`CODE_VERSION`), and the log of input writes (`InputChange`, appended
 to by Postgres triggers) read in one query per request — per undated category, per month and,
-for the per-day parts, per UTC date. `answers.py` stores and proves answers under them; a page's
+for the per-day parts, per UTC date. `stored/answers.py` stores and proves answers under them; a page's
 parts share one read of each (`versions_read_once`).
 """
 from __future__ import annotations
@@ -86,7 +86,7 @@ class Inputs:
     undated_at: dict | None = None      # the last row's instant per undated category
 
     def mapping(self) -> tuple:
-        """The team mapping's version (`resolvers.mapping_version`) out of these rows: count,
+        """The team mapping's version (`usage.team_mapping.mapping_version`) out of these rows: count,
         last id and last instant of the `mapping` and `epoch` rows together."""
         cats = [c for c in ("mapping", "epoch") if c in self.undated]
         return (sum(self.undated[c][0] for c in cats), max((self.undated[c][1] for c in cats), default=None),

@@ -51,7 +51,7 @@ class UsageFilter:
 
 
 def cluster_name_by_id() -> dict[int, str]:
-    """{cluster id: name} of every cluster, read once a page (`input_versions.read_once`)."""
+    """{cluster id: name} of every cluster, read once a page (`stored.versions.read_once`)."""
     return read_once("cluster names", lambda: dict(Cluster.objects.values_list("id", "name")))
 
 

@@ -3,7 +3,7 @@
 
 A `TeamResolver` reads every label row, admin mapping and claim of the fleet (5,000 namespaces:
 ~60 ms). What it reads is all logged under the `mapping` category of `accounting_inputchange`
-(labels, mappings, claims, team names, cluster names and label trust: `answer_inputs.UNDATED`),
+(labels, mappings, claims, team names, cluster names and label trust: `stored.inputs.UNDATED`),
 so a resolver built after reading that category's version stays exact until the version moves.
 `team_resolver` keeps the last one built per set of clusters and zone, with the version read
 *before* it was built: a write committed meanwhile moves the version and the next call builds
@@ -103,7 +103,7 @@ def _current(what: tuple, build):
 
 def mapping_version() -> tuple:
     """(count, last id, last instant) of the logged mapping changes and compactions (read once
-    within `input_versions.versions_read_once`)."""
+    within `stored.versions.versions_read_once`)."""
     def read():
         inputs = read_inputs_once()     # a page's versions, read in one query, answer it too
         if inputs is not None:

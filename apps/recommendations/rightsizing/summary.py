@@ -4,7 +4,7 @@ page's) at the version of everything it reads (docs/performance.md, "The team pa
 
 The rows come from `rightsizing_rows`; what it reads is logged: the month's usage hours and the
 team mapping (the month's cells version), pod owners (`owners`) and the rate card (`rates`) in
-the log of `answer_inputs.py`. What is not logged is in the version itself: the billing day it
+the log of `stored/inputs.py`. What is not logged is in the version itself: the billing day it
 prices and resolves teams on, each cluster's window end (the ingest watermark caps it) and the
 advice settings. A version read before computing, a miss computed and stored: never served
 stale. Any other window (the trailing days of the advice page, one cluster) is computed live.

@@ -30,7 +30,7 @@ WINDOW_PARAMS = [
 # is a 400 naming `end` (docs/api.md, "Rules between parameters").
 def window_rules(hourly: bool = False) -> str:
     """The rules between start and end for an endpoint's description, with its window's limit
-    (`filters.window_limit`: hourly reads have their own, shorter one)."""
+    (`query.filters.window_limit`: hourly reads have their own, shorter one)."""
     days, setting = window_limit(hourly)
     what = " (this endpoint reads hourly rows per pod)" if hourly else ""
     return ("\n\nRules between parameters (a 400 naming `end`): `end` must be after `start` (`end` "

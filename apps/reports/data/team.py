@@ -85,7 +85,7 @@ def month_bounds(now: datetime) -> tuple[datetime, datetime, datetime]:
 
 def month_costs(sel: ReportFilter, team: str, now: datetime | None = None) -> list[MonthCost]:
     """Month to date and last month for the team, as the month's ledger has them
-    (`ledger.team_month`): the chargeback statement's figure (adjustments included, shown apart
+    (`ledger.money.team_month`): the chargeback statement's figure (adjustments included, shown apart
     too), a closed month's frozen one with the hours that arrived after its close
     (docs/chargeback.md, "One month, one answer")."""
     last_start, this_start, now = month_bounds(now or timezone.now())

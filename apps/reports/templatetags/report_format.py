@@ -56,7 +56,7 @@ def _decimal(value) -> Decimal | None:
 def money(amount, currency):
     """An amount in its currency's minor unit, written in MONEY_LOCALE (docs/dates-and-money.md):
     en_US '¥1,235', '$27.59', 'KWD1.235'; de_DE '27,59 $'. Rounded half-up like every shown
-    amount (`calc.present`), then only written by babel."""
+    amount (`core.rounding.present`), then only written by babel."""
     value = _decimal(amount)
     if value is None or not currency:
         return "–"

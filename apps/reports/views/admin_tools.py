@@ -120,6 +120,6 @@ def _decide(request) -> str:
 
 
 def _rate_card(today) -> dict:
-    """The rate card as it stands (`pricing.rates_in_force`), in the portal's formats."""
+    """The rate card as it stands (`pricing.rates.rates_in_force`), in the portal's formats."""
     current, upcoming = rates_in_force(today)
     return {"current_rates": current, "upcoming_rates": upcoming, "rates_today": today}

@@ -20,7 +20,7 @@ from apps.accounting.query import presets
 def report_view(view=None, *, admin_only=False, hourly=False):
     """Sign-in required; throttled per user as the API is (docs/security.md, "Throttling"); the
     picker parsed (bad values answer 400 with the reason) and scoped. `hourly`: the page reads
-    hourly rows per pod, and its window has their limit (`filters.window_limit`)."""
+    hourly rows per pod, and its window has their limit (`query.filters.window_limit`)."""
     def wrap(fn):
         @login_required
         @throttled_page

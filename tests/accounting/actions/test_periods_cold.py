@@ -1,6 +1,6 @@
 """Closing a month with nothing stored: the database freezes the cells of the namespaces whose team
-cannot change (`usage.fixed_day_cells`), the rest come through Python, and the lines are priced
-from the frozen cells' spans (`actions.freeze_month`). The frozen cells must be the month's
+cannot change (`usage.cells.fixed_day_cells`), the rest come through Python, and the lines are priced
+from the frozen cells' spans (`actions.periods.freeze_month`). The frozen cells must be the month's
 per-day cells exactly, and the lines those of a close from stored parts (docs/performance.md,
 "Bulk writes")."""
 from datetime import date, timedelta

@@ -35,9 +35,9 @@ def committed_elsewhere(work):
 
 def ingest_during_close(monkeypatch, work):
     """Commit `work` from another connection right after the close's first read of usage: a
-    month with nothing stored is frozen by the database (`actions.fixed_day_cells` reads the
+    month with nothing stored is frozen by the database (`usage.cells.fixed_day_cells` reads the
     cells it cannot freeze itself), one with stored day parts has its stale days read
-    (`months.month_cells`)."""
+    (`ledger.answer.month_cells`)."""
     calls = []
 
     def after(original):

@@ -1,4 +1,4 @@
-"""One snapshot read on two connections (`bulk.one_snapshot`, `bulk.beside_in_snapshot`): a
+"""One snapshot read on two connections (`db.bulk.one_snapshot`, `db.bulk.beside_in_snapshot`): a
 close writes a month's frozen cells on its own connection while a second one, in the close's
 snapshot, prices the same cells (docs/performance.md, "Bulk writes"). The second connection must
 see exactly what the first sees: nothing committed after the snapshot was taken."""

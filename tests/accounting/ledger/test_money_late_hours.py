@@ -1,5 +1,5 @@
 """A closed month's late hours per team are stored at the version of its late data
-(`ledger.late_by_team`): a team's page reads one small body instead of the frozen cells, the
+(`ledger.money.late_by_team`): a team's page reads one small body instead of the frozen cells, the
 figures are the live sums to the float, and any change to the late data or to a close is seen
 at once (docs/performance.md, "A closed month's late hours, stored").
 

@@ -1,5 +1,5 @@
 """A page reads the node pools and the cluster names once, however many of its parts price or
-name clusters (`input_versions.read_once` inside `versions_read_once`); the next page reads
+name clusters (`stored.versions.read_once` inside `versions_read_once`); the next page reads
 them again, so an edit between two pages is seen by the second."""
 import pytest
 from django.db import connection
