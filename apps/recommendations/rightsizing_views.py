@@ -2,6 +2,7 @@
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import render
 
+from apps.accounting.filters import max_window_days
 from apps.clusters.models import Cluster
 from apps.teams.access import team_scope
 from apps.teams.models import Team
@@ -25,6 +26,7 @@ def rightsizing(request):
         "rows": rows, "money": q.money, "cluster": q.cluster, "team": q.team, "window_days": q.window_days,
         "totals": total_saving(rows) if q.money else [], "clusters": Cluster.objects.values_list("name", flat=True),
         "teams": teams, "headroom": params.headroom, "replicas": params.share_replicas,
+        "max_window_days": max_window_days(hourly=True),
         "csv_query": "&".join(f"{k}={v}" for k, v in (("cluster", q.cluster), ("team", q.team),
                                                       ("window_days", q.window_days)) if v),
     })

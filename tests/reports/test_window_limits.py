@@ -39,6 +39,7 @@ def test_right_sizing_takes_at_most_the_hourly_limit(api, client):
     assert api(admin).get("/api/v1/quota-recommendations/", {"window_days": 366}).status_code == 200
     client.force_login(admin)
     assert client.get("/advice/rightsizing/", {"window_days": 366}).status_code == 400
+    assert 'name="window_days" min="1" max="93"' in client.get("/advice/rightsizing/").content.decode()
 
 
 def test_the_limits_are_configurable_and_in_the_schema(api, settings):
