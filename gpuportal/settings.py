@@ -299,6 +299,12 @@ if OIDC_ENABLED:
     INSTALLED_APPS.append("mozilla_django_oidc")
     for _name in OIDC_ENV:
         globals()[_name] = env.str(_name)
+    # The provider's endpoints as the HTTP client reads them: no backslash, credentials or
+    # other scheme (docs/security.md, "Outbound requests").
+    from apps.clusters.outbound import spelling_problem as _spelling_problem  # noqa: E402
+    for _name in OIDC_ENV[2:]:
+        if _problem := _spelling_problem(globals()[_name]):
+            raise ImproperlyConfigured(f"{_name}: {_problem}")
     OIDC_RP_SIGN_ALGO = env.str("OIDC_RP_SIGN_ALGO", default="RS256")
     OIDC_RP_SCOPES = env.str("OIDC_RP_SCOPES", default="openid email profile")
     OIDC_ROLES_CLAIM = env.str("OIDC_ROLES_CLAIM", default="groups")
