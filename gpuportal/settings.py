@@ -97,6 +97,8 @@ MAX_REPORT_DAYS = _env_int("MAX_REPORT_DAYS", 400)
 # Endpoints that read hourly rows per pod (idle GPUs, right-sizing) cost ~25x a daily read for the
 # same window: their own, shorter limit (docs/security.md, "No request ties up the portal").
 MAX_HOURLY_REPORT_DAYS = _env_int("MAX_HOURLY_REPORT_DAYS", 93)
+# Reads of hourly rows per pod one user may have running at once (apps/web/throttle.py); 0: no limit.
+LONG_READS_PER_USER = _env_int("LONG_READS_PER_USER", 2, low=0)
 
 # Who the FOCUS export names as provider, publisher and invoice issuer, and as the billing
 # account (docs/chargeback.md, "FOCUS export"); FOCUS wants each non-empty.

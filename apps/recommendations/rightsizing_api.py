@@ -8,6 +8,8 @@ from rest_framework.views import APIView
 
 from apps.accounting.filters import filter_from
 
+from apps.web.throttle import long_read_api
+
 from .api import HOURLY_WINDOW_DAYS_SCHEMA
 from .rightsizing import ACTIONS
 from .rightsizing_rows import CSV_COLUMNS, RightsizeQuery, public, rightsizing_rows, total_saving
@@ -57,6 +59,7 @@ class RightsizingView(APIView):
         description="Right-sizing per workload: a smaller MIG slice, a time-sliced share, or release, with the "
                     "money it saves per month and the resource change in YAML.",
     )
+    @long_read_api
     def get(self, request):
         q = RightsizeQuery.of(filter_from(request.query_params, request.user, trailing=True, hourly=True))
         rows = rightsizing_rows(q)

@@ -6,7 +6,7 @@ from apps.accounting.filters import max_window_days
 from apps.clusters.models import Cluster
 from apps.teams.access import team_scope
 from apps.teams.models import Team
-from apps.web.throttle import throttled_page
+from apps.web.throttle import long_read_page, throttled_page
 
 from .views import page_query
 from .rightsizing_rows import RightsizeQuery, params_from_settings, rightsizing_rows, total_saving
@@ -14,6 +14,7 @@ from .rightsizing_rows import RightsizeQuery, params_from_settings, rightsizing_
 
 @login_required
 @throttled_page
+@long_read_page
 def rightsizing(request):
     q, refused = page_query(request, RightsizeQuery.of, hourly=True)   # hourly rows per pod
     if refused:

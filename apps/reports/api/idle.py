@@ -8,6 +8,7 @@ from rest_framework.views import APIView
 from ..data.idle import CSV_COLUMNS, EVERY_IDLE_POD, idle_pods, parse_idle_options
 from ..data.paging import MAX_PAGE_SIZE, page_of, parse_page
 from apps.accounting.filters import filter_from, iso_utc as iso
+from apps.web.throttle import long_read_api
 
 from .usage import WINDOW_PARAMS, window_rules
 
@@ -53,6 +54,7 @@ class IdleView(APIView):
                     "`count` is the whole ranking's, `next` the following page's URL; ?format=csv holds every "
                     "pod." + window_rules(hourly=True),
     )
+    @long_read_api
     def get(self, request):
         sel = filter_from(request.query_params, request.user, hourly=True)
         opts = parse_idle_options(request.query_params, defaults=EVERY_IDLE_POD)

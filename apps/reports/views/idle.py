@@ -1,4 +1,5 @@
 from apps.web.pages import bad_request
+from apps.web.throttle import long_read_page
 from apps.web.params import BadParameters
 
 from .. import figures
@@ -15,6 +16,7 @@ FIRST_DIRECTION = {"idle_gpu_hours": "-", "gpus_held": "-", "longest_idle": "-",
 
 
 @report_view(hourly=True)     # idle stretches are read from hourly rows per pod
+@long_read_page
 def idle(request, sel):
     try:
         opts = parse_idle_options(request.GET)
