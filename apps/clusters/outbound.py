@@ -1,8 +1,8 @@
 """Where the portal may send requests of its own (docs/security.md, "Outbound requests").
 
-Cluster Prometheus URLs and alert webhook URLs are typed by admins (and team leads, for their
-budget's webhook); unchecked, they let the portal be pointed at any address it can reach (a
-cloud metadata service, an internal admin page). Three rules, one home:
+Cluster Prometheus URLs and alert webhook URLs are typed by admins; unchecked, they let the
+portal be pointed at any address it can reach (a cloud metadata service, an internal admin
+page). Three rules, one home:
 
 - *The URL as the client reads it* (`outbound_problem`): http or https only; no backslash,
   space or control character (urllib3 ends the host at a backslash where `urlsplit` reads on to
