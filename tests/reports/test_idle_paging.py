@@ -95,7 +95,9 @@ def test_the_api_answers_a_page_at_a_time(login, big):
     assert second["next"] is None and second["previous"] == "http://testserver/api/v1/idle/?cluster=big&page=1"
     small = c.get("/api/v1/idle/", {"cluster": "big", "page_size": 3, "page": 2}).json()
     assert [r["pod"] for r in small["results"]] == ["nb-0996", "nb-0995", "nb-0994"] and small["pages"] == 334
-    assert c.get("/api/v1/idle/", {"cluster": "big", "page": 3}).json() == {"page": "page=3 is past the last page (2)"}
+    past = c.get("/api/v1/idle/", {"cluster": "big", "page": 5}).json()
+    assert (past["results"], past["count"], past["next"]) == ([], 1000, None)
+    assert past["previous"] == "http://testserver/api/v1/idle/?cluster=big&page=2"       # the last page
     assert c.get("/api/v1/idle/", {"cluster": "big", "page_size": 501}).json() == \
         {"page_size": "page_size='501' must lie between 1 and 500"}
     text = c.get("/api/v1/idle/", {"cluster": "big", "format": "csv"}).content.decode()

@@ -66,14 +66,17 @@ class IdleView(APIView):
                 "min_idle_minutes": opts.min_idle_minutes}
         if export:
             return Response({**head, "results": [p.as_dict() for p in pods]})
-        shown = page_of(pods, paging)
+        pages = max(1, -(-len(pods) // paging.page_size))
+        # A page past the last is an empty page, not an error: the ranking may have shrunk
+        # between two calls, and a client walking `next` stops at null (docs/api.md, "Paging").
+        shown = page_of(pods, paging) if paging.page <= pages else None
 
         def link(number):
             return request.build_absolute_uri("?" + _with_page(request.query_params, number))
-        return Response({**head, "count": shown.total, "page": shown.number, "pages": shown.pages,
-                         "next": link(shown.number + 1) if shown.number < shown.pages else None,
-                         "previous": link(shown.number - 1) if shown.number > 1 else None,
-                         "results": [p.as_dict() for p in shown.rows]})
+        return Response({**head, "count": len(pods), "page": paging.page, "pages": pages,
+                         "next": link(paging.page + 1) if paging.page < pages else None,
+                         "previous": link(min(paging.page - 1, pages)) if paging.page > 1 else None,
+                         "results": [p.as_dict() for p in shown.rows] if shown else []})
 
     def csv_columns(self, rows):
         if rows and isinstance(rows[0], dict) and "pod" not in rows[0]:
