@@ -97,6 +97,8 @@ MAX_REPORT_DAYS = _env_int("MAX_REPORT_DAYS", 400)
 # Endpoints that read hourly rows per pod (idle GPUs, right-sizing) cost ~25x a daily read for the
 # same window: their own, shorter limit (docs/security.md, "No request ties up the portal").
 MAX_HOURLY_REPORT_DAYS = _env_int("MAX_HOURLY_REPORT_DAYS", 93)
+# Reads of hourly rows per pod one user may have running at once (apps/web/throttle.py); 0: no limit.
+LONG_READS_PER_USER = _env_int("LONG_READS_PER_USER", 2, low=0)
 
 # Who the FOCUS export names as provider, publisher and invoice issuer, and as the billing
 # account (docs/chargeback.md, "FOCUS export"); FOCUS wants each non-empty.
@@ -302,6 +304,12 @@ if OIDC_ENABLED:
     INSTALLED_APPS.append("mozilla_django_oidc")
     for _name in OIDC_ENV:
         globals()[_name] = env.str(_name)
+    # The provider's endpoints as the HTTP client reads them: no backslash, credentials or
+    # other scheme (docs/security.md, "Outbound requests").
+    from apps.clusters.outbound import spelling_problem as _spelling_problem  # noqa: E402
+    for _name in OIDC_ENV[2:]:
+        if _problem := _spelling_problem(globals()[_name]):
+            raise ImproperlyConfigured(f"{_name}: {_problem}")
     OIDC_RP_SIGN_ALGO = env.str("OIDC_RP_SIGN_ALGO", default="RS256")
     OIDC_RP_SCOPES = env.str("OIDC_RP_SCOPES", default="openid email profile")
     OIDC_ROLES_CLAIM = env.str("OIDC_ROLES_CLAIM", default="groups")

@@ -1,8 +1,8 @@
 """Where the portal may send requests of its own (docs/security.md, "Outbound requests").
 
-Cluster Prometheus URLs and alert webhook URLs are typed by admins (and team leads, for their
-budget's webhook); unchecked, they let the portal be pointed at any address it can reach (a
-cloud metadata service, an internal admin page). Three rules, one home:
+Cluster Prometheus URLs and alert webhook URLs are typed by admins; unchecked, they let the
+portal be pointed at any address it can reach (a cloud metadata service, an internal admin
+page). Three rules, one home:
 
 - *The URL as the client reads it* (`outbound_problem`): http or https only; no backslash,
   space or control character (urllib3 ends the host at a backslash where `urlsplit` reads on to
@@ -114,6 +114,26 @@ def host_allowed(host: str) -> bool:
 def outbound_host(url: str) -> str:
     """The host the HTTP client (urllib3, under requests) will contact for `url`, after every
     rule on the URL's spelling and the allow-list; raises OutboundRefused with the reason."""
+    host = _spelled_host(url)
+    if not host_allowed(host):
+        raise OutboundRefused(f"the host {host} is not in OUTBOUND_ALLOWED_HOSTS")
+    if (address := _ip_literal(host)) is not None and (problem := _never_contacted(address, allow_list())):
+        raise OutboundRefused(f"the host {host} is {problem}")
+    return host
+
+
+def spelling_problem(url: str) -> str:
+    """Why `url` would be read otherwise by the HTTP client than by `urlsplit` (or carries
+    credentials, or is not http(s)), or "": the rules that need no settings, which
+    gpuportal/settings.py also applies to the single sign-on endpoints."""
+    try:
+        _spelled_host(url)
+    except OutboundRefused as exc:
+        return str(exc)
+    return ""
+
+
+def _spelled_host(url: str) -> str:
     if not isinstance(url, str) or not url:
         raise OutboundRefused("no URL")
     shown = redacted(url)
@@ -137,10 +157,6 @@ def outbound_host(url: str) -> str:
         raise OutboundRefused(f"{shown!r} names its host ambiguously; write it as scheme://host[:port]/path")
     if _ip_literal(host) is None and _NUMERIC_HOST.match(host):
         raise OutboundRefused(f"{shown!r}: write an IP address as four decimal numbers (like 10.0.0.5)")
-    if not host_allowed(host):
-        raise OutboundRefused(f"the host {host} is not in OUTBOUND_ALLOWED_HOSTS")
-    if (address := _ip_literal(host)) is not None and (problem := _never_contacted(address, allow_list())):
-        raise OutboundRefused(f"the host {host} is {problem}")
     return host
 
 

@@ -55,11 +55,20 @@ def test_half_configured_sso_stops_start_up(tmp_path):
     assert "OIDC is half configured" in out.stderr and "OIDC_OP_TOKEN_ENDPOINT" in out.stderr
 
 
+def test_a_provider_endpoint_the_client_would_read_otherwise_stops_start_up(tmp_path):
+    """The single sign-on endpoints pass the outbound URL rules that need no settings (issue 42):
+    a backslash before an `@`, credentials in the URL or another scheme stop the start."""
+    for name, url, said in [("OIDC_OP_TOKEN_ENDPOINT", "http://127.0.0.2:9\\@idp.example/token", "contains a backslash"),
+                            ("OIDC_OP_USER_ENDPOINT", "https://alice:pw@idp.example/user", "carries a user name"),
+                            ("OIDC_OP_JWKS_ENDPOINT", "file:///etc/jwks", "not an http or https URL")]:
+        out = run(tmp_path, {**OIDC_ENV, name: url})
+        assert out.returncode != 0 and f"{name}: " in out.stderr and said in out.stderr, out.stderr[-500:]
+        assert "pw" not in out.stderr.split("ImproperlyConfigured")[-1]
+
+
 LOCKED_PROBE = """
-from django.core.management import call_command
 call_command("migrate", verbosity=0)
 from django.conf import settings
-from django.test import Client
 c = Client(HTTP_HOST="127.0.0.1")
 codes = [c.post("/accounts/login/", {"username": "mallory", "password": "guess"}).status_code for _ in range(6)]
 print("password", codes[-1])

@@ -39,6 +39,7 @@ def test_right_sizing_takes_at_most_the_hourly_limit(api, client):
     assert api(admin).get("/api/v1/quota-recommendations/", {"window_days": 366}).status_code == 200
     client.force_login(admin)
     assert client.get("/advice/rightsizing/", {"window_days": 366}).status_code == 400
+    assert 'name="window_days" min="1" max="93"' in client.get("/advice/rightsizing/").content.decode()
 
 
 def test_the_limits_are_configurable_and_in_the_schema(api, settings):
@@ -58,3 +59,65 @@ def test_the_limits_are_configurable_and_in_the_schema(api, settings):
 def test_the_api_throttle_defaults_to_600_a_minute():
     from rest_framework.throttling import UserRateThrottle
     assert UserRateThrottle.THROTTLE_RATES["user"] == "600/min"
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_user_runs_at_most_long_reads_per_user_at_once(settings):
+    """With LONG_READS_PER_USER=1, a second idle or right-sizing call of the same user while the
+    first still reads is a 429 naming the setting; another user, and the same user once the
+    first has finished, are answered. The first call is held on a locked table."""
+    import threading
+
+    from django.core.cache import cache
+    from django.db import connections
+    from rest_framework.test import APIClient
+
+    settings.LONG_READS_PER_USER = 1
+    cache.clear()
+    ann, bob = make_user("ann", "viewer"), make_user("bob", "viewer")
+
+    def client(user):
+        c = APIClient()
+        c.force_authenticate(user)
+        return c
+    locked, release, first = threading.Event(), threading.Event(), []
+
+    def hold():
+        other = connections.create_connection("default")
+        try:
+            with other.cursor() as cur:
+                cur.execute("BEGIN")
+                cur.execute("LOCK TABLE accounting_usagehour IN ACCESS EXCLUSIVE MODE")
+                locked.set()
+                release.wait(30)
+                cur.execute("ROLLBACK")
+        finally:
+            other.close()
+
+    def long_call():
+        try:
+            first.append(client(ann).get("/api/v1/idle/", QUARTER).status_code)
+        finally:
+            connections.close_all()
+    holder = threading.Thread(target=hold)
+    holder.start()
+    assert locked.wait(10)
+    caller = threading.Thread(target=long_call)
+    caller.start()
+    try:
+        for _ in range(100):        # until the first call holds its slot
+            if cache.get("long-reads:%s" % ann.pk):
+                break
+            threading.Event().wait(0.05)
+        refused = client(ann).get("/api/v1/rightsizing/")
+        assert refused.status_code == 429 and refused["Retry-After"] == "10"
+        assert refused.json() == {"detail": "you already have 1 long read (idle GPUs, right-sizing) running; wait "
+                                            "for one to finish (LONG_READS_PER_USER). Expected available in 10 seconds."}
+        assert client(bob).get("/api/v1/rightsizing/").status_code == 200
+    finally:
+        release.set()
+        holder.join()
+        caller.join()
+    assert first == [200]
+    assert client(ann).get("/api/v1/rightsizing/").status_code == 200

@@ -9,6 +9,7 @@ from rest_framework.views import APIView
 from apps.accounting.query.filters import filter_from, iso_utc
 
 from apps.recommendations.api import HOURLY_WINDOW_DAYS_SCHEMA
+from apps.web.throttle import long_read_api
 from apps.recommendations.rightsizing.rules import ACTIONS
 from apps.recommendations.rightsizing.rows import CSV_COLUMNS, RightsizeQuery, measured_window, public, rightsizing_rows, total_saving, window_said
 
@@ -77,6 +78,7 @@ class RightsizingView(APIView):
         description="Right-sizing per workload: a smaller MIG slice, a time-sliced share, or release, with the "
                     "money it saves per month and the resource change in YAML.",
     )
+    @long_read_api
     def get(self, request):
         sel = filter_from(request.query_params, request.user, trailing=True, dates_too=True, hourly=True)
         q = RightsizeQuery.of(sel)

@@ -9,13 +9,13 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
-from apps.accounting.query.filters import filter_from, parse_choice
+from apps.accounting.query.filters import filter_from, max_window_days, parse_choice
 from apps.clusters.models import Cluster
 from apps.teams.access import team_scope
 from apps.teams.models import Team
 from apps.web.pages import bad_request
 from apps.web.params import BadParameters
-from apps.web.throttle import throttled_page
+from apps.web.throttle import long_read_page, throttled_page
 
 from apps.recommendations.rightsizing.rows import RightsizeQuery, params_from_settings, rightsizing_rows, total_saving, window_said
 
@@ -48,6 +48,7 @@ def _whole(params, name, default, high=None) -> int:
 
 @login_required
 @throttled_page
+@long_read_page
 def rightsizing(request):
     try:
         sel = filter_from(request.GET, request.user, trailing=True, dates_too=True, hourly=True)   # hourly rows per pod
@@ -74,6 +75,7 @@ def rightsizing(request):
         "counted": sum(1 for r in rows if r["in_totals"]), "short": sum(1 for r in rows if not r["in_totals"]),
         "show_links": {s: _link(request, show=None if s == "counted" else s, page=None) for s in SHOWS},
         "money": q.money, "cluster": q.cluster, "team": q.team, "window_days": q.window_days,
+        "max_window_days": max_window_days(hourly=True),
         "start": sel.query.get("start") or "", "end": sel.query.get("end") or "",
         "window": window_said(q),
         "totals": total_saving(rows) if q.money else [],

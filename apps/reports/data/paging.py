@@ -67,6 +67,16 @@ def parse_paging(params, sorts, default_sort: str) -> Paging:
     return Paging(page=page, page_size=size, sort=sort)
 
 
+def parse_page(params, *, default_size: int = DEFAULT_PAGE_SIZE, sort: str = "") -> Paging:
+    """`page` and `page_size` alone, for a list in one fixed order (an API's ranking)."""
+    errors: dict[str, str] = {}
+    page = _whole(params, "page", 1, 1, None, errors)
+    size = _whole(params, "page_size", default_size, 1, MAX_PAGE_SIZE, errors)
+    if errors:
+        raise BadParameters(errors)
+    return Paging(page=page, page_size=size, sort=sort)
+
+
 def sort_rows(rows: list, paging: Paging, sorts, tie) -> list:
     """Rows in the asked order; `sorts[key](row)` gives the value (None sorts last either way),
     `tie(row)` breaks ties the same way whatever the direction."""

@@ -1,6 +1,7 @@
 """The Idle GPUs page: who held GPUs without using them, for how long and at what cost."""
 from apps.web.csv import streaming_csv
 from apps.web.pages import bad_request
+from apps.web.throttle import long_read_page
 from apps.web.params import BadParameters
 
 from .. import charts
@@ -17,6 +18,7 @@ FIRST_DIRECTION = {"idle_gpu_hours": "-", "gpus_held": "-", "longest_idle": "-",
 
 
 @report_view(hourly=True)     # idle stretches are read from hourly rows per pod
+@long_read_page
 def idle(request, sel):
     try:
         opts = parse_idle_options(request.GET)
