@@ -152,9 +152,13 @@ def test_workbook_agrees_with_the_json_and_the_csv(march, finance, api):
                 for (m, p, pc, rate, cur), v in summed("gpu_model", "mig_profile", "price_class", "hourly_rate").items()}
     assert costs(rows, "GPU model", "MIG profile", "Price class", "Hourly rate") == from_csv
 
-    sheet_lines, _ = table(book["Lines"])
+    sheet_lines, line_totals = table(book["Lines"])
     assert [(r["key"], r["kind"], r["namespace"] or "", Decimal(str(r["cost"]))) for r in sheet_lines] == [
         (line["key"], line["kind"], line["namespace"], Decimal(line["cost"])) for line in lines]
+    # its Total rows are the statement's, as under every other sheet's table
+    assert {c: Decimal(str(a)) for c, a in line_totals.items()} == {
+        c: Decimal(a) for c, a in api(finance).get(URL, {"period": "2026-03", "group_by": "team"}).json()[
+            "totals_by_currency"].items()}
     assert [(r["Cost"]) for r in table(book["Adjustments"])[0]] == [
         float(line["cost"]) for line in lines if line["kind"] == "adjustment"]
 
