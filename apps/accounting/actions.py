@@ -21,7 +21,7 @@ from .models import BillingPeriod, MonthCell, Rate, StatementLine, UsageHour
 from .months import closed_before, closed_periods, record_closed
 from .refresh import refresh_after_commit
 from .signals import announce_close, history_starts
-from .statements import closing_computation, period_has_ended
+from .statements import closing_computation, period_has_ended, watermarks_now
 from .pricing import load_rate_card
 from .spans import merged_in_db
 from .usage import CELL_SQL_COLUMNS, UsageFilter, billing_zone, fixed_day_cells
@@ -278,6 +278,7 @@ def _close(period: str, actor) -> BillingPeriod:
     bp.billing_timezone = billing_zone().key
     last = Rate.history.order_by("-history_id").values_list("history_id", "history_date").first()
     bp.rate_card_version, bp.rate_card_changed_at = last if last else (None, None)
+    bp.watermarks = watermarks_now()
     bp.save()
     totals = {c: present(a, c) for c, a in cost_by_currency(computed.lines).items()}
     _audit(actor, "period.close", period, {"closed": False},

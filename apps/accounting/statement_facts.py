@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
-from .calc import BASIS_PROFILE, Line, RateCard, ensure_shown, last_day
+from .calc import BASIS_PROFILE, Line, RateCard, ensure_shown, last_day, period_bounds
+from .models import BillingPeriod
+from .months import month_zone
 from .statements import UNALLOCATED_KEY, clusters_behind, line_group, shown_costs, visible
 
 
@@ -84,8 +86,16 @@ def rates_used(lines: list[Line], period: str, card: RateCard) -> list[RateUsed]
 
 
 def freshness(period: str, clusters: set[str] | None) -> list[Freshness]:
-    """Each cluster's ingest watermark; `clusters` None: all of them."""
+    """Each cluster's ingest watermark; `clusters` None: all of them. A closed month's are those
+    its close recorded, so its workbook does not change with each ingest (months closed before
+    they were recorded: now's)."""
     from apps.clusters.models import Cluster
+    bp = BillingPeriod.objects.filter(period=period, closed_at__isnull=False).first()
+    if bp is not None and bp.watermarks:
+        end = period_bounds(period, month_zone(period, {period: bp}))[1]
+        rows = [(name, datetime.fromisoformat(until) if until else None) for name, until in sorted(bp.watermarks.items())]
+        return [Freshness(name, until, until is None or until < end) for name, until in rows
+                if clusters is None or name in clusters]
     behind = set(clusters_behind(period))
     rows = Cluster.objects.order_by("name").values_list("name", "ingested_until")
     return [Freshness(name, until, name in behind) for name, until in rows if clusters is None or name in clusters]

@@ -255,6 +255,13 @@ def delete_refusals(sender, objects, **kwargs) -> list[str]:
     return out
 
 
+def watermarks_now() -> dict[str, str | None]:
+    """Each cluster's ingest watermark now (name -> ISO instant or None): what a close records."""
+    from apps.clusters.models import Cluster
+    return {name: until.isoformat() if until else None
+            for name, until in Cluster.objects.order_by("name").values_list("name", "ingested_until")}
+
+
 def clusters_behind(period: str) -> list[str]:
     """Clusters whose ingest watermark has not reached the month's end: closing now would turn
     their missing hours into next month's adjustments."""
