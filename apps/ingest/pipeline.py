@@ -164,6 +164,9 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
     return run
 
 
+COUNTED_TWICE = "its hours are billed twice"     # in each such warning: what /metrics counts
+
+
 def counted_twice(cluster: Cluster, start: datetime, end: datetime) -> list[str]:
     """The run log's warning for each GPU (by UUID) this run found held in an hour in which
     another cluster's rows hold it too: the same device reached through two cluster entries (two
@@ -186,7 +189,7 @@ def counted_twice(cluster: Cluster, start: datetime, end: datetime) -> list[str]
     for uuid, other, first, hours in found:
         first = first if isinstance(first, datetime) else datetime.fromisoformat(str(first))
         out.append(f"GPU {uuid} is in clusters {cluster.name} and {other} in the same hour ({hours} hour(s) from "
-                   f"{first.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC): its hours are billed twice; remove one "
+                   f"{first.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC): {COUNTED_TWICE}; remove one "
                    "cluster entry, or give each a series selector that tells them apart")
         log.warning("ingest of %s: %s", cluster, out[-1])
     return out
