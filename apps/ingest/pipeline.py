@@ -183,11 +183,15 @@ def counted_twice(cluster: Cluster, start: datetime, end: datetime) -> list[str]
             f"JOIN {device} od ON od.id = o.device_id AND od.uuid = d.uuid "
             f"JOIN {Cluster._meta.db_table} c ON c.id = o.cluster_id "
             "WHERE u.cluster_id = %s AND u.hour_start >= %s AND u.hour_start < %s AND d.uuid <> '' "
-            "GROUP BY d.uuid, c.name ORDER BY d.uuid, c.name", [cluster.pk, start, end])
+            "GROUP BY d.uuid, c.name ORDER BY d.uuid, c.name",
+            [cluster.pk, *(connection.ops.adapt_datetimefield_value(t) for t in (start, end))])
         found = cur.fetchall()
     out = []
     for uuid, other, first, hours in found:
-        first = first if isinstance(first, datetime) else datetime.fromisoformat(str(first))
+        if not isinstance(first, datetime):      # SQLite answers the aggregate as text, in UTC
+            first = datetime.fromisoformat(str(first))
+        if first.tzinfo is None:
+            first = first.replace(tzinfo=timezone.utc)
         out.append(f"GPU {uuid} is in clusters {cluster.name} and {other} in the same hour ({hours} hour(s) from "
                    f"{first.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC): {COUNTED_TWICE}; remove one "
                    "cluster entry, or give each a series selector that tells them apart")
