@@ -47,7 +47,8 @@ def cluster_ingest_state(now=None) -> list[dict]:
                       ok=Count("ingest_runs", filter=Q(ingest_runs__status="succeeded")),
                       failed=Count("ingest_runs", filter=Q(ingest_runs__status="failed")))
             .values("name", "ingested_until", "last_ok", "rows", "ok", "failed"))
-    twice = _counted_twice()
+    from apps.ingest.models import counted_twice_by_cluster
+    twice = counted_twice_by_cluster()
     out = []
     for r in rows:
         age = (now - r["last_ok"]).total_seconds() if r["last_ok"] else None
@@ -58,21 +59,6 @@ def cluster_ingest_state(now=None) -> list[dict]:
                     "rows_written": r["rows"] or 0, "runs_succeeded": r["ok"], "runs_failed": r["failed"],
                     "gpus_counted_twice": twice.get(r["name"], 0),
                     "stale": lag is None or lag > settings.STALE_INGEST_HOURS * 3600})
-    return out
-
-
-def _counted_twice() -> dict[str, int]:
-    """Cluster name -> the GPUs its last succeeded ingest run found in another cluster's rows in
-    the same hour (docs/ingest.md, "The same GPU in two clusters")."""
-    from apps.ingest.models import IngestRun
-    from apps.ingest.pipeline import COUNTED_TWICE
-
-    out: dict[str, int] = {}
-    runs = (IngestRun.objects.filter(status=IngestRun.Status.SUCCEEDED).order_by("cluster_id", "-finished_at")
-            .values_list("cluster__name", "warnings"))
-    for name, warnings in runs:
-        if name not in out:        # the first row of a cluster is its last run
-            out[name] = sum(1 for w in warnings or () if COUNTED_TWICE in w)
     return out
 
 

@@ -26,7 +26,7 @@ from apps.clusters.models import Cluster, Device
 from . import rollup
 from .errors import IngestBusy, IngestError
 from .locks import cluster_lock
-from .models import IngestRun
+from .models import COUNTED_TWICE, IngestRun
 from .prometheus import PrometheusClient
 from .prometheus_http import PrometheusError
 from .queries import MetricNames
@@ -162,9 +162,6 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
     # running month's forecast at the instant the data stands at (docs/forecast.md, "Kept current").
     refresh_after_commit(months_of(window_start, window_end))
     return run
-
-
-COUNTED_TWICE = "its hours are billed twice"     # in each such warning: what /metrics counts
 
 
 def counted_twice(cluster: Cluster, start: datetime, end: datetime) -> list[str]:

@@ -34,3 +34,15 @@ def test_metrics_count_the_gpus_counted_twice():
     state = {c["cluster"]: c["gpus_counted_twice"] for c in cluster_ingest_state()}
     assert state == {"prod": 0, "prod-again": 3}        # prod's run came first: it saw nothing to compare
 
+
+def test_the_ingest_runs_admin_shows_a_banner(client):
+    from tests.support.factories import make_user
+
+    prod, again = make_cluster("prod"), make_cluster("prod-again")
+    ingest(prod, dt(T0), dt(T0 + 7200), fetcher=small_cluster_fetcher(), now=dt(T0 + 10 * 3600))
+    ingest(again, dt(T0), dt(T0 + 7200), fetcher=small_cluster_fetcher(), now=dt(T0 + 10 * 3600))
+    client.force_login(make_user("root", "admin", superuser=True, staff=True))
+    page = client.get("/admin/ingest/ingestrun/").content.decode()
+    assert "GPUs billed twice (the same UUID in two clusters in the same hour; see the runs&#x27; warnings): " \
+           "prod-again: 3" in page
+
