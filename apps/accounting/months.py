@@ -15,6 +15,8 @@ from datetime import date, timedelta, timezone
 from django.conf import settings
 from django.db.models import Q
 
+from apps.teams.resolve import renamed_teams
+
 from .answers import answer, day_answers, day_part, drop_parts, store_current
 from .input_versions import CODE_VERSION, Inputs, read_inputs, read_once, stored_answers
 from .calc import Cell, Line, build_lines, last_day, next_period, period_bounds, period_of, prev_period
@@ -22,8 +24,6 @@ from .days import day_start
 from .latedata import delta_cells
 from . import frozen
 from .models import BillingPeriod, MonthAnswer
-from apps.teams.resolve import renamed_teams
-
 from .resolvers import config_as_of, team_resolver
 from .stored_rows import day_cells, merged_day_cells, read_current
 from .pricing import closing_card, load_rate_card
