@@ -47,6 +47,8 @@ def cluster_ingest_state(now=None) -> list[dict]:
                       ok=Count("ingest_runs", filter=Q(ingest_runs__status="succeeded")),
                       failed=Count("ingest_runs", filter=Q(ingest_runs__status="failed")))
             .values("name", "ingested_until", "last_ok", "rows", "ok", "failed"))
+    from apps.ingest.models import counted_twice_by_cluster
+    twice = counted_twice_by_cluster()
     out = []
     for r in rows:
         age = (now - r["last_ok"]).total_seconds() if r["last_ok"] else None
@@ -55,6 +57,7 @@ def cluster_ingest_state(now=None) -> list[dict]:
                     "ingest_lag_seconds": None if lag is None else round(lag, 1),
                     "ingested_until": r["ingested_until"].isoformat() if r["ingested_until"] else None,
                     "rows_written": r["rows"] or 0, "runs_succeeded": r["ok"], "runs_failed": r["failed"],
+                    "gpus_counted_twice": twice.get(r["name"], 0),
                     "stale": lag is None or lag > settings.STALE_INGEST_HOURS * 3600})
     return out
 

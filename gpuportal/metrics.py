@@ -49,6 +49,8 @@ INGEST_SERIES = (
     ("gpuportal_ingest_rows_written_total", "counter", "rollup rows written by succeeded ingest runs", "rows_written"),
     ("gpuportal_ingest_runs_succeeded_total", "counter", "succeeded ingest runs (IngestRun rows)", "runs_succeeded"),
     ("gpuportal_ingest_task_failures_total", "counter", "failed ingest runs, tasks and commands alike", "runs_failed"),
+    ("gpuportal_ingest_gpus_counted_twice", "gauge", "GPUs the last succeeded ingest run found in another cluster's "
+     "rows in the same hour (billed twice)", "gpus_counted_twice"),
 )
 
 

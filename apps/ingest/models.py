@@ -38,3 +38,20 @@ def first_ingested_hour(**kwargs):
     """The start of the first succeeded ingest run's window, or None (`history_asked`)."""
     return (IngestRun.objects.filter(status=IngestRun.Status.SUCCEEDED)
             .aggregate(first=models.Min("window_start"))["first"])
+
+
+# In each warning of a GPU found in another cluster's rows in the same hour (`pipeline.counted_twice`).
+COUNTED_TWICE = "its hours are billed twice"
+
+
+def counted_twice_by_cluster() -> dict[str, int]:
+    """Cluster name -> the GPUs its last succeeded ingest run found in another cluster's rows in
+    the same hour (docs/ingest.md, "The same GPU in two clusters"): /metrics and the admin's
+    banner on the ingest runs."""
+    out: dict[str, int] = {}
+    runs = (IngestRun.objects.filter(status=IngestRun.Status.SUCCEEDED).order_by("cluster_id", "-finished_at")
+            .values_list("cluster__name", "warnings"))
+    for name, warnings in runs:
+        if name not in out:        # the first row of a cluster is its last run
+            out[name] = sum(1 for w in warnings or () if COUNTED_TWICE in w)
+    return out

@@ -28,7 +28,7 @@ from apps.clusters.models import Device
 from . import rollup
 from .errors import IngestBusy, IngestError
 from .locks import cluster_lock
-from .models import IngestRun
+from .models import COUNTED_TWICE, IngestRun
 from .prometheus import PrometheusClient
 from .prometheus_http import PrometheusError
 from .queries import MetricNames
@@ -174,21 +174,26 @@ def counted_twice(cluster: Cluster, start: datetime, end: datetime) -> list[str]
     from apps.accounting.models import UsageHour
 
     usage, device = UsageHour._meta.db_table, Device._meta.db_table
+    # The devices first (their UUIDs in another cluster: none in a sound fleet), then only their rows.
     with connection.cursor() as cur:
         cur.execute(
             f"SELECT d.uuid, c.name, min(u.hour_start), count(DISTINCT u.hour_start) "
-            f"FROM {usage} u JOIN {device} d ON d.id = u.device_id "
-            f"JOIN {usage} o ON o.hour_start = u.hour_start AND o.cluster_id <> u.cluster_id "
-            f"JOIN {device} od ON od.id = o.device_id AND od.uuid = d.uuid "
-            f"JOIN {Cluster._meta.db_table} c ON c.id = o.cluster_id "
-            "WHERE u.cluster_id = %s AND u.hour_start >= %s AND u.hour_start < %s AND d.uuid <> '' "
-            "GROUP BY d.uuid, c.name ORDER BY d.uuid, c.name", [cluster.pk, start, end])
+            f"FROM {device} d JOIN {device} od ON od.uuid = d.uuid AND od.cluster_id <> d.cluster_id "
+            f"JOIN {Cluster._meta.db_table} c ON c.id = od.cluster_id "
+            f"JOIN {usage} u ON u.device_id = d.id AND u.hour_start >= %s AND u.hour_start < %s "
+            f"JOIN {usage} o ON o.device_id = od.id AND o.hour_start = u.hour_start "
+            "WHERE d.cluster_id = %s AND d.uuid <> '' "
+            "GROUP BY d.uuid, c.name ORDER BY d.uuid, c.name",
+            [*(connection.ops.adapt_datetimefield_value(t) for t in (start, end)), cluster.pk])
         found = cur.fetchall()
     out = []
     for uuid, other, first, hours in found:
-        first = first if isinstance(first, datetime) else datetime.fromisoformat(str(first))
+        if not isinstance(first, datetime):      # SQLite answers the aggregate as text, in UTC
+            first = datetime.fromisoformat(str(first))
+        if first.tzinfo is None:
+            first = first.replace(tzinfo=timezone.utc)
         out.append(f"GPU {uuid} is in clusters {cluster.name} and {other} in the same hour ({hours} hour(s) from "
-                   f"{first.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC): its hours are billed twice; remove one "
+                   f"{first.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC): {COUNTED_TWICE}; remove one "
                    "cluster entry, or give each a series selector that tells them apart")
         log.warning("ingest of %s: %s", cluster, out[-1])
     return out

@@ -216,6 +216,13 @@ def lines_sheet(ws, book: StatementBook):
                 value = "yes" if value else "no"
             put(ws, table.row, col, value, money=name in ("cost", "hourly_rate") and value is not None,
                 currency=line.get("currency"))
+    # Under the lines, as under every other table: a blank row, then one Total per currency.
+    table.row += 1
+    for currency, amount in book.totals_by_currency.items():
+        table.row += 1
+        put(ws, table.row, 1, "Total", bold=True)
+        put(ws, table.row, CSV_COLUMNS.index("currency") + 1, currency, bold=True)
+        put(ws, table.row, CSV_COLUMNS.index("cost") + 1, amount, money=True, currency=currency, bold=True)
     fit_columns(ws)
 
 

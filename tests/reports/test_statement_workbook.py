@@ -152,9 +152,13 @@ def test_workbook_agrees_with_the_json_and_the_csv(march, finance, api):
                 for (m, p, pc, rate, cur), v in summed("gpu_model", "mig_profile", "price_class", "hourly_rate").items()}
     assert costs(rows, "GPU model", "MIG profile", "Price class", "Hourly rate") == from_csv
 
-    sheet_lines, _ = table(book["Lines"])
+    sheet_lines, line_totals = table(book["Lines"])
     assert [(r["key"], r["kind"], r["namespace"] or "", Decimal(str(r["cost"]))) for r in sheet_lines] == [
         (line["key"], line["kind"], line["namespace"], Decimal(line["cost"])) for line in lines]
+    # its Total rows are the statement's, as under every other sheet's table
+    assert {c: Decimal(str(a)) for c, a in line_totals.items()} == {
+        c: Decimal(a) for c, a in api(finance).get(URL, {"period": "2026-03", "group_by": "team"}).json()[
+            "totals_by_currency"].items()}
     assert [(r["Cost"]) for r in table(book["Adjustments"])[0]] == [
         float(line["cost"]) for line in lines if line["kind"] == "adjustment"]
 
@@ -194,6 +198,9 @@ def test_closed_month_names_who_closed_it_when_and_keeps_its_rates(berlin, march
     close a rate edit changes nothing in the workbook."""
     do_close_period("2026-03", actor=finance)
     Rate.objects.filter(hourly_rate=Decimal("2.345")).update(hourly_rate=Decimal("9.99"))
+    # an ingest after the close moves edge's watermark: the closed workbook states it as at the close
+    from apps.clusters.models import Cluster
+    Cluster.objects.filter(name="edge").update(ingested_until=datetime(2026, 4, 5, tzinfo=ZoneInfo("UTC")))
     bp = BillingPeriod.objects.get(period="2026-03")
     book = read_book(api(finance).get(URL + "xlsx/", {"period": "2026-03"}).content)
     facts = cover(book["Summary"])

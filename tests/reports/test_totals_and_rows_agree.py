@@ -33,3 +33,15 @@ def test_the_overview_days_add_up_to_its_kpi(three_days, finance, client):
             for m in re.finditer(r"<tr><td>(2026-03-\d\d)</td>(.*?)</tr>", page)}
     # columns: capacity, allocated GPU-h, cost, …
     assert [rows[f"2026-03-0{d}"][2] for d in (1, 2, 3)] == ["$0.34", "$0.34", "$0.33"]
+
+
+def test_the_overview_flags_unpriced_hours_beside_its_cost(three_days, finance, client):
+    """An A100 with no rate held 2 h by ml on 2 March: the KPI and A's row say so beside the 1.01."""
+    from apps.clusters.models import Cluster
+
+    prod = Cluster.objects.get(name="prod")
+    make_usage(make_device(prod, host="n-a100", model="NVIDIA A100-SXM4-80GB"), "ml", utc(2026, 3, 2, 12), hours=2)
+    client.force_login(finance)
+    page = html.unescape(client.get("/", {"start": "2026-03-01", "end": "2026-03-04"}).content.decode())
+    assert re.search(r'id="kpi-cost">\$1.01 \+ 2.00 GPU-h unpriced<', page)
+    assert re.search(r'>A</a></td><td class="num">[^<]*</td><td class="num">\$1.01 \+ 2.00 GPU-h unpriced<', page)

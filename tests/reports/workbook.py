@@ -71,7 +71,7 @@ def table(ws):
             continue
         row = dict(zip(header, values))
         if values[0] == "Total":
-            totals[row["Currency"]] = row["Cost"]
+            totals[row.get("Currency", row.get("currency"))] = row.get("Cost", row.get("cost"))
         else:
             rows.append(row)
     return rows, totals

@@ -21,7 +21,7 @@ from apps.accounting.models import BillingPeriod, MonthCell, Rate, StatementLine
 from apps.accounting.ledger.answer import closed_before, closed_periods, record_closed
 from apps.accounting.stored.refresh import refresh_after_commit
 from apps.accounting.signals import announce_close, history_starts
-from apps.accounting.ledger.statements import closing_computation, period_has_ended
+from apps.accounting.ledger.statements import closing_computation, period_has_ended, watermarks_now
 from apps.accounting.pricing.rates import load_rate_card
 from apps.accounting.stored.spans import merged_in_db
 from apps.accounting.calendar.zone import billing_zone
@@ -187,6 +187,7 @@ def _close(period: str, actor) -> BillingPeriod:
     bp.billing_timezone = billing_zone().key
     last = Rate.history.order_by("-history_id").values_list("history_id", "history_date").first()
     bp.rate_card_version, bp.rate_card_changed_at = last if last else (None, None)
+    bp.watermarks = watermarks_now()
     bp.save()
     totals = {c: present(a, c) for c, a in cost_by_currency(computed.lines).items()}
     audit(actor, "period.close", period, {"closed": False},

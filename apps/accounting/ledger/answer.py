@@ -17,26 +17,19 @@ from datetime import date, timedelta, timezone
 from django.conf import settings
 from django.db.models import Q
 
+from apps.teams.resolve import renamed_teams
+
 from apps.accounting.stored.answers import answer, day_answers, day_part, drop_parts, month_kept, store_current
 from apps.accounting.stored.versions import CODE_VERSION, Inputs, read_inputs, read_once, stored_answers
+from apps.accounting.stored.rows import day_cells, merged_day_cells, read_current
 from apps.accounting.core.lines import Cell, Line, build_lines
-from apps.accounting.core.periods import last_day, next_period, period_bounds, period_of, prev_period
-from apps.accounting.calendar.zone import day_start
+from apps.accounting.core.periods import MAX_YEAR, MIN_YEAR, last_day, next_period, period_bounds, period_of, prev_period
+from apps.accounting.calendar.zone import billing_zone, day_start, in_zone
 from apps.accounting.ledger.late_data import delta_cells
 from apps.accounting.ledger import frozen
 from apps.accounting.models import BillingPeriod, MonthAnswer
-from apps.accounting.usage.team_mapping import team_resolver
-from apps.accounting.stored.rows import day_cells, merged_day_cells, read_current
-from apps.accounting.pricing.rates import load_rate_card
-from apps.accounting.calendar.zone import billing_zone, in_zone
-from apps.accounting.core.periods import MAX_YEAR, MIN_YEAR
-from . import frozen
-from apps.accounting.models.periods import BillingPeriod
-from apps.accounting.models.answers import MonthAnswer
-from apps.teams.resolve import renamed_teams
-
-from apps.accounting.usage.team_mapping import config_as_of
-from apps.accounting.pricing.rates import closing_card
+from apps.accounting.usage.team_mapping import config_as_of, team_resolver
+from apps.accounting.pricing.rates import closing_card, load_rate_card
 
 from apps.accounting.usage.cells import UsageFilter, span_starts, usage_cells
 

@@ -14,7 +14,9 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 
 from apps.accounting.core.lines import Line
-from apps.accounting.core.periods import last_day
+from apps.accounting.core.periods import last_day, period_bounds
+from apps.accounting.models import BillingPeriod
+from apps.accounting.ledger.answer import month_zone
 from apps.accounting.core.ratecard import BASIS_PROFILE, RateCard
 from apps.accounting.core.rounding import ensure_shown
 from apps.accounting.ledger.statements import UNALLOCATED_KEY, clusters_behind, line_group, shown_costs, visible
@@ -87,8 +89,16 @@ def rates_used(lines: list[Line], period: str, card: RateCard) -> list[RateUsed]
 
 
 def freshness(period: str, clusters: set[str] | None) -> list[Freshness]:
-    """Each cluster's ingest watermark; `clusters` None: all of them."""
+    """Each cluster's ingest watermark; `clusters` None: all of them. A closed month's are those
+    its close recorded, so its workbook does not change with each ingest (months closed before
+    they were recorded: now's)."""
     from apps.clusters.models import Cluster
+    bp = BillingPeriod.objects.filter(period=period, closed_at__isnull=False).first()
+    if bp is not None and bp.watermarks:
+        end = period_bounds(period, month_zone(period, {period: bp}))[1]
+        rows = [(name, datetime.fromisoformat(until) if until else None) for name, until in sorted(bp.watermarks.items())]
+        return [Freshness(name, until, until is None or until < end) for name, until in rows
+                if clusters is None or name in clusters]
     behind = set(clusters_behind(period))
     rows = Cluster.objects.order_by("name").values_list("name", "ingested_until")
     return [Freshness(name, until, name in behind) for name, until in rows if clusters is None or name in clusters]

@@ -242,8 +242,10 @@ def priced_closed_months(obj) -> list[str]:
         following = (Rate.objects.filter(gpu_model=obj.gpu_model, mig_profile=obj.mig_profile, price_class=obj.price_class,
                                          effective_from__gt=obj.effective_from)
                      .order_by("effective_from").values_list("effective_from", flat=True).first())
-        months = set(lines.filter(gpu_model=obj.gpu_model, price_class=obj.price_class)
-                     .values_list("period__period", flat=True))
+        lines = lines.filter(gpu_model=obj.gpu_model, price_class=obj.price_class)
+        if obj.mig_profile:         # a profile's own rate prices its instances only
+            lines = lines.filter(mig_profile=obj.mig_profile)
+        months = set(lines.values_list("period__period", flat=True))
         return sorted(m for m in months if obj.effective_from <= last_day(m)
                       and (following is None or following > date(int(m[:4]), int(m[5:7]), 1)))
     return []
@@ -264,6 +266,13 @@ def delete_refusals(sender, objects, **kwargs) -> list[str]:
         out.append(f"{what} priced the closed month(s) {', '.join(months)}: deleting it would take history from "
                    f"under their statements; {instead}")
     return out
+
+
+def watermarks_now() -> dict[str, str | None]:
+    """Each cluster's ingest watermark now (name -> ISO instant or None): what a close records."""
+    from apps.clusters.models import Cluster
+    return {name: until.isoformat() if until else None
+            for name, until in Cluster.objects.order_by("name").values_list("name", "ingested_until")}
 
 
 def clusters_behind(period: str) -> list[str]:

@@ -23,6 +23,9 @@ class BillingPeriod(models.Model):
     # The rate card the frozen statement used: its last change (a HistoricalRate id) at closing.
     rate_card_version = models.PositiveIntegerField(null=True, blank=True)
     rate_card_changed_at = models.DateTimeField(null=True, blank=True)
+    # Each cluster's ingest watermark at closing (name -> ISO instant or null): the freshness its
+    # workbook states, which later ingests do not move (docs/chargeback.md, "The statement workbook").
+    watermarks = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-period"]

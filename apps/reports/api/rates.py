@@ -173,6 +173,8 @@ class RateDetailView(APIView):
         rate = get_object_or_404(Rate, pk=pk)
         return Response(_save(request, RateSerializer(rate, data=request.data)))
 
+    @extend_schema(description="Delete a rate (admins only); audited. 204; 409 with the reason when the rate "
+                               "priced a closed month: replace it from a date on with a later rate instead.")
     def delete(self, request, pk):
         try:
             do_delete_rate(request.user, get_object_or_404(Rate, pk=pk))

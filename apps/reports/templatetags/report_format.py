@@ -96,12 +96,16 @@ def local_time(instant):
 def cost_text(priced, which="cost"):
     """A `money.Priced` as a table cell: its cost (or, with "idle", its idle cost) through
     `money`; 'unpriced' when no rate covers the hours, 'several currencies' when they
-    cannot be summed, '–' when there is nothing to price."""
+    cannot be summed, '–' when there is nothing to price. A cost beside hours no rate covers
+    says so, on every page alike ('$20.00 + 3.00 GPU-h unpriced')."""
     if priced is None:
         return "–"
     amount = priced.idle_cost if which == "idle" else priced.cost
     if amount is not None:
-        return money(amount, priced.currency)
+        shown = money(amount, priced.currency)
+        if which != "idle" and priced.unpriced:
+            shown += f" + {priced.unpriced_gpu_hours:.2f} GPU-h unpriced"
+        return shown
     if priced.mixed:
         return "several currencies"
     return "unpriced" if priced.unpriced else "–"
