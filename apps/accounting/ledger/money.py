@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from decimal import Decimal
 
 import orjson
@@ -112,6 +112,12 @@ class UsageMoney:
         if not self.closed or live is None or live[1] is None:
             return live
         return (present(Decimal(0), live[1]), live[1], 0.0)
+
+    def priced_hours(self, row):
+        """A live row of a closed month with the allocated and used GPU-seconds its money priced
+        (none: the row's hours all came after the close, and are billed in a later month)."""
+        allocated, used = self.hours.get(row.key, (Decimal(0), Decimal(0)))
+        return replace(row, allocated_gpu_seconds=float(allocated), used_gpu_seconds=float(used))
 
     def missing(self, keys) -> list[str]:
         """The keys of a closed month's money that no live row carries, in name order."""

@@ -83,6 +83,8 @@ def usage_payload(request, group_by, usage_filter):
     ledger = month_money(usage_filter, group_by) if any(shown) else None
     if ledger:      # a whole month's money is its ledger's (docs/chargeback.md, "One month, one answer")
         prices = [ledger.price(row.key, price) if ok else None for row, price, ok in zip(rows, prices, shown)]
+        if ledger.closed:   # beside closed money, the hours that money priced (docs/chargeback.md, "Closed on every view")
+            rows = [ledger.priced_hours(row) if ok else row for row, ok in zip(rows, shown)]
         # A closed month's keys that live usage no longer shows, with the hours their money priced.
         for key in ledger.missing(row.key for row in rows):
             allocated, used = ledger.hours.get(key, (0, 0))
