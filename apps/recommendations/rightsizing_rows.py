@@ -175,10 +175,18 @@ def measured_window(q: RightsizeQuery, now: datetime | None = None) -> tuple[dat
 def window_said(q: RightsizeQuery, now: datetime | None = None) -> str:
     """The measured window in words, as every surface states it: '2026-11-22 00:00 CET –
     2026-11-28 15:00 CET (6.62 days)'."""
-    window = measured_window(q, now)
-    if window is None:
+    read = windows(q, now or q.now or timezone.now())
+    if not read:
         return "no hours ingested"
-    return window_text(*window, billing_zone())
+    window = measured_window(q, now)
+    said = window_text(*window, billing_zone())
+    if len({w for _, w in read}) == 1:
+        return said
+    # clusters ingested up to different hours: each is measured up to its own last hour
+    if q.start is None:
+        days = q.window_days or settings.ADVICE_WINDOW_DAYS
+        return f"the last {days} days up to each cluster's last ingested hour ({said.rsplit(' (', 1)[0]})"
+    return f"{said}, each cluster up to its last ingested hour"
 
 
 def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dict]:
