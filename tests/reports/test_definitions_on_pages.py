@@ -34,3 +34,20 @@ def test_the_team_quota_table_names_its_window(login):
     body = text(login("team_lead").get("/teams/vision/").content.decode())
     assert "Over the window shown above (the dates picked)" in body
     assert "Peak used can stand above the quota" in body
+
+
+def test_a_forecast_without_a_range_says_no_range():
+    """#43 P3: "≈ $862.13 ($862.13 – $862.13)" when the month's range had closed to one figure."""
+    from decimal import Decimal
+    from django.template.loader import render_to_string
+    row = {"currency": "USD", "month_to_date": Decimal("800.00"), "projected": Decimal("862.13"),
+           "low": Decimal("862.13"), "high": Decimal("862.13"), "weekday_daily": Decimal("10.00"),
+           "weekend_daily": Decimal("5.00"), "history_days": 14}
+    team = text(render_to_string("reports/_team_forecast.html", {"forecast": {"results": [row], "weekdays_left": 2.0, "weekend_days_left": 1.0, "lookback_days": 14}}))
+    assert "$862.13 – $862.13" not in team and "$862.13" in team
+    table = text(render_to_string("chargeback/_statement_table.html", {
+        "payload": {"results": [{"key": "research", "cost": Decimal("800.00"), "currency": "USD", "forecast": [row],
+                                 "allocated_gpu_hours": 1.0, "used_gpu_hours": 0.5, "efficiency": 0.5,
+                                 "unpriced_gpu_hours": 0.0}],
+                    "totals_by_currency": {}, "adjustments_by_currency": {}}, "running": True}))
+    assert "≈ $862.13" in table and "($862.13 – $862.13)" not in table

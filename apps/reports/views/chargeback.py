@@ -79,6 +79,7 @@ def statement_view(request):
     api = reverse("api-chargeback")
     query = f"period={period}&shared_idle={shared_idle}"
     closer = may_close(request.user)
+    cannot_close = before_history(period) if closer and not head.closed and period_has_ended(period) else None
     # the rows are in the context only when this view rendered them (a stored table has none)
     payload = payload or {"closed": head.closed}
     payload["rate_card"] = rate_card_fields(head)
@@ -90,7 +91,9 @@ def statement_view(request):
         "closed": _closed(period) if head.closed else None,
         "ended": period_has_ended(period), "closes_from": period_bounds(period, ZoneInfo(head.zone))[1],
         "closer": closer,
-        "can_close": closer and not head.closed and period_has_ended(period),
+        # a month before the fleet's history has nothing to close: no button that leads to a refusal
+        "cannot_close": cannot_close,
+        "can_close": closer and not head.closed and period_has_ended(period) and not cannot_close,
         "csv_url": f"{api}?{query}&group_by=team&format=csv",
         "csv_namespace_url": f"{api}?{query}&group_by=namespace&format=csv",
         "focus_url": f"{reverse('api-chargeback-focus')}?period={period}",
