@@ -49,5 +49,7 @@ def test_a_forecast_without_a_range_says_no_range():
         "payload": {"results": [{"key": "research", "cost": Decimal("800.00"), "currency": "USD", "forecast": [row],
                                  "allocated_gpu_hours": 1.0, "used_gpu_hours": 0.5, "efficiency": 0.5,
                                  "unpriced_gpu_hours": 0.0}],
-                    "totals_by_currency": {}, "adjustments_by_currency": {}}, "running": True}))
+                    "totals_by_currency": {}, "adjustments_by_currency": {}}, "running": True,
+        "foot": {"allocated_gpu_hours": 1.0, "used_gpu_hours": 0.5, "efficiency": 0.5, "unpriced_gpu_hours": 0.0,
+                 "projected": {"USD": Decimal("862.13")}}}))
     assert "≈ $862.13" in table and "($862.13 – $862.13)" not in table

@@ -114,3 +114,12 @@ def test_the_api_docs_lead_back_to_the_portal_and_a_new_key_can_be_copied(closed
         assert 'data-copy="new-token-key">Copy key</button>' in page
     else:   # the form's own field names: shown on the page
         pytest.fail("no token made: " + re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))[:400])
+
+
+def test_the_total_row_has_the_gpu_hours(closed_october, finance, client):
+    """#43 P3: the chargeback Total row had money only. October: 10 H100 hours, half used."""
+    client.force_login(finance)
+    page = client.get("/chargeback/", {"period": "2026-10"}).content.decode()
+    foot = page[page.index("<tfoot>"):page.index("</tfoot>")]
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", foot, re.S)]
+    assert cells == ["Total", "$20.00", "–", "10.00", "5.00", "50.0 %", "0.00"]

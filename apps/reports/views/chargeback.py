@@ -1,4 +1,5 @@
 """The chargeback page: a month's statement per team, drill-down to lines, close with confirmation."""
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from django.contrib import messages
@@ -122,8 +123,24 @@ def _payload(head, shared_idle, scope, running, team) -> dict:
 
 def _table_html(period, shared_idle, team, running, payload) -> list[str]:
     ctx = {"payload": payload, "period": period, "shared_idle": shared_idle, "team": team, "running": running,
-           "unallocated_key": UNALLOCATED_KEY}
+           "unallocated_key": UNALLOCATED_KEY, "foot": _foot(payload["results"], running)}
     return [render_to_string(TABLE_TEMPLATES[0], ctx), render_to_string(TABLE_TEMPLATES[1], ctx)]
+
+
+def _foot(rows, running) -> dict:
+    """The Total row's GPU-hours (the rows' own, as shown) and, for the running month, the sum of
+    the teams' projected month-ends per currency (the range is not summed: the teams' cheapest and
+    dearest days do not fall together)."""
+    allocated = sum(row["allocated_gpu_hours"] for row in rows)
+    used = sum(row["used_gpu_hours"] for row in rows)
+    projected: dict = {}
+    for row in rows if running else ():
+        for f in row.get("forecast") or ():
+            if f.get("projected") is not None and f.get("currency"):
+                projected[f["currency"]] = projected.get(f["currency"], Decimal(0)) + Decimal(str(f["projected"]))
+    return {"allocated_gpu_hours": allocated, "used_gpu_hours": used,
+            "efficiency": used / allocated if allocated else None,
+            "unpriced_gpu_hours": sum(row["unpriced_gpu_hours"] for row in rows), "projected": projected}
 
 
 def _version(period, running) -> str | None:
