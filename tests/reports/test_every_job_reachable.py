@@ -96,7 +96,12 @@ def test_the_rates_page_shows_the_rate_card_in_force(closed_october, admin_user,
 
 def test_a_month_before_the_history_offers_no_close_and_a_future_month_has_not_begun(closed_october, finance,
                                                                                      client):
+    from apps.ingest.models import IngestRun
+    # the fleet's first ingest run read October on: September ends before the history begins
+    IngestRun.objects.create(cluster=closed_october, window_start=utc(2026, 10, 1), window_end=utc(2026, 10, 11),
+                             status=IngestRun.Status.SUCCEEDED)
     client.force_login(finance)
+    assert "Close 2026-10" not in client.get("/chargeback/", {"period": "2026-10"}).content.decode()   # closed
     september = html.unescape(client.get("/chargeback/", {"period": "2026-09"}).content.decode())
     assert "Close 2026-09" not in september
     assert re.search(r'id="cannot-close">2026-09 ends before the fleet\'s history begins', september)

@@ -17,6 +17,8 @@ from apps.accounting.computed import computed_here
 from apps.accounting.bodies import scope_tag
 from apps.accounting.calc import next_period, parse_period, period_bounds, prev_period
 from apps.accounting.filters import parse_period_param
+from apps.accounting.signals import history_starts
+from apps.accounting.usage import billing_zone
 from apps.accounting.ledger import late_hours
 from apps.accounting.models.periods import BillingPeriod
 from apps.accounting.rollup_reader import has_usage
@@ -80,7 +82,7 @@ def statement_view(request):
     api = reverse("api-chargeback")
     query = f"period={period}&shared_idle={shared_idle}"
     closer = may_close(request.user)
-    cannot_close = before_history(period) if closer and not head.closed and period_has_ended(period) else None
+    cannot_close = _before_ingest(period) if closer and not head.closed and period_has_ended(period) else None
     # the rows are in the context only when this view rendered them (a stored table has none)
     payload = payload or {"closed": head.closed}
     payload["rate_card"] = rate_card_fields(head)
@@ -154,6 +156,16 @@ def _version(period, running) -> str | None:
 def _closed(period):
     """(closed at, closed by) of a closed month, for the page to say who froze it when."""
     return BillingPeriod.objects.select_related("closed_by").filter(period=period).first()
+
+
+def _before_ingest(period: str) -> str | None:
+    """Why an ended month cannot be closed when it ends before the first ingest run's window: the
+    close's own rule (`before_history`), asked only when an ingest run says where history begins
+    (one small read; the rollup rows themselves are left to the close page)."""
+    starts = history_starts()
+    if not starts or min(starts) < period_bounds(period, billing_zone())[1]:
+        return None
+    return before_history(period)
 
 
 def _may_reopen(user) -> bool:
