@@ -44,3 +44,14 @@ def test_on_a_phone_units_stay_whole_and_money_columns_on_screen(session):
     assert cost.evaluate(RIGHT_EDGE) <= PHONE["width"], cost.inner_text()
     assert s.page.evaluate("() => document.documentElement.scrollWidth") <= PHONE["width"]
     assert s.console_errors == []
+
+
+def test_the_fleet_by_model_table_is_whole_at_1440(session):
+    """Before: beside its chart, the table's Efficiency lay past the edge of its half of the page."""
+    from tests.support.page_seed import seed_rates
+    seed_rates()
+    s = session("admin", WIDE)
+    s.open("/")
+    box = s.page.locator("#models").evaluate("t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
+    assert box[0] <= box[1], box
+    assert s.page.locator("#models thead th").last.inner_text() == "Efficiency"
