@@ -59,8 +59,8 @@ def portal_nav(context):
         links.append(("Ingest log", "/admin-tools/ingest/" + suffix, _active(path, "/admin-tools/ingest/")))
         links.append(("Team claims", "/admin-tools/claims/", _active(path, "/admin-tools/claims/")))
         links.append(("Rates", "/admin-tools/rates/", _active(path, "/admin-tools/rates/")))
-    # Every signed-in role may use the API (docs/api.md): its tokens page links the docs page,
-    # which says what each endpoint answers (one link less keeps the menu on one line at 1440 px).
+    # Every signed-in role may use the API (docs/api.md); the docs page says what each answers.
+    links.append(("API docs", "/api/v1/docs/", False))
     links.append(("API tokens", "/account/tokens/", _active(path, "/account/tokens/")))
     if getattr(user, "is_staff", False):
         links.append(("Admin", "/admin/", False))

@@ -49,8 +49,8 @@ class RightsizingView(APIView):
             OpenApiParameter("window_days", WINDOW_DAYS_SCHEMA,
                              description="trailing window in days, 1 to 366; default 28"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team's workloads only"),
-            OpenApiParameter("start", OpenApiTypes.STR, description="instead of window_days: the window's start "
-                                                                    "(as the team page's window), with end"),
+            OpenApiParameter("start", OpenApiTypes.STR, description="instead of window_days (which is then not "
+                                                                    "read): the window's start, as a team page's"),
             OpenApiParameter("end", OpenApiTypes.STR, description="the window's end (not included), cut at the "
                                                                   "hours ingested"),
         ],
