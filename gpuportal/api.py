@@ -37,7 +37,9 @@ class SignInFirst:
 
 
 class SwaggerUI(SignInFirst, SpectacularSwaggerSplitView):
-    """Its start-up script is served from this URL (?script), not inline: the CSP forbids inline scripts."""
+    """Its start-up script is served from this URL (?script), not inline: the CSP forbids inline scripts.
+    The page has a link back to the portal above it."""
+    template_name = "api/swagger_ui.html"
 
 
 class ReDoc(SignInFirst, SpectacularRedocView):

@@ -6,7 +6,8 @@ stored month answer itself (`AnswerComputedMiddleware`).
 PostgreSQL text cannot hold NUL, so a `?cluster=%00` reaching a query raised a 500; DRF
 serializers and Django forms already refuse NUL in bodies, this covers the path and the query.
 """
-from django.http import JsonResponse
+from django.conf import settings
+from django.http import Http404, JsonResponse
 from django.utils.cache import patch_cache_control
 
 
@@ -52,3 +53,27 @@ class AnswerComputedMiddleware:
         if computed:
             response["X-Answer-Computed"] = "on-read"
         return response
+
+
+class PortalNotFoundMiddleware:
+    """Under DEBUG (the demo, docs/demo.md) Django answers a page that does not exist with its
+    technical 404, which lists every URL pattern of the portal; a user gets the portal's own
+    "Not found" page instead (gpuportal/errors.py), with the reason a view gave; a path under
+    /api/ its JSON answer, as without DEBUG."""
+
+    def __init__(self, get_response):
+        self.get_response = get_response
+
+    def __call__(self, request):
+        response = self.get_response(request)
+        if (settings.DEBUG and response.status_code == 404
+                and response.get("Content-Type", "").startswith("text/html")
+                and b"DEBUG = True" in getattr(response, "content", b"")):
+            from .errors import not_found
+            return not_found(request, getattr(request, "_not_found", None))
+        return response
+
+    def process_exception(self, request, exception):
+        if isinstance(exception, Http404):
+            request._not_found = exception
+        return None

@@ -160,6 +160,7 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
     "simple_history.middleware.HistoryRequestMiddleware",   # who made a change through the admin
+    "gpuportal.middleware.PortalNotFoundMiddleware",   # DEBUG (the demo): the portal's 404, not Django's
     "axes.middleware.AxesMiddleware",          # last: turns a lockout into the locked-out page
 ]
 

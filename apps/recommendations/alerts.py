@@ -202,7 +202,7 @@ def check_idle(now: datetime | None = None, *, lookback_hours: int | None = None
         minutes = int(e.idle_seconds // 60)
         cluster = cluster_names.get(e.cluster_id, "?")
         text = (f"Idle GPUs: pod {e.namespace}/{e.pod} on {cluster} has held {e.gpus:g} {e.gpu_model} "
-                f"GPU(s) idle for {duration_text(e.idle_seconds)} since {start:%Y-%m-%d %H:%M} UTC"
+                f"GPU{'' if e.gpus == 1 else 's'} idle for {duration_text(e.idle_seconds)} since {start:%Y-%m-%d %H:%M} UTC"
                 f"{' and still does' if e.open else ''} (team {team}).")
         fields = {"cluster": cluster, "namespace": e.namespace, "pod": e.pod, "team": team,
                   "gpus": e.gpus, "gpu_model": e.gpu_model, "idle_minutes": minutes,

@@ -221,6 +221,7 @@ def load_demo(hours: int | None = None, log=print, progress=None, now: datetime 
                          progress=progress, chunk_hours=DEMO_CHUNK_HOURS)
             log(f"ingested {run.rows_written} more rollup rows up to {_dt(story.end):%Y-%m-%d %H:%M} UTC")
     _claims_need_approval(cluster, admin, log)
+    set_cost_centres(log)
     _budgets_and_alerts(admin, now, log)
     from apps.recommendations.snapshots import do_snapshot_recommendations
 
@@ -248,6 +249,24 @@ def set_up_pricing(log, since: datetime | None = None) -> None:
         if since is not None:
             Rate.history.all().update(history_date=since)
         log(f"imported the example rate card {RATES.name}")
+
+
+# The story's teams bill to these cost centres (the workbook's "Cost centre" column).
+COST_CENTRES = {"research": "CC-4100 Research", "search": "CC-4200 Search", "platform": "CC-4300 Platform",
+                "data": "CC-4400 Data"}
+
+
+def set_cost_centres(log) -> None:
+    """Each story team's cost centre, where none is set yet (an admin's own value is kept)."""
+    from apps.teams.models import Team
+
+    named = 0
+    for team in Team.objects.filter(name__in=COST_CENTRES, cost_centre=""):
+        team.cost_centre = COST_CENTRES[team.name]
+        team.save(update_fields=["cost_centre"])
+        named += 1
+    if named:
+        log(f"cost centres set for {named} team{'' if named == 1 else 's'}")
 
 
 def _claims_need_approval(cluster, admin, log) -> None:

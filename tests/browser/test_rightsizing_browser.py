@@ -22,10 +22,23 @@ def test_the_leads_rightsizing_page_on_desktop_and_phone(session, site):
         s = session("team_lead", viewport)
         assert s.open("/advice/rightsizing/").status == 200
         total = s.page.locator("#savings-total").inner_text()
-        # vision 2,502.86 + 2,482.00, search 584.00 + 383.25, research 511.00
-        assert "€6,463.11" in total, total
+        # over the 28 days to the watermark (672 hours, under a month: the window's own saving):
+        # vision 164.57 + 163.20, search 38.40 + 25.20; research's notebook held its GPU 12 hours,
+        # under a day: apart, not in the total (docs/advice-and-alerts.md, "What a saving is")
+        assert "€391.37" in total, total
+        # apart: nb-erin, and the site seed's vision pods train-0 and mig-0 (2 hours and 1)
+        assert "Counted (7) · Held under a day (3)" in s.page.locator("#rightsizing-lists").inner_text()
         first = s.page.locator("#rightsizing tbody tr").first.inner_text()
         assert "peaky" in first and "1g.20gb" in first
+        if name == "desktop":
+            # every YAML has a Copy button that puts it on the clipboard
+            s.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=s.base)
+            s.page.locator("#rightsizing tbody tr").first.locator("summary").click()
+            button = s.page.locator("#rightsizing tbody tr").first.locator("button.copy")
+            button.click()
+            s.page.wait_for_function("() => document.querySelector('#rightsizing button.copy').textContent === 'Copied'")
+            copied = s.page.evaluate("() => navigator.clipboard.readText()")
+            assert "nvidia.com/mig-1g.20gb: 1" in copied
         if name == "phone":
             assert s.page.evaluate(WIDTH_JS) <= PHONE["width"], "the phone page scrolls sideways"
         shot = s.shot(f"rightsizing-{name}", full_page=name == "desktop")   # a phone: its first screen

@@ -73,6 +73,8 @@ def test_docs_pages_load_nothing_from_outside(as_role, world, url):
     assets = re.findall(r'(?:src|href)="([^"]+)"', html)
     assert assets, "the page loads its UI from somewhere"
     for asset in assets:
+        if asset in ("/", "/account/tokens/", "/api/v1/redoc/"):    # the bar that leads back to the portal
+            continue
         if asset == f"{url}?script=":        # Swagger UI's start-up script, served apart (no inline script)
             script = as_role("viewer").get(asset)
             assert script.status_code == 200 and "/api/v1/schema/" in script.content.decode()

@@ -102,7 +102,7 @@ def idle_pod(fleet):
 
 def expected_idle_payload(alert, idle_pod, receiver_free=True):
     start = idle_pod["start"]
-    text = (f"Idle GPUs: pod ml/nb-0 on prod has held 2 NVIDIA H100 80GB HBM3 GPU(s) idle for 1 hour 30 minutes "
+    text = (f"Idle GPUs: pod ml/nb-0 on prod has held 2 NVIDIA H100 80GB HBM3 GPUs idle for 1 hour 30 minutes "
             f"since {start:%Y-%m-%d %H:%M} UTC and still does (team vision).")
     return {
         "text": text,

@@ -116,3 +116,14 @@ def test_the_downloads_are_the_pages(world):
     assert "over the last 2 days" in advice
     response = client.get(link)
     assert response["Content-Disposition"] == 'attachment; filename="quota-advice_last-2-days.csv"'
+
+
+def test_a_viewers_rows_come_largest_first_not_by_name(world):
+    """#43 P3: without money every saving was None and the rows came in name order (five 3-hour
+    notebooks before the forgotten one). Now by the GPU-hours the advice frees in the window:
+    peaky and infer-small give back 6/7 of an H100 for 48 hours (41.14 each), l4-serve 3/4 of 48
+    (36.00), embedder 2 of its 3 slices (3/7 × 48 = 20.57 GPU-hours held × 2/3 = 13.71)."""
+    client, api = as_user("viewer")
+    rows = api.get("/api/v1/rightsizing/", {"window_days": 2}).json()["results"]
+    assert [r["workload_name"] for r in rows][:4] == ["infer-small", "peaky", "l4-serve", "embedder"]
+    assert all(r["monthly_saving"] is None for r in rows)

@@ -27,6 +27,7 @@ from apps.teams.models import SINCE_EVER, Namespace, NamespaceLabel
 from tests.support.bodies import body_of
 from tests.support.page_seed import H100, at
 from .test_money_on_pages import by_first, column, rates  # noqa: F401  (the fixture)
+from .test_page_figures import rows_of
 
 
 def csv_link(body):
@@ -115,6 +116,9 @@ def test_explorer_download_adds_up_to_the_overview(login, three_halves):
     assert sum(Decimal(r["cost"]) for r in nlp) == Decimal("6.02")
     # each row within a cent of its exact cost: the three 0.005 rows are 0.00, 0.01 and 0.01
     assert sorted(r["cost"] for r in nlp if r["namespace"] in ("nlp-a", "nlp-b", "nlp-c")) == ["0.00", "0.01", "0.01"]
+    # and every row of the page (all on one page here) reads as in the file
+    page_rows = {(r[3], r[4]): r[6] for r in rows_of(explorer, "explore-rows")}
+    assert page_rows == {(r["namespace"], r["gpu_model"]): "$" + r["cost"] for r in rows}
 
 
 def test_overview_breakdowns_add_up_to_its_total(login, three_halves):

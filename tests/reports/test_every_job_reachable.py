@@ -9,6 +9,7 @@ showed no rate at all.
 Team research, namespace llm on prod, one H100 at 2.00 USD per GPU-hour: 10 hours on 10
 October; October closed by finance.
 """
+import html
 import re
 from datetime import date
 from decimal import Decimal
@@ -91,3 +92,39 @@ def test_the_rates_page_shows_the_rate_card_in_force(closed_october, admin_user,
     assert len(rows) == 1 and "$2.00" in rows[0] and "whole GPU" in rows[0] and "on_demand" in rows[0]
     later = page[page.index('id="rate-card-upcoming"'):]
     assert "$2.50" in later and "2099-01-01" in later
+
+
+def test_a_month_before_the_history_offers_no_close_and_a_future_month_has_not_begun(closed_october, finance,
+                                                                                     client):
+    from apps.ingest.models import IngestRun
+    # the fleet's first ingest run read October on: September ends before the history begins
+    IngestRun.objects.create(cluster=closed_october, window_start=utc(2026, 10, 1), window_end=utc(2026, 10, 11),
+                             status=IngestRun.Status.SUCCEEDED)
+    client.force_login(finance)
+    assert "Close 2026-10" not in client.get("/chargeback/", {"period": "2026-10"}).content.decode()   # closed
+    september = html.unescape(client.get("/chargeback/", {"period": "2026-09"}).content.decode())
+    assert "Close 2026-09" not in september
+    assert re.search(r'id="cannot-close">2026-09 ends before the fleet\'s history begins', september)
+    future = client.get("/chargeback/", {"period": "2099-01"}).content.decode()
+    assert "2099-01 has not begun: it can be closed from" in future and "still running" not in future
+
+
+def test_the_api_docs_lead_back_to_the_portal_and_a_new_key_can_be_copied(closed_october, finance, client):
+    client.force_login(finance)
+    docs = client.get("/api/v1/docs/").content.decode()
+    assert '<a href="/" style="color:#fff">← gpuportal</a>' in docs and 'id="swagger-ui"' in docs
+    made = client.post("/account/tokens/", {"name": "ci", "days": "30", "scope": "read_only"}, follow=True)
+    page = made.content.decode()
+    if 'id="new-token-key"' in page:
+        assert 'data-copy="new-token-key">Copy key</button>' in page
+    else:   # the form's own field names: shown on the page
+        pytest.fail("no token made: " + re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", page))[:400])
+
+
+def test_the_total_row_has_the_gpu_hours(closed_october, finance, client):
+    """#43 P3: the chargeback Total row had money only. October: 10 H100 hours, half used."""
+    client.force_login(finance)
+    page = client.get("/chargeback/", {"period": "2026-10"}).content.decode()
+    foot = page[page.index("<tfoot>"):page.index("</tfoot>")]
+    cells = [re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[dh][^>]*>(.*?)</t[dh]>", foot, re.S)]
+    assert cells == ["Total", "$20.00", "–", "10.00", "5.00", "50.0 %", "0.00"]

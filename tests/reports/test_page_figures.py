@@ -66,10 +66,10 @@ def test_team_dashboard_figures(login):
     costs = rows_of(body, "costs")
     assert [c[0].split(" (")[0] for c in costs] == ["Month to date", "Last month"]
     # Usage is this month (or, in a month's first two days, last month); no rate card here.
-    # Columns: period, allocated GPU-h, adjustments (none: "–"), cost.
-    assert [c[2] for c in costs] == ["–", "–"]
-    assert sorted(c[3] for c in costs) == ["no usage", "not priced yet"] or \
-        sorted(c[3] for c in costs) == ["no usage", "unpriced"]
+    # Columns: period, cost (right after it: on a phone it stays on screen), allocated GPU-h, adjustments (none: "–").
+    assert [c[3] for c in costs] == ["–", "–"]
+    assert sorted(c[1] for c in costs) == ["no usage", "not priced yet"] or \
+        sorted(c[1] for c in costs) == ["no usage", "unpriced"]
     assert body.count('class="plotly-graph-div"') == 3
 
 

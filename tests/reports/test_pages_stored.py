@@ -245,7 +245,7 @@ def team_page(body: str) -> tuple[dict, str]:
         rows[cells[0]] = (cells[1], cells[2])
     costs = re.search(r'<table[^>]*id="costs".*?</table>', body, re.S).group(0)
     last = re.search(r"<tr><td>Last month.*?</tr>", costs, re.S).group(0)
-    return rows, re.sub(r"<[^>]+>", "", re.findall(r'<td class="num">(.*?)</td>', last, re.S)[-1]).strip()
+    return rows, re.sub(r"<[^>]+>", "", re.search(r'<td class="num cost">(.*?)</td>', last, re.S).group(1)).strip()
 
 
 def test_the_team_pages_second_view_reads_no_month_table(april, finance, client):

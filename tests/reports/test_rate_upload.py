@@ -32,7 +32,7 @@ def test_an_admin_imports_a_good_file_audited(client):
     assert client.get("/admin-tools/rates/").status_code == 200
     response = upload(client, HEADER + f"{H100},,2.50,usd,2026-01-01\n{H100},1g.10gb,0.40,USD,2026-01-01\n")
     assert response.status_code == 200
-    assert "Imported 2 rate(s) from rates.csv." in response.content.decode()
+    assert "Imported 2 rates from rates.csv." in response.content.decode()
     assert sorted(Rate.objects.values_list("mig_profile", "hourly_rate", "currency")) == [
         ("", Decimal("2.5"), "USD"), ("1g.10gb", Decimal("0.4"), "USD")]
     event = AuditEvent.objects.get(action="rates.import")

@@ -80,3 +80,25 @@ def test_the_in_memory_broker_names_its_host(monkeypatch, caplog):
     finally:
         monkeypatch.undo()
         importlib.reload(jobs)
+
+
+def test_story_lines_never_share_a_line_with_the_bar():
+    """#43: the demo's progress bar was interleaved with its story lines ("closed 2026-10; then 6
+    late hours of it arrive" printed onto the bar's line). A line said while the bar is drawn
+    clears it, stands on its own line, and the bar is drawn again below it."""
+    import io
+
+    from apps.simulator.management.commands.demo import OneBar
+
+    terminal = io.StringIO()          # stdout and stderr on one terminal
+    bar = OneBar(file=terminal, out=terminal)
+    bar.log("imported the example rate card")
+    for i in range(1, 11):
+        bar(i, 10)
+    bar.log("closed 2026-10; then 6 late hours of it arrive")
+    for i in range(1, 3):
+        bar(i, 2)
+    bar.close()
+    lines = [line.split("\r")[-1] for line in terminal.getvalue().split("\n")]
+    assert "imported the example rate card" in lines
+    assert "closed 2026-10; then 6 late hours of it arrive" in lines

@@ -66,3 +66,15 @@ def test_the_closed_months_rate_card_was_changed_before_its_close():
     closed.save(update_fields=["closed_at"])
     closed.refresh_from_db()
     assert closed.rate_card_changed_at == history_start < closed.closed_at
+
+
+def test_the_demo_teams_have_cost_centres():
+    """#43 P3: the demo's workbook had an empty Cost centre column."""
+    from apps.simulator.demo import set_cost_centres
+    from apps.teams.models import Team
+
+    Team.objects.create(name="research")
+    Team.objects.create(name="search", cost_centre="CC-9 kept")
+    set_cost_centres(lambda *_: None)
+    assert dict(Team.objects.values_list("name", "cost_centre")) == {"research": "CC-4100 Research",
+                                                                     "search": "CC-9 kept"}

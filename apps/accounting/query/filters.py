@@ -136,11 +136,10 @@ def filter_from(params, user, *, page=False, default_days=DEFAULT_DAYS, trailing
     Pages (`page=True`) without dates show the default preset, whole billing-zone days the
     picker's date inputs can show exactly; the API keeps its rolling window. `trailing`: the
     advice's window, `window_days` back from now, instead of `start` / `end`; with `dates_too`,
-    `start` / `end` when given (right-sizing over a team page's window). `hourly`: the caller
-    reads hourly rows per pod, and the window's limit is theirs (`window_limit`)."""
+    `start` / `end` when given (right-sizing over a team page's window; they win over
+    `window_days`). `hourly`: the caller reads hourly rows per pod, and the window's limit is
+    theirs (`window_limit`)."""
     if trailing and dates_too and (params.get("start") or params.get("end")):
-        if params.get("window_days"):
-            raise BadParameters({"window_days": "give either window_days or start/end, not both"})
         trailing = False
     today = timezone.now().astimezone(billing_zone()).date()
     if trailing:

@@ -299,7 +299,7 @@ def _count_samples(cfg: RollupConfig, window: Window, streams: list[_Stream], ti
     clamped, counted = batch.settle(cfg)
     counted -= pseudo
     if clamped:
-        warnings.append(f"{clamped} utilization sample(s) outside 0-100 % were clamped")
+        warnings.append(f"{clamped} utilization sample{'' if clamped == 1 else 's'} outside 0-100 % {'was' if clamped == 1 else 'were'} clamped")
     unknown = sum(a.rec.unknown_util_samples for a in accs.values())
     if unknown:
         warnings.append(f"{unknown} utilization sample(s) were NaN/Inf: counted as allocated, not as used or idle")

@@ -54,8 +54,8 @@ class RightsizingView(APIView):
                                          "(MAX_HOURLY_REPORT_DAYS: right-sizing reads hourly rows per pod); "
                                          "default 28"),
             OpenApiParameter("team", OpenApiTypes.STR, description="one team's workloads only"),
-            OpenApiParameter("start", OpenApiTypes.STR, description="instead of window_days: the window's start "
-                                                                    "(as the team page's window), with end"),
+            OpenApiParameter("start", OpenApiTypes.STR, description="instead of window_days (which is then not "
+                                                                    "read): the window's start, as a team page's"),
             OpenApiParameter("end", OpenApiTypes.STR, description="the window's end (not included), cut at the "
                                                                   "hours ingested"),
         ],

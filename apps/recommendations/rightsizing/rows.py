@@ -155,7 +155,25 @@ def assess(u: WorkloadUsage, window: tuple[datetime, datetime], params: rs.Param
         "window_start": _iso(window[0]), "window_end": _iso(window[1]),
         "yaml": workload_yaml(u, advice),
         "_saving": saving if money else None,
+        "_freed_gpu_hours": _freed_gpu_hours(u, advice, params),
     }
+
+
+def _freed_gpu_hours(u: WorkloadUsage, advice: rs.Advice, params: rs.Params) -> float:
+    """The GPU-hours the advice would have freed in the window: all of them for a release, the
+    part of the GPU given back for a smaller slice or a share. What orders the rows of roles that
+    see no money (the largest first), so a viewer's top five are the largest, not the first by name."""
+    held = gpu_hours(u.gpu_seconds)
+    if advice.action == rs.RELEASE:
+        return held
+    if advice.action == rs.SHARE:
+        return held * (1 - 1 / params.share_replicas)
+    if advice.action == rs.MIG and advice.profile and u.gpu_fraction:
+        model = mig_model(u.gpu_model)
+        profile = profile_named(model, advice.profile) if model else None
+        if profile is not None:
+            return held * max(0.0, 1 - (profile.slices / model.max_slices) / u.gpu_fraction)
+    return 0.0
 
 
 def windows(q: RightsizeQuery, now: datetime) -> list[tuple[ClusterMark, tuple[datetime, datetime]]]:
@@ -187,10 +205,18 @@ def measured_window(q: RightsizeQuery, now: datetime | None = None) -> tuple[dat
 def window_said(q: RightsizeQuery, now: datetime | None = None) -> str:
     """The measured window in words, as every surface states it: '2026-11-22 00:00 CET –
     2026-11-28 15:00 CET (6.62 days)'."""
-    window = measured_window(q, now)
-    if window is None:
+    read = windows(q, now or q.now or timezone.now())
+    if not read:
         return "no hours ingested"
-    return window_text(*window, billing_zone())
+    window = measured_window(q, now)
+    said = window_text(*window, billing_zone())
+    if len({w for _, w in read}) == 1:
+        return said
+    # clusters ingested up to different hours: each is measured up to its own last hour
+    if q.start is None:
+        days = q.window_days or settings.ADVICE_WINDOW_DAYS
+        return f"the last {days} days up to each cluster's last ingested hour ({said.rsplit(' (', 1)[0]})"
+    return f"{said}, each cluster up to its last ingested hour"
 
 
 def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dict]:
@@ -221,7 +247,8 @@ def rightsizing_rows(q: RightsizeQuery, rate_fn=None, basis_fn=None) -> list[dic
             row = assess(u, window, params, rate, q.money and money_covers(q.money_teams, {team}))
             row["cluster"], row["team"] = cluster.name, team
             rows.append(row)
-    rows.sort(key=lambda r: (r["_saving"] is None, -(r["_saving"] or 0), r["cluster"], r["namespace"],
+    rows.sort(key=lambda r: (r["_saving"] is None, -(r["_saving"] or 0), -r["_freed_gpu_hours"], r["cluster"],
+                             r["namespace"],
                              r["workload_kind"], r["workload_name"], r["gpu_model"], r["mig_profile"]))
     return rows
 

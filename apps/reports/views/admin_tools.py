@@ -77,7 +77,7 @@ def rate_upload(request, sel):
             except RateFileError as exc:
                 errors = exc.errors
             else:
-                messages.success(request, f"Imported {len(rates)} rate(s) from {upload.name}.")
+                messages.success(request, f"Imported {len(rates)} rate{'' if len(rates) == 1 else 's'} from {upload.name}.")
                 return redirect(reverse("reports:rate-upload"))
         status = 400
     response = page(request, sel, "reports/rate_upload.html", "rates", {

@@ -1,4 +1,5 @@
 """The chargeback page: a month's statement per team, drill-down to lines, close with confirmation."""
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from django.contrib import messages
@@ -17,6 +18,8 @@ from apps.accounting.stored import scope_tag
 from apps.accounting.core.periods import next_period, period_bounds, prev_period
 from apps.accounting.query.filters import parse_choice, parse_period_param
 from apps.accounting.ledger.money import late_hours
+from apps.accounting.signals import history_starts
+from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.models.periods import BillingPeriod
 from apps.accounting.usage.reader import has_usage
 from apps.accounting.forecast.stored import forecast_version, stored_forecast
@@ -82,6 +85,7 @@ def statement_view(request):
     api = reverse("api-chargeback")
     query = f"period={period}&shared_idle={shared_idle}"
     closer = may_close(request.user)
+    cannot_close = _before_ingest(period) if closer and not head.closed and period_has_ended(period) else None
     # the rows are in the context only when this view rendered them (a stored table has none)
     payload = payload or {"closed": head.closed}
     payload["rate_card"] = rate_card_fields(head)
@@ -93,7 +97,9 @@ def statement_view(request):
         "closed": _closed(period) if head.closed else None,
         "ended": period_has_ended(period), "closes_from": period_bounds(period, ZoneInfo(head.zone))[1],
         "closer": closer,
-        "can_close": closer and not head.closed and period_has_ended(period),
+        # a month before the fleet's history has nothing to close: no button that leads to a refusal
+        "cannot_close": cannot_close,
+        "can_close": closer and not head.closed and period_has_ended(period) and not cannot_close,
         "csv_url": f"{api}?{query}&group_by=team&format=csv",
         "csv_namespace_url": f"{api}?{query}&group_by=namespace&format=csv",
         "focus_url": f"{reverse('api-chargeback-focus')}?period={period}",
@@ -122,8 +128,24 @@ def _payload(head, shared_idle, scope, running, team) -> dict:
 
 def _table_html(period, shared_idle, team, running, payload) -> list[str]:
     ctx = {"payload": payload, "period": period, "shared_idle": shared_idle, "team": team, "running": running,
-           "unallocated_key": UNALLOCATED_KEY}
+           "unallocated_key": UNALLOCATED_KEY, "foot": _foot(payload["results"], running)}
     return [render_to_string(TABLE_TEMPLATES[0], ctx), render_to_string(TABLE_TEMPLATES[1], ctx)]
+
+
+def _foot(rows, running) -> dict:
+    """The Total row's GPU-hours (the rows' own, as shown) and, for the running month, the sum of
+    the teams' projected month-ends per currency (the range is not summed: the teams' cheapest and
+    dearest days do not fall together)."""
+    allocated = sum(row["allocated_gpu_hours"] for row in rows)
+    used = sum(row["used_gpu_hours"] for row in rows)
+    projected: dict = {}
+    for row in rows if running else ():
+        for f in row.get("forecast") or ():
+            if f.get("projected") is not None and f.get("currency"):
+                projected[f["currency"]] = projected.get(f["currency"], Decimal(0)) + Decimal(str(f["projected"]))
+    return {"allocated_gpu_hours": allocated, "used_gpu_hours": used,
+            "efficiency": used / allocated if allocated else None,
+            "unpriced_gpu_hours": sum(row["unpriced_gpu_hours"] for row in rows), "projected": projected}
 
 
 def _version(period, running) -> str | None:
@@ -137,6 +159,16 @@ def _version(period, running) -> str | None:
 def _closed(period):
     """(closed at, closed by) of a closed month, for the page to say who froze it when."""
     return BillingPeriod.objects.select_related("closed_by").filter(period=period).first()
+
+
+def _before_ingest(period: str) -> str | None:
+    """Why an ended month cannot be closed when it ends before the first ingest run's window: the
+    close's own rule (`before_history`), asked only when an ingest run says where history begins
+    (one small read; the rollup rows themselves are left to the close page)."""
+    starts = history_starts()
+    if not starts or min(starts) < period_bounds(period, billing_zone())[1]:
+        return None
+    return before_history(period)
 
 
 def _may_reopen(user) -> bool:

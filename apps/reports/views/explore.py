@@ -1,5 +1,4 @@
 """The explorer page: usage over a window at the grain asked for, paged, and its CSV."""
-from apps.accounting.core.rounding import present
 from apps.accounting.ledger.answer import closed_periods
 from apps.accounting.pricing.rates import billed_card
 from apps.clusters.models import Device
@@ -43,16 +42,21 @@ def explorer(request, sel):
         rows = (r.as_dict() | (money_columns(p) if sel.money else {}) for r, p in zip(result.rows, priced))
         return streaming_csv(rows, CSV_COLUMNS + (MONEY_COLUMNS if sel.money else []),
                              sel.download_name("utilization", "csv"))
-    if paging.key in MONEY_SORTS:   # sorted by cost: every row priced first
-        for r, p in zip(result.rows, price_groups([r.cells for r in result.rows], card=billed_card(closed_periods()))):
+    as_downloaded = None
+    if sel.money and (paging.key in MONEY_SORTS or len(result.rows) <= paging.page_size):
+        # sorted by cost, or every row on one page: every row priced first, and shown as the
+        # download splits them, so a row reads the same on the page and in the file
+        exact = price_groups([r.cells for r in result.rows], card=billed_card(closed_periods()))
+        for r, p in zip(result.rows, exact):
             r.priced = p
+        as_downloaded = dict(zip(map(id, result.rows), shown_to_total(exact, lambda i: result.rows[i].team)))
     try:
         shown = page_of(sort_rows(result.rows, paging, sorts, row_order), paging)
     except BadParameters as exc:
         return bad_request(request, exc.detail)
     # Otherwise only the rows on the page are priced: the page costs what it shows, not the whole window.
-    if paging.key in MONEY_SORTS:
-        priced = [r.priced for r in shown.rows]
+    if as_downloaded is not None:
+        priced = [as_downloaded[id(r)] for r in shown.rows]
     else:
         priced = price_groups([r.cells for r in shown.rows], card=billed_card(closed_periods())) if sel.money else [None] * len(shown.rows)
     return page(request, sel, "reports/explore.html", "explore", {

@@ -34,7 +34,7 @@ class Command(BaseCommand):
         else:
             progress = OneBar()
             try:
-                load_demo(opts["hours"], log=self.stdout.write, progress=progress)
+                load_demo(opts["hours"], log=progress.log, progress=progress)
             finally:
                 progress.close()
         url = f"http://127.0.0.1:{opts['port']}/"
@@ -70,8 +70,9 @@ class OneBar:
     starts at the first chunk, not before the Prometheus backfill, so its first estimate is
     of ingest alone."""
 
-    def __init__(self, file=None):
+    def __init__(self, file=None, out=None):
         self.file = file or sys.stderr
+        self.out = out or sys.stdout     # where the story's lines go
         self.bar = None
         self.offset = 0            # chunks of the runs before this one
         self.last = (0, 0)         # (done, total) of the current run
@@ -86,6 +87,15 @@ class OneBar:
             return
         self.bar.total = self.offset + total
         self.bar.update(self.offset + done - self.bar.n)
+
+    def log(self, line: str) -> None:
+        """A story line said while the bar is drawn: the bar steps aside (cleared, the line
+        written on its own, the bar drawn again below it), so the two never share a line."""
+        if self.bar is None:
+            self.out.write(line + "\n")
+            self.out.flush()
+        else:
+            tqdm.write(line, file=self.out)
 
     def close(self) -> None:
         if self.bar is not None:
