@@ -30,7 +30,7 @@ from django.db import connection, transaction
 from apps.accounting.db.bulk import collector_paused, insert_rows
 from apps.accounting.models import InputChange, MonthAnswer, MonthCell, MonthLine
 from apps.accounting.stored.provenance import note_computed
-from apps.accounting.stored.versions import Inputs, read_inputs, stored_answers
+from apps.accounting.stored.versions import Inputs, read_inputs, read_once, stored_answers
 from apps.accounting.stored.rows import CELL_COLUMNS, cell_values, read_current, store
 
 LOCK_CLASS = 0x6770   # pg_advisory_xact_lock(class, key): the class of month-answer locks
@@ -40,22 +40,27 @@ def month_kept(period: str) -> bool:
     """Whether answers of `period` may be stored: a month of the fleet's history, from the month
     of its first ingested hour through the current month (billing zone). Any other month is
     answered live and stores nothing, so GETs over the years 2000-2100 cannot fill the store
-    (docs/security.md, "Stored answers"). Two index look-ups, no cache: a backfill of an earlier
-    month is kept from its first read on."""
+    (docs/security.md, "Stored answers"). Two index look-ups, read once a page (`read_once`) and
+    never cached longer: a backfill of an earlier month is kept from its next read on."""
     from django.utils import timezone as dj_timezone
 
     from apps.accounting.core.periods import period_of
-    from apps.accounting.models.rollups import DeviceHealthHour, UsageHour
     from apps.accounting.calendar.zone import billing_zone
 
     zone = billing_zone()
     if period > period_of(dj_timezone.now().astimezone(zone).date()):
         return False
+    first = read_once("first hour of the fleet", _first_hour)
+    return first is not None and period >= period_of(first.astimezone(zone).date())
+
+
+def _first_hour():
+    from apps.accounting.models.rollups import DeviceHealthHour, UsageHour
+
     with connection.cursor() as cur:
         cur.execute(f"SELECT LEAST((SELECT min(hour_start) FROM {UsageHour._meta.db_table}), "
                     f"(SELECT min(hour_start) FROM {DeviceHealthHour._meta.db_table}))")
-        first = cur.fetchone()[0]
-    return first is not None and period >= period_of(first.astimezone(zone).date())
+        return cur.fetchone()[0]
 
 
 def answer(period: str, part: str, version_of, compute, inputs: Inputs | None = None):
