@@ -129,6 +129,17 @@ def window_limit(hourly: bool = False) -> tuple[int, str]:
     return settings.MAX_REPORT_DAYS, "MAX_REPORT_DAYS"
 
 
+def window_rules(hourly: bool = False) -> str:
+    """The rules between start and end, in words, for an endpoint's OpenAPI description (as the
+    patterns above are for its parameters), with its window's limit (`window_limit`: hourly reads
+    have their own, shorter one)."""
+    days, setting = window_limit(hourly)
+    what = " (this endpoint reads hourly rows per pod)" if hourly else ""
+    return ("\n\nRules between parameters (a 400 naming `end`): `end` must be after `start` (`end` "
+            "defaults to now, `start` to a week before `end`), and the window may be at most "
+            f"{setting} days long ({days} as configured){what}.")
+
+
 def filter_from(params, user, *, page=False, default_days=DEFAULT_DAYS, trailing=False,
                 dates_too=False, hourly=False) -> ReportFilter:
     """Parse and authorise a query string's window and scope (the module docstring says how).

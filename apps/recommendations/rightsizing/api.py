@@ -6,7 +6,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounting.query.filters import filter_from, iso_utc
+from apps.accounting.query.filters import filter_from, iso_utc, window_rules
 
 from apps.recommendations.api import HOURLY_WINDOW_DAYS_SCHEMA
 from apps.web.throttle import long_read_api
@@ -76,7 +76,7 @@ class RightsizingView(APIView):
             "results": inline_serializer("RightsizingRow", ROW_FIELDS, many=True),
         }),
         description="Right-sizing per workload: a smaller MIG slice, a time-sliced share, or release, with the "
-                    "money it saves per month and the resource change in YAML.",
+                    "money it saves per month and the resource change in YAML." + window_rules(hourly=True),
     )
     @long_read_api
     def get(self, request):

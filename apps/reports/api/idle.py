@@ -7,10 +7,10 @@ from rest_framework.views import APIView
 
 from ..data.idle import CSV_COLUMNS, EVERY_IDLE_POD, idle_pods, parse_idle_options
 from ..data.paging import MAX_PAGE_SIZE, page_of, parse_page
-from apps.accounting.query.filters import filter_from, iso_utc as iso
+from apps.accounting.query.filters import filter_from, iso_utc as iso, window_rules
 from apps.web.throttle import long_read_api
 
-from .usage import WINDOW_PARAMS, window_rules
+from .usage import WINDOW_PARAMS
 
 IDLE_ROW_FIELDS = {
     "cluster": serializers.CharField(), "namespace": serializers.CharField(), "pod": serializers.CharField(),

@@ -5,7 +5,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounting.query.filters import filter_from, iso_utc as iso, parse_choice, window_limit
+from apps.accounting.query.filters import filter_from, iso_utc as iso, parse_choice, window_rules
 from apps.accounting.pricing.rates import price_usage_rows_detail
 from apps.accounting.core.measures import shown_hours, shown_ratio
 from apps.accounting.stored import scope_tag
@@ -28,16 +28,6 @@ WINDOW_PARAMS = [
 
 # The rules between start and end, which a schema cannot state for one parameter; each refusal
 # is a 400 naming `end` (docs/api.md, "Rules between parameters").
-def window_rules(hourly: bool = False) -> str:
-    """The rules between start and end for an endpoint's description, with its window's limit
-    (`query.filters.window_limit`: hourly reads have their own, shorter one)."""
-    days, setting = window_limit(hourly)
-    what = " (this endpoint reads hourly rows per pod)" if hourly else ""
-    return ("\n\nRules between parameters (a 400 naming `end`): `end` must be after `start` (`end` "
-            "defaults to now, `start` to a week before `end`), and the window may be at most "
-            f"{setting} days long ({days} as configured){what}.")
-
-
 WINDOW_RULES = window_rules()
 
 USAGE_ROW_FIELDS = {
