@@ -93,7 +93,9 @@ def _day_axis(fig: go.Figure, days, partial=None) -> None:
         fig.add_vrect(x0=_shifted(partial.day, -0.5), x1=_shifted(partial.day, 0.5), fillcolor="#90a4ae",
                       opacity=0.18, line_width=0, layer="below",
                       annotation_text=f"{partial.hours_with_data:.0f} of {partial.hours:.0f} h, at that pace",
-                      annotation_position="top left", annotation_font_size=10)
+                      # anchored at the shade's right edge, the text runs leftwards into the plot:
+                      # from its left edge it ran past the plot's right end and was cut off
+                      annotation_position="top right", annotation_font_size=10)
 
 
 def _shifted(day, days: float) -> str:

@@ -55,3 +55,44 @@ def test_the_fleet_by_model_table_is_whole_at_1440(session):
     box = s.page.locator("#models").evaluate("t => [t.parentElement.scrollWidth, t.parentElement.clientWidth]")
     assert box[0] <= box[1], box
     assert s.page.locator("#models thead th").last.inner_text() == "Efficiency"
+
+
+@pytest.mark.parametrize("viewport", [WIDE, PHONE], ids=["desktop", "phone"])
+def test_the_partial_days_note_and_last_label_are_whole(session, viewport):
+    """Before: "14 of 24 h, at that pace" ran past the chart's right end at 1440 px, and on a
+    phone the last day's label was lost. Today holds 3 hours of data on alpha (its watermark
+    an hour ago): a partial day."""
+    from datetime import timedelta
+
+    from django.utils import timezone as dj_timezone
+
+    from apps.accounting.models import UsageHour
+    from apps.clusters.models import Device
+    gpu = Device.objects.get(uuid="GPU-0")
+    now = dj_timezone.now().replace(minute=0, second=0, microsecond=0)
+    start = max(now - timedelta(hours=4), now.replace(hour=0))
+    hours = [start + timedelta(hours=i) for i in range(int((now - timedelta(hours=1) - start) / timedelta(hours=1)))]
+    UsageHour.objects.bulk_create([
+        UsageHour(cluster=gpu.cluster, device=gpu, namespace="cv-train", pod="train-1", hour_start=h, node=gpu.host,
+                  gpu_model=gpu.model_name, gpu_fraction=1.0, sample_count=120, gpu_seconds=3600.0,
+                  used_gpu_seconds=1800.0) for h in hours])
+    s = session("viewer", viewport)
+    s.open("/")
+    charts = s.page.evaluate("""() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(el => {
+        const plot = el.querySelector('.bglayer rect, .nsewdrag').getBoundingClientRect();
+        const svg = el.querySelector('svg.main-svg').getBoundingClientRect();
+        return {ticks: (el.layout.xaxis || {}).ticktext || [],
+                notes: Array.from(el.querySelectorAll('.annotation-text')).map(t => {
+                    const b = t.getBoundingClientRect(); return [t.textContent, b.left, b.right]; }),
+                visible: Array.from(el.querySelectorAll('.xtick text')).filter(t => t.getBBox().width > 0
+                    && t.getAttribute('display') !== 'none').map(t => [t.textContent, t.getBoundingClientRect().right]),
+                right: svg.right, plotRight: plot.right};
+    })""")
+    noted = [c for c in charts if c["notes"]]
+    assert noted, charts
+    for c in noted:
+        for text, left, right in c["notes"]:
+            assert "at that pace" in text and right <= c["right"] + 0.5, (text, right, c["right"])
+    for c in (c for c in charts if c["ticks"]):
+        last = dict(c["visible"]).get(c["ticks"][-1])
+        assert last is not None and last <= c["right"] + 0.5, (c["ticks"][-1], c["visible"], c["right"])
