@@ -67,8 +67,10 @@ def test_a_provider_endpoint_the_client_would_read_otherwise_stops_start_up(tmp_
 
 
 LOCKED_PROBE = """
+from django.core.management import call_command
 call_command("migrate", verbosity=0)
 from django.conf import settings
+from django.test import Client
 c = Client(HTTP_HOST="127.0.0.1")
 codes = [c.post("/accounts/login/", {"username": "mallory", "password": "guess"}).status_code for _ in range(6)]
 print("password", codes[-1])
