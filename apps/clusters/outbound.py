@@ -125,7 +125,7 @@ def outbound_host(url: str) -> str:
 def spelling_problem(url: str) -> str:
     """Why `url` would be read otherwise by the HTTP client than by `urlsplit` (or carries
     credentials, or is not http(s)), or "": the rules that need no settings, which
-    gpuportal/settings.py also applies to the single sign-on endpoints."""
+    gpuportal/settings/ also applies to the single sign-on endpoints."""
     try:
         _spelled_host(url)
     except OutboundRefused as exc:

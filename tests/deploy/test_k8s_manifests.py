@@ -60,9 +60,9 @@ def all_containers(spec):
 
 
 def settings_reads() -> set[str]:
-    """The environment variables the settings read, from their source (gpuportal/settings.py and
-    the background jobs' part it star-imports, gpuportal/settings_jobs.py)."""
-    source = "\n".join((ROOT / "gpuportal" / name).read_text() for name in ("settings.py", "settings_jobs.py"))
+    """The environment variables the settings read, from their source (every part of
+    gpuportal/settings/)."""
+    source = "\n".join(path.read_text() for path in sorted((ROOT / "gpuportal" / "settings").glob("*.py")))
     names = set(re.findall(r'(?:\benv\.\w+|\b_env_\w+)\(\s*"([A-Z][A-Z0-9_]*)"', source))
     oidc = re.search(r"OIDC_ENV = \(([^)]*)\)", source)
     names |= set(re.findall(r'"([A-Z][A-Z0-9_]*)"', oidc.group(1)))
@@ -181,7 +181,7 @@ def test_every_setting_given_is_one_the_portal_reads(overlay):
     objects = rendered(overlay)
     (config,) = of_kind(objects, "ConfigMap")
     reads = settings_reads()
-    assert set(config["data"]) - reads == set(), "the ConfigMap sets variables gpuportal/settings.py never reads"
+    assert set(config["data"]) - reads == set(), "the ConfigMap sets variables gpuportal/settings/ never reads"
     assert not of_kind(objects, "Secret"), "no Secret is committed: the user creates gpuportal-secrets"
     for workload, spec in pod_specs(objects):
         for c in all_containers(spec):

@@ -1,7 +1,7 @@
 """docs/configuration.md lists every environment variable the portal reads (docs/conventions.md,
 "Settings are read once"): a deployer must not have to read the settings to learn a knob exists.
 
-The names are found in the code itself (gpuportal/settings.py, settings_jobs.py and the
+The names are found in the code itself (every part of gpuportal/settings/ and the
 gunicorn config, through envtyped's helpers, django-environ's `env.*` or `os.environ`), so a
 setting added without its line in the docs fails here."""
 import ast
@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SOURCES = sorted((ROOT / "gpuportal").glob("settings*.py")) + [ROOT / "gpuportal" / "gunicorn.conf.py"]
+SOURCES = sorted((ROOT / "gpuportal" / "settings").glob("*.py")) + [ROOT / "gpuportal" / "gunicorn.conf.py"]
 READERS = {"env_int", "env_float", "_env_int", "_env_float", "getenv"}
 ENV_METHODS = {"str", "bool", "int", "float", "list", "tuple", "dict", "json", "url", "db", "db_url", "cache",
                "cache_url", "email", "email_url", "path", "get_value", "get"}

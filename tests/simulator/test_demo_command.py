@@ -68,7 +68,7 @@ def test_the_in_memory_broker_names_its_host(monkeypatch, caplog):
 
     from kombu import Connection
 
-    import gpuportal.settings_jobs as jobs
+    import gpuportal.settings.jobs as jobs
 
     monkeypatch.setenv("REDIS_URL", "")
     try:

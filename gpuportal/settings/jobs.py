@@ -1,9 +1,9 @@
 """Settings of the background jobs: Celery and its broker, quota advice and alerts, e-mail and
-statements by e-mail (docs/configuration.md). Star-imported by gpuportal/settings.py, which
-stays the one DJANGO_SETTINGS_MODULE; read from the environment once, as there."""
+statements by e-mail (docs/configuration.md). Star-imported by gpuportal/settings/__init__.py, the
+one DJANGO_SETTINGS_MODULE; read from the environment once, as every part is."""
 from django.core.exceptions import ImproperlyConfigured
 
-from .envtyped import env, env_float as _env_float, env_int as _env_int
+from gpuportal.envtyped import env, env_float as _env_float, env_int as _env_int
 
 REDIS_URL = env.str("REDIS_URL", default="")
 
@@ -24,7 +24,7 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {
     "unacked_restore_throttle": 1,
 }
 # Every key the portal writes to Redis starts with this: the broker's (kombu's global_keyprefix)
-# and the cache's (KEY_PREFIX, gpuportal/settings.py), e.g. ingest's "already queued" marks. Two
+# and the cache's (KEY_PREFIX, gpuportal/settings/framework.py), e.g. ingest's "already queued" marks. Two
 # portals, or two test runs, can then share one Redis database without taking each other's
 # tasks or seeing each other's marks (docs/configuration.md).
 REDIS_KEY_PREFIX = env.str("REDIS_KEY_PREFIX", default="")
