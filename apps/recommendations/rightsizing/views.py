@@ -3,7 +3,6 @@ time, the largest saving first; the workloads held under a day listed apart (`?s
 out of the headline (docs/advice-and-alerts.md, "What a saving is")."""
 from dataclasses import dataclass
 from math import ceil
-from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -15,6 +14,7 @@ from apps.teams.access import team_scope
 from apps.teams.models import Team
 from apps.web.pages import bad_request
 from apps.web.params import BadParameters
+from apps.web.links import page_url as _link
 from apps.web.throttle import long_read_page, throttled_page
 
 from apps.recommendations.rightsizing.rows import RightsizeQuery, params_from_settings, rightsizing_rows, total_saving, window_said
@@ -86,13 +86,6 @@ def rightsizing(request):
     })
 
 
-def _link(request, **changes) -> str:
-    q = request.GET.copy()
-    for key, value in changes.items():
-        q.pop(key, None)
-        if value is not None:
-            q[key] = str(value)
-    return "?" + urlencode(list(q.lists()), doseq=True)
 
 
 def _page_links(request, shown) -> dict:

@@ -179,17 +179,23 @@ def _may_reopen(user) -> bool:
     return True
 
 
+def _allowed_period(request, check):
+    """(period, None) once the action's own rule (`check`) allows the user — a refusal is a 403,
+    the page only answers it — or (None, a 400 page) for a bad period."""
+    try:
+        check(request.user)
+    except NotAllowed as exc:
+        raise PermissionDenied(str(exc))
+    return _period(request)
+
+
 @login_required
 @throttled_page
 @require_http_methods(["POST"])
 def reopen_view(request):
     """POST (with CSRF, admins only) reopens a closed month through the audited action, with the
     reason given on the chargeback page (docs/chargeback.md, "Reopening")."""
-    try:
-        check_may_reopen(request.user)       # the action's own rule: the page only answers it
-    except NotAllowed as exc:
-        raise PermissionDenied(str(exc))
-    period, refused = _period(request)
+    period, refused = _allowed_period(request, check_may_reopen)
     if refused:
         return refused
     reason = (request.POST.get("reason") or "").strip()
@@ -212,11 +218,7 @@ def reopen_view(request):
 def close_view(request):
     """GET asks for confirmation, saying what closing freezes and what is not in yet; only an
     ended month offers the button. POST (with CSRF) closes."""
-    try:
-        check_may_close(request.user)       # the action's own rule: the page only answers it
-    except NotAllowed as exc:
-        raise PermissionDenied(str(exc))
-    period, refused = _period(request)
+    period, refused = _allowed_period(request, check_may_close)
     if refused:
         return refused
     if request.method == "POST":

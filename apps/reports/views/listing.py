@@ -1,15 +1,6 @@
 """Links of a paged, sortable list (Idle GPUs, the explorer): each keeps every filter of the page
 and changes only the page or the order (apps/reports/data/paging.py parses them back)."""
-
-
-def _link(request, **changes) -> str:
-    """This page's URL with `changes`, keeping every filter."""
-    q = request.GET.copy()
-    for key, value in changes.items():
-        q.pop(key, None)
-        if value is not None:
-            q[key] = str(value)
-    return "?" + q.urlencode()
+from apps.web.links import page_url as _link
 
 
 def sort_links(request, paging, first_direction: dict) -> dict:
