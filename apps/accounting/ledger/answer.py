@@ -193,7 +193,7 @@ def zone_edge_cells(period: str, closed: dict, *, per_day: bool = False) -> list
                     idle_gpu_seconds=-c.idle_gpu_seconds, mig_seconds=-c.mig_seconds) for c in cells]
 
 
-def month_lines(period: str, card=None) -> list[Line]:
+def month_lines(period: str) -> list[Line]:
     """`compute_open(period).lines`, through the stored answers: the month's own lines, then
     per closed month before it its late data priced as adjustment lines with the card that month
     was closed with (`pricing.rates.closing_card`, docs/accounting.md "Late data for a closed month")."""

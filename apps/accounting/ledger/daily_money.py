@@ -85,7 +85,7 @@ def focus_month(period: str) -> FocusMonth:
         for earlier in closed_before(period, closed):
             days.update(day_figures(month_late_cells(earlier, closed[earlier]), closing_card(closed[earlier]),
                                     adjusts_period=earlier))
-        return FocusMonth(period=period, closed=False, lines=month_lines(period, card), days=days,
+        return FocusMonth(period=period, closed=False, lines=month_lines(period), days=days,
                           zone=month_zone(period, closed), adjusted_zones=_zones(closed))
     card = rate_card_at(bp.rate_card_version)
     booked = defaultdict(list)
