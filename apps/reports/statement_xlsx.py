@@ -18,7 +18,7 @@ from apps.accounting.query.presets import local_text
 
 from .statement_book import StatementBook
 from .statement_rows import CSV_COLUMNS, UNALLOCATED_NAME, csv_rows
-from .xlsx import BOLD, DATE_FORMAT, HOURS_FORMAT, RATIO_FORMAT, Sheet, fit_columns, put, save
+from .xlsx import DATE_FORMAT, HOURS_FORMAT, RATIO_FORMAT, Sheet, fit_columns, put, save
 
 TITLE = Font(bold=True, size=14)
 SHEETS = ("Summary", "By team", "By namespace", "By GPU model", "Adjustments", "Lines")

@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from apps.accounting.actions.periods import do_close_period
-from apps.accounting.actions.rates import do_delete_rate, do_save_rate
+from apps.accounting.actions.rates import do_save_rate
 from apps.accounting.models import Rate, UsageHour
 from apps.accounting.ledger.statements import statement
 from apps.clusters.models import Cluster

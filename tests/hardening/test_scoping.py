@@ -58,7 +58,7 @@ def lead_roads(world):
     urls += [
         f"/?team={n.team_b}", f"/explore/?team={n.team_b}", f"/idle/?team={n.team_b}", f"/health/?team={n.team_b}",
         f"/explore/?namespace={n.ns_b}", f"/explore/?namespace={n.ns_b}&format=csv",
-        f"/explore/?cluster={n.cluster}&grain=hour&format=csv", f"/teams/{n.team_b}/", f"/teams/unassigned/",
+        f"/explore/?cluster={n.cluster}&grain=hour&format=csv", f"/teams/{n.team_b}/", "/teams/unassigned/",
         f"/api/v1/idle/?team={n.team_b}", f"/api/v1/idle/?team={n.team_b}&format=csv",
         f"/api/v1/idle/?cluster={n.cluster}&max_utilization=1&min_idle_minutes=0",
         f"/api/v1/usage/?group_by=team&cluster={n.cluster}", f"/api/v1/usage/?group_by=team&team={n.team_b}",

@@ -127,7 +127,7 @@ def test_the_parser_reads_escapes_timestamps_and_refuses_what_is_no_sample():
                           ("m 1 soon", "timestamp 'soon' is not an integer"),
                           ('{a="1"} 2', "no metric name"),
                           ('m{a="1",a="2"} 2', "label 'a' twice")]:
-        with pytest.raises(CaptureError, match=re.escape(f"bad.prom:2: ") + ".*" + re.escape(problem)):
+        with pytest.raises(CaptureError, match=re.escape("bad.prom:2: ") + ".*" + re.escape(problem)):
             read_capture("# a comment\n" + line + "\n", "bad.prom", strict=False)
     with pytest.raises(CaptureError, match="bad.prom:2: m: the same series again"):
         read_capture('m{a="1"} 1\nm{a="1",b=""} 2\n', "bad.prom")

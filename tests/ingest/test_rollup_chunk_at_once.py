@@ -13,7 +13,6 @@ import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from apps.ingest import rollup
 from apps.ingest.rollup.devices import _crossing_devices
 from apps.ingest.rollup.copies import merge_copy_columns, spaced_merges
 from apps.ingest.rollup.timeline import Coverage, StreamGaps

@@ -86,6 +86,6 @@ def test_the_check_finds_each_kind_of_dead_citation():
         assert needle in dead, dead
     # in Python, only comments and docstrings cite; a string in the code is data
     code = 'PATH = "docs/made-up.md"  # as in docs/gone.md\n'
-    assert dead_citations(path, prose(code)) == [f"apps/example.py: docs/gone.md does not exist"]
+    assert dead_citations(path, prose(code)) == ["apps/example.py: docs/gone.md does not exist"]
     fine = 'See docs/figures.md, "Efficiency", docs/security.md, "API tokens", apps/accounting/core/lines.py.'
     assert dead_citations(path, fine) == []

@@ -43,7 +43,7 @@ def test_the_dialog_says_what_is_behind_and_what_closing_freezes(finance, berlin
     prod = make_cluster("prod")
     prod.ingested_until = utc(2026, 3, 31, 20)             # 22:00 CEST, two hours short of April
     prod.save()
-    late = make_cluster("late")                            # never ingested
+    make_cluster("late")                                   # never ingested
     done = make_cluster("done")
     done.ingested_until = utc(2026, 4, 2)
     done.save()

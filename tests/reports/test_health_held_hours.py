@@ -1,7 +1,6 @@
 """A team's fleet health covers exactly the device-hours its namespaces held, read without a
 subquery per reading (apps/reports/data/health.py, docs/performance.md): a namespace that was
 theirs all along, one that changed hands mid-window, and a GPU time-sliced with another team."""
-from datetime import datetime, timezone
 
 import pytest
 

@@ -14,7 +14,6 @@ from django.test.utils import CaptureQueriesContext
 
 from apps.accounting.actions.rates import do_save_rate
 from apps.accounting.models import MonthBody, Rate
-from apps.accounting.usage.cells import UsageFilter
 from apps.reports.data.overview_store import KEY
 
 from tests.support.factories import make_usage, two_teams_in_march, utc

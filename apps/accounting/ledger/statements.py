@@ -29,10 +29,6 @@ from apps.accounting.ledger.answer import (billing_days, closed_before, closed_p
 from apps.accounting.pricing.rates import load_rate_card
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.core.periods import last_day
-from apps.accounting.models.periods import BillingPeriod, StatementLine
-from apps.accounting.models.rates import Rate
-from apps.accounting.models.rollups import UsageHour
-from apps.accounting.ledger.answer import billing_days, closed_before, closed_periods, day_parts, late_cells, month_cells, month_late_cells, month_lines, month_zone, own_lines, stored_own_lines
 from apps.accounting.pricing.rates import closing_card
 
 SHARED_IDLE = ("apart", "spread")

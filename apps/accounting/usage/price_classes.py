@@ -11,7 +11,6 @@ from django.db.models import Case, CharField, Q, Value, When
 
 from apps.accounting.stored.versions import read_once
 from apps.accounting.models import ON_DEMAND, NodePool
-from apps.accounting.models.rates import ON_DEMAND, NodePool
 from apps.accounting.usage.team_mapping import config_instant
 
 

@@ -33,7 +33,9 @@ class _Batch:
         self.shares: list[tuple] = []      # per stream: (share, used share)
         self.meta: list[tuple] = []        # per stream: (samples, scale, workload?, fraction, MIG?)
 
-    def add(self, st: _Stream, d: dict, counts, seconds, share, used_share):
+    def add(self, st, d: dict, counts, seconds, share, used_share):
+        """Adds the samples of one stream (devices.py's `_Stream`, which imports this module) that
+        count, with the device `d` they were read from."""
         at = np.flatnonzero(counts)
         if not len(at):
             return

@@ -11,7 +11,7 @@ from django.test import Client
 from apps.accounting.actions.periods import CLOSE_REFUSED, REOPEN_REFUSED, do_close_period
 from apps.accounting.models import BillingPeriod
 
-from tests.support.factories import make_user, two_teams_in_march
+from tests.support.factories import two_teams_in_march
 
 pytestmark = pytest.mark.django_db
 
