@@ -12,7 +12,7 @@ from types import GeneratorType
 from .answer_bytes import body_of, converted, drained, interned, json_of, matrix_pairs, on_parsing_thread
 from .prometheus_http import PrometheusError
 from .queries import MAX_RAW_DEVICES, promql_regex_literal, selector
-from .rollup import HourlySeries
+from .rollup import DCGM_NO_VALUE, HourlySeries
 
 
 class HourlySums:
@@ -88,8 +88,8 @@ class HourlySums:
     def _add_hourly(self, metric, agg: str, result, hours: dict, labels_of: dict) -> bool:
         """Add one aggregate's answer to `hours` ({series: {aggregate: {hour: value}}}): its
         parsed body, or `matrix_pairs` ((labels, series key, values) of each item, freed once
-        read). False when a value is NaN or ±Inf (the raw path skips such samples; Prometheus'
-        sum cannot). Safe to repeat."""
+        read). False when a value is NaN or ±Inf, or DCGM's no-value marker (the raw path skips
+        such samples; Prometheus' sum cannot). Safe to repeat."""
         isfinite = math.isfinite
         try:
             if not isinstance(result, GeneratorType):
@@ -105,7 +105,7 @@ class HourlySums:
                     column = by_agg[agg] = {}
                 for ts, value in values:
                     v = float(value)
-                    if not isfinite(v):
+                    if not isfinite(v) or v in DCGM_NO_VALUE:   # a max holding a DCGM marker is one
                         return False
                     column[int(round(float(ts) + 0.001)) - 3600] = v
         except (KeyError, TypeError, ValueError, AttributeError):

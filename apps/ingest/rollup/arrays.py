@@ -12,7 +12,9 @@ from itertools import chain
 
 import numpy as np
 
-from .records import HOUR_SECONDS, Samples
+from .records import DCGM_NO_VALUE, HOUR_SECONDS, NO_VALUE_FLOOR, HourlySeries, Samples, Series
+
+_NO_VALUE = np.array(sorted(DCGM_NO_VALUE))
 
 
 def columns(samples) -> tuple[np.ndarray, np.ndarray]:
@@ -24,6 +26,23 @@ def columns(samples) -> tuple[np.ndarray, np.ndarray]:
         return np.empty(0), np.empty(0)
     pairs = np.array(samples, dtype=float).reshape(-1, 2)
     return pairs[:, 0].copy(), pairs[:, 1].copy()
+
+
+def without_no_value(series_list, start: float, end: float) -> tuple[list, int]:
+    """The series with DCGM's no-value markers (records.DCGM_NO_VALUE) read as NaN, which every
+    roll-up reads as no reading; and how many samples in [start, end) held one. A series with
+    no value as high as the lowest marker is passed on as it is (one pass over its values)."""
+    out, marked = [], 0
+    for s in series_list:
+        if not isinstance(s, HourlySeries) and len(s.samples):
+            ts, vs = columns(s.samples)
+            if not vs.max() < NO_VALUE_FLOOR:           # NaN among them lands here too
+                hit = np.isin(vs, _NO_VALUE)
+                if hit.any():
+                    marked += int(np.count_nonzero(hit & (ts >= start) & (ts < end)))
+                    s = Series(labels=s.labels, samples=Samples(ts, np.where(hit, np.nan, vs)))
+        out.append(s)
+    return out, marked
 
 
 def chunk_columns(streams) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -13,7 +13,7 @@ import numpy as np
 from .labels import canonical, device_identity, device_key, gpu_fraction, is_time_slice, names_the_exporter, workload_of
 from .records import (WORKLOAD_LABELS, WORKLOAD_NAMES, DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series,
                       Window, _finite)
-from .arrays import columns, first_maxima, hour_slots, joined_columns, sequential_sums
+from .arrays import columns, first_maxima, without_no_value, hour_slots, joined_columns, sequential_sums
 from .batch import _Acc, _Batch
 from .health import device_health
 from .copies import merge_copy_columns
@@ -113,13 +113,21 @@ def rollup_devices(
     """Usage records of the samples with timestamps in `window`; the series may reach beyond it
     (the lookaround that tells how long the window's samples count)."""
     warnings: list[str] = []
-    whole_util, mig_util = list(whole_util), list(mig_util)
+    marked = 0
+    read = []
+    for series_list in (whole_util, mig_util, fb_used, power, temperature, xid):
+        kept, n = without_no_value(series_list, window.start, window.end)
+        read.append(kept)
+        marked += n
+    whole_util, mig_util, fb_used, power, temperature, xid = read
+    if marked:
+        warnings.append(f"{marked} sample{'' if marked == 1 else 's'} held DCGM's no-value marker (a field blank, "
+                        f"not found, not supported or not permitted, e.g. 9223372036854775794): read as no reading")
     candidates = {workload_of(s.labels, cfg.spelling) for s in (*whole_util, *mig_util)} if cfg.gpu_pods else None
     workloads = _Workloads(cfg, candidates)
 
     chosen = mig_copies(_chosen_series(cfg, whole_util, mig_util), WORKLOAD_NAMES,
                         lambda labels: workload_of(labels, cfg.spelling))
-    power, fb_used, temperature = list(power), list(fb_used), list(temperature)
     chosen += readings_only(chosen, power, fb_used, temperature, warnings)
     streams, raw_in_window, fallback, tiled = _merged_streams(cfg, window, chosen, workloads)
     devices: dict[tuple[str, str], dict] = {}

@@ -26,6 +26,20 @@ DEFAULT_REPLICA_LABELS = ("prometheus_replica", "replica", "__replica__", "rule_
 CANONICAL_LABELS = {"gpu_i_profile": "GPU_I_PROFILE", "gpu_i_id": "GPU_I_ID", "modelname": "modelName",
                     "uuid": "UUID", "hostname": "Hostname"}
 
+# DCGM's markers for a field without a value (go-dcgm's DCGM_FT_{INT32,INT64,FP64}_{BLANK,
+# NOT_FOUND,NOT_SUPPORTED,NOT_PERMISSIONED}), as the floats a scrape makes of them: the four
+# int64 ones all round to 2**63. dcgm-exporter wrote them out as readings before 4.5.2; they
+# are no reading (docs/ingest.md, "What real exporters emit").
+DCGM_NO_VALUE = frozenset({2147483632.0, 2147483633.0, 2147483634.0, 2147483635.0, float(2 ** 63),
+                           140737488355328.0, 140737488355329.0, 140737488355330.0, 140737488355331.0})
+NO_VALUE_FLOOR = min(DCGM_NO_VALUE)
+
+
+def is_no_value(value: float) -> bool:
+    """Whether a sample's value is one of DCGM's no-value markers."""
+    return value in DCGM_NO_VALUE
+
+
 # Maximum compute slices of a MIG-capable GPU, matched on the DCGM modelName.
 MIG_SLICES_BY_MODEL = (
     (re.compile(r"\bA30\b"), 4),
