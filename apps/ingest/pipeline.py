@@ -117,8 +117,7 @@ def ingest(cluster: Cluster, start: datetime, end: datetime, *, trigger: str = "
                 client = PrometheusClient.for_cluster(cluster, settings.PROMETHEUS_TIMEOUT_SECONDS)
                 client.check()
                 holds_from = client.lowest_timestamp()
-                _detect_spelling(cluster, client, window_start, window_end)
-                names = metric_names(cluster)
+                names = _names_seen(cluster, client, window_start, window_end, notes)
                 fetcher = prometheus_fetcher(client, names, cluster.metric("temperature")[1])
                 if not chunk_hours:
                     # the first hour is fetched while Prometheus is asked how long the chunks after it can be
@@ -295,17 +294,35 @@ def _finish(run: IngestRun, started: float, status: str, error: str = "") -> Non
             run.save()
 
 
-def _detect_spelling(cluster: Cluster, client: PrometheusClient, start: datetime, end: datetime) -> None:
-    """Label spelling from the label names the DCGM metrics carry over the window (sticky)."""
-    if cluster.label_spelling != "auto" or cluster.detected_label_spelling in ("exported", "old"):
-        return
-    names = set()
-    for role in ("gpu_util", "gr_engine_active"):
-        names.update(client.label_names(cluster.metric(role)[0], to_unix(start), to_unix(end)))
-    detected = rollup.detect_spelling(names)
-    if detected != cluster.detected_label_spelling:
-        cluster.detected_label_spelling = detected
-        cluster.save(update_fields=["detected_label_spelling"])
+def _names_seen(cluster: Cluster, client: PrometheusClient, start: datetime, end: datetime,
+                notes: list[str]) -> MetricNames:
+    """The DCGM metric names to read, and the label spelling (sticky) from the label names the
+    utilization metrics carry over the window. Where nothing carries the cluster's names and the
+    exporter's series are stored with lower-case names (`dcgm_fi_dev_gpu_util`: docs/ingest.md,
+    "What real exporters emit"), those are read instead, each name a cluster does not override,
+    and the run log says so."""
+    names = metric_names(cluster)
+    seen = _label_names(client, names, start, end)
+    if not seen:
+        overridden = set(cluster.metric_overrides or {})
+        lower = MetricNames(**{role: name if role in overridden else name.lower()
+                               for role, name in vars(names).items()})
+        if lower != names and (seen := _label_names(client, lower, start, end)):
+            notes.append(f"no series named {names.gpu_util} or {names.gr_engine_active}; this cluster's exporter "
+                         f"writes them in lower case ({lower.gpu_util}, {lower.gr_engine_active}): read under those names")
+            names = lower
+    if cluster.label_spelling == "auto" and cluster.detected_label_spelling not in ("exported", "old"):
+        detected = rollup.detect_spelling(seen)
+        if detected != cluster.detected_label_spelling:
+            cluster.detected_label_spelling = detected
+            cluster.save(update_fields=["detected_label_spelling"])
+    return names
+
+
+def _label_names(client: PrometheusClient, names: MetricNames, start: datetime, end: datetime) -> set[str]:
+    """The label names the utilization metrics carry over [start, end)."""
+    return {label for metric in (names.gpu_util, names.gr_engine_active)
+            for label in client.label_names(metric, to_unix(start), to_unix(end))}
 
 
 def _advance_watermark(cluster: Cluster, now: datetime) -> None:

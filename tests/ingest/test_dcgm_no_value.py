@@ -73,3 +73,31 @@ def test_a_marker_counts_as_allocated_and_neither_used_nor_idle(settings, tmp_pa
     assert second.unknown_util_samples == 60
     assert second.fb_used_mib_max is None and not second.energy_joules
     assert any("180 samples held DCGM's no-value marker" in w for w in run.warnings), run.warnings
+
+
+def _lower_case_history():
+    """dcgm-exporter's series as some clusters store them (dcgm-exporter#272 shows
+    `dcgm_fi_prof_gr_engine_active{…,uuid=…,pod_namespace=…}`): metric names in lower case.
+    Two hours of an A100 held by ml at 40 %, 60 s scrapes."""
+    ts = [T0 + 30 + 60 * i for i in range(120)]
+    labels = {k: v for k, v in A100.items() if k != "UUID"} | {"uuid": A100["UUID"]}
+    return [SimSeries("dcgm_fi_dev_gpu_util", dict(labels), [(t, 40.0) for t in ts]),
+            SimSeries("dcgm_fi_dev_fb_used", dict(labels), [(t, 1000.0) for t in ts])]
+
+
+@pytest.mark.prometheus
+@pytest.mark.django_db
+def test_metric_names_written_in_lower_case_are_read_and_the_log_says_so(tmp_path):
+    """By hand: 2 h × 3,600 GPU-s held by ml, 40 % used (2,880 GPU-s). Before: nothing was
+    found under the upper-case names, so the run stored no hour at all."""
+    with served_series(_lower_case_history(), tmp_path) as server:
+        cluster = make_cluster("lower-case", prometheus_url=server.url)
+        run = ingest(cluster, datetime.fromtimestamp(T0, tz=timezone.utc),
+                     datetime.fromtimestamp(T0 + 2 * H, tz=timezone.utc),
+                     now=datetime(2026, 11, 28, tzinfo=timezone.utc))
+    assert run.status == "succeeded", run.error
+    rows = UsageHour.objects.filter(cluster=cluster)
+    assert sum(r.gpu_seconds for r in rows if r.namespace == "ml") == pytest.approx(2 * H)
+    assert sum(r.used_gpu_seconds for r in rows) == pytest.approx(0.4 * 2 * H)
+    assert max(r.fb_used_mib_max for r in rows) == pytest.approx(1000.0)
+    assert any("dcgm_fi_dev_gpu_util" in w and "lower case" in w for w in run.warnings), run.warnings
