@@ -71,7 +71,8 @@ COMMITMENT_COLUMNS = ["CommitmentDiscountCategory", "CommitmentDiscountId", "Com
 ALLOCATION_COLUMNS = ["AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName",
                       "AllocatedTags"]
 FOCUS_13_COLUMNS = sorted([c for c in FOCUS_COLUMNS if c not in COMMITMENT_COLUMNS]
-                          + ["HostProviderName", "ServiceProviderName", "ServiceSubcategory"] + ALLOCATION_COLUMNS)
+                          + ["HostProviderName", "InvoiceId", "ServiceProviderName", "ServiceSubcategory"]
+                          + ALLOCATION_COLUMNS)
 SERVICE_SUBCATEGORY = "Other (AI and Machine Learning)"
 # The portal's split cost allocation method (FOCUS 1.3's AllocatedMethodId), documented in
 # docs/chargeback.md ("Split costs in FOCUS 1.3").
@@ -132,7 +133,7 @@ def iter_focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: b
     }
     if version == "1.3":
         common.update({"ServiceProviderName": issuer.provider_name, "HostProviderName": issuer.host_provider_name,
-                       "ServiceSubcategory": SERVICE_SUBCATEGORY,
+                       "ServiceSubcategory": SERVICE_SUBCATEGORY, "InvoiceId": None,
                        **{c: None for c in ALLOCATION_COLUMNS}})
     charge_periods = ChargePeriods(month.period, zone, month.adjusted_zones)
     lines = month.lines
