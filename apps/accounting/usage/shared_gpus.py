@@ -79,3 +79,68 @@ def shared_gpu_days(start: datetime, end: datetime) -> SharedGpuDays:
 def shared_ratio(part: float, whole: float) -> Decimal:
     """A part's share of its origin, exact enough to be rounded to 6 places by the export."""
     return Decimal(repr(part)) / Decimal(repr(whole)) if whole > 0 else Decimal(0)
+
+
+HAMI = "HAMi share"
+SHARED = "shared by pods"      # time-slicing, or a DRA claim shared by pods
+
+
+@dataclass
+class SharedPart:
+    """A namespace's parts of split GPUs of one model and price class over a window: what it held
+    (`gpu_seconds`), used, and its part of those hours' unallocated remainder (each hour's
+    remainder split over the pods holding parts of it in proportion to their seconds)."""
+    cluster: str
+    namespace: str
+    gpu_model: str
+    price_class: str
+    kind: str                       # HAMI when a row of it held less than the GPU, else SHARED
+    gpu_seconds: float = 0.0
+    used_gpu_seconds: float = 0.0
+    remainder_seconds: float = 0.0
+    days: dict = field(default_factory=dict)        # day -> [held, remainder] seconds, for pricing
+
+
+def shared_parts(start: datetime, end: datetime, *, namespaces: frozenset[str] | None = None,
+                 cluster: str | None = None) -> list[SharedPart]:
+    """The parts of split GPUs (`split_hours`) that `namespaces` (None: every namespace) held in
+    [start, end), per (cluster, namespace, GPU model, price class): the team page's "GPUs held in
+    parts", from the same split hours as the FOCUS 1.3 export's shared-GPU rows."""
+    split = split_hours(start, end).filter(device_id=OuterRef("device_id"), hour_start=OuterRef("hour_start"))
+    rows = UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end, mig_profile="").filter(Exists(split))
+    if cluster:
+        rows = rows.filter(cluster__name=cluster)
+    if namespaces is not None:
+        theirs = UsageHour.objects.filter(device_id=OuterRef("device_id"), hour_start=OuterRef("hour_start"),
+                                          namespace__in=namespaces)
+        rows = rows.filter(Exists(theirs))
+    names = cluster_name_by_id()
+    rows = (rows.annotate(price_class=price_class_expr(set(names)), day=TruncDate("hour_start", tzinfo=billing_zone()))
+            .values_list("device_id", "hour_start", "cluster_id", "namespace", "gpu_model", "price_class", "day",
+                         "gpu_fraction", "gpu_seconds", "used_gpu_seconds")
+            .order_by("device_id", "hour_start", "namespace"))
+    hours: dict[tuple, list] = defaultdict(list)
+    for r in rows:
+        hours[(r[0], r[1])].append(r)
+    parts: dict[tuple, SharedPart] = {}
+    for held in hours.values():
+        remainder = sum(r[8] for r in held if not r[3])
+        pods = [r for r in held if r[3]]
+        total = sum(r[8] for r in pods)
+        for _d, _h, cluster_id, ns, model, price_class, day, fraction, seconds, used in pods:
+            if namespaces is not None and ns not in namespaces:
+                continue
+            key = (names.get(cluster_id, str(cluster_id)), ns, model, price_class)
+            part = parts.get(key)
+            if part is None:
+                part = parts[key] = SharedPart(*key, kind=SHARED)
+            if fraction < WHOLE:
+                part.kind = HAMI
+            mine = remainder * seconds / total if total else 0.0
+            part.gpu_seconds += seconds
+            part.used_gpu_seconds += used
+            part.remainder_seconds += mine
+            on_day = part.days.setdefault(day, [0.0, 0.0])
+            on_day[0] += seconds
+            on_day[1] += mine
+    return sorted(parts.values(), key=lambda p: (p.cluster, p.namespace, p.gpu_model, p.price_class))
