@@ -30,7 +30,7 @@ def split_fleet():
     20 000 MiB of an 80 GB H100 (max(0.30, 20 000/81 920 = 0.244) = 0.30): 1 080 GPU-seconds an hour,
     2 520 unallocated; `train` holds a whole GPU 08:00-11:00. Mar 11 08:00-10:00: `nb` and `train`
     time-slice one H100 (1 800 s each an hour), and `train` holds a whole GPU too."""
-    prod = make_cluster()
+    prod = make_cluster(detected_interval_seconds=30.0)
     for ns, team in (("search", "S"), ("nb", "N"), ("train", "T")):
         make_namespace(prod, ns, team)
     make_rate(hourly_rate="2.00")
@@ -85,6 +85,25 @@ def test_a_hami_share_and_its_remainder_are_a_split_cost(split_fleet, finance, a
     assert {details(r)["AllocatedRatio"] for r in pick(rows, ChargePeriodStart="2026-03-11T00:00:00Z")
             if r["AllocatedMethodId"]} == {0.5}
     assert sorted(ratios.values()) == [1, 1]        # two origin charges: Mar 10's and Mar 11's split H100s
+
+
+def test_pods_that_follow_each_other_on_a_gpu_do_not_split_it(split_fleet, finance, api):
+    """Mar 12 10:00: `nb`'s pod holds a GPU for 20 min (40 samples at 30 s, 1 200 s), then `train`'s
+    for 40 (80 samples, 2 400 s): 120 samples cover 3 600 s, what the hour holds, so no two pods
+    held it at once and neither row is a split. The time-sliced pods of Mar 11 each have 120
+    samples in an hour holding 3 600 s: 7 200 s covered, held at once."""
+    gpu = make_device(split_fleet, host="node-9")
+    first = usage_row(gpu, "nb", utc(2026, 3, 12, 10), pod="nb-b", gpu_seconds=1200.0)
+    first.sample_count = 40
+    second = usage_row(gpu, "train", utc(2026, 3, 12, 10), pod="t-2", gpu_seconds=2400.0)
+    second.sample_count = 80
+    UsageHour.objects.bulk_create([first, second])
+    _, rows = export(api(finance), period="2026-03", focus_version="1.3")
+    check_focus_13(rows)
+    assert sorted((r["SubAccountId"], r["PricingQuantity"], r["AllocatedMethodId"])
+                  for r in rows if r["ChargePeriodStart"].startswith("2026-03-12")) == [
+        ("N", "0.333333", ""), ("T", "0.666667", "")]
+    assert len([r for r in rows if r["AllocatedMethodId"]]) == 4       # Mar 10's two, Mar 11's two
 
 
 def test_10_rows_are_not_split(split_fleet, finance, api):

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 
-from django.db.models import Count, Exists, Min, OuterRef, Q, Sum
-from django.db.models.functions import TruncDate
+from django.db.models import Count, Exists, ExpressionWrapper, F, FloatField, Max, Min, OuterRef, Q, Sum
+from django.db.models.functions import Coalesce, TruncDate
 
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.models import UsageHour
@@ -47,12 +47,20 @@ class SharedGpuDays:
 
 def split_hours(start: datetime, end: datetime):
     """(device, hour) of [start, end) whose whole GPU was held in parts: a pod's row holds less
-    than the GPU (a HAMi share), or two or more pods have rows in that hour."""
+    than the GPU (a HAMi share), or two or more pods held it at once (time-slicing, a shared DRA
+    claim). At once: their samples, each counting the cluster's scrape interval, cover more time
+    than the hour's rows hold GPU-seconds (pods that follow each other on a GPU within an hour
+    cover only the time they held it). A cluster whose interval is not known yet counts two pods
+    in an hour as holding it at once."""
+    held = ~Q(namespace="")
     return (UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end, mig_profile="")
-            .exclude(namespace="")
             .values("device_id", "hour_start")
-            .annotate(pods=Count("id"), least=Min("gpu_fraction"))
-            .filter(Q(pods__gte=2) | Q(least__lt=WHOLE)))
+            .annotate(pods=Count("id", filter=held), least=Min("gpu_fraction", filter=held),
+                      samples=Sum("sample_count", filter=held), seconds=Sum("gpu_seconds"),
+                      step=Max(Coalesce("cluster__pinned_interval_seconds", "cluster__detected_interval_seconds")))
+            .annotate(covered=ExpressionWrapper(F("samples") * F("step"), output_field=FloatField()))
+            .filter(Q(least__lt=WHOLE) | Q(pods__gte=2) & (
+                Q(step__isnull=True) | Q(covered__gt=F("seconds") + F("step") * 1.5))))
 
 
 def shared_gpu_days(start: datetime, end: datetime) -> SharedGpuDays:
