@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime
 from decimal import Decimal
 
-from django.db.models import Count, Exists, ExpressionWrapper, F, FloatField, Max, Min, OuterRef, Q, Sum
+from django.db.models import Count, ExpressionWrapper, F, FloatField, Max, Min, Q, Sum
 from django.db.models.functions import Coalesce, TruncDate
 
 from apps.accounting.calendar.zone import billing_zone
@@ -45,43 +45,66 @@ class SharedGpuDays:
                 - self.part(cluster, "", gpu_model, price_class, day))
 
 
-def split_hours(start: datetime, end: datetime):
-    """(device, hour) of [start, end) whose whole GPU was held in parts: a pod's row holds less
-    than the GPU (a HAMi share), or two or more pods held it at once (time-slicing, a shared DRA
-    claim). At once: their samples, each counting the cluster's scrape interval, cover more time
-    than the hour's rows hold GPU-seconds (pods that follow each other on a GPU within an hour
-    cover only the time they held it). A cluster whose interval is not known yet counts two pods
-    in an hour as holding it at once."""
+def split_hours(hours):
+    """The (device, hour) groups of `hours` (UsageHour rows of whole GPUs) whose GPU was held in
+    parts: a pod's row holds less than the GPU (a HAMi share), or two or more pods held it at once
+    (time-slicing, a shared DRA claim). At once: their samples, each counting the cluster's scrape
+    interval, cover more time than the hour's rows hold GPU-seconds (pods that follow each other on
+    a GPU within an hour cover only the time they held it). A cluster whose interval is not known
+    yet counts two pods in an hour as holding it at once."""
     held = ~Q(namespace="")
-    return (UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end, mig_profile="")
-            .values("device_id", "hour_start")
+    return (hours.values("device_id", "hour_start")
             .annotate(pods=Count("id", filter=held), least=Min("gpu_fraction", filter=held),
                       samples=Sum("sample_count", filter=held), seconds=Sum("gpu_seconds"),
                       step=Max(Coalesce("cluster__pinned_interval_seconds", "cluster__detected_interval_seconds")))
             .annotate(covered=ExpressionWrapper(F("samples") * F("step"), output_field=FloatField()))
             .filter(Q(least__lt=WHOLE) | Q(pods__gte=2) & (
-                Q(step__isnull=True) | Q(covered__gt=F("seconds") + F("step") * 1.5))))
+                Q(step__isnull=True) | Q(covered__gt=F("seconds") + F("step") * 1.5)))
+            .values_list("device_id", "hour_start").order_by())
+
+
+def split_rows(start: datetime, end: datetime, *, namespaces: frozenset[str] | None = None,
+               cluster: str | None = None) -> list[tuple]:
+    """The UsageHour rows of [start, end)'s split hours (`split_hours`), of the hours `namespaces`
+    held a part in (None: every split hour), as (device, hour, cluster id, namespace, GPU model,
+    price class, billing-zone day, GPU fraction, GPU-seconds, used GPU-seconds). Two reads: the
+    split hours (one grouped pass over the window's rows of whole GPUs), then the rows of their
+    devices, none when no GPU was split."""
+    base = UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end, mig_profile="")
+    if cluster:
+        base = base.filter(cluster__name=cluster)
+    groups = base
+    theirs = None
+    if namespaces is not None:
+        theirs = set(base.filter(namespace__in=namespaces).values_list("device_id", "hour_start"))
+        if not theirs:
+            return []
+        groups = base.filter(device_id__in={d for d, _ in theirs})
+    keys = set(split_hours(groups))
+    if theirs is not None:
+        keys &= theirs
+    if not keys:
+        return []
+    names = cluster_name_by_id()
+    rows = (base.filter(device_id__in={d for d, _ in keys})
+            .annotate(price_class=price_class_expr(set(names)), day=TruncDate("hour_start", tzinfo=billing_zone()))
+            .values_list("device_id", "hour_start", "cluster_id", "namespace", "gpu_model", "price_class", "day",
+                         "gpu_fraction", "gpu_seconds", "used_gpu_seconds")
+            .order_by("device_id", "hour_start", "namespace"))
+    return [r for r in rows if (r[0], r[1]) in keys]
 
 
 def shared_gpu_days(start: datetime, end: datetime) -> SharedGpuDays:
     """The split hours' GPU-seconds of [start, end), grouped as the statement's cells are
     (cluster, namespace, GPU model, the node's price class, billing-zone day)."""
-    split = split_hours(start, end).filter(device_id=OuterRef("device_id"), hour_start=OuterRef("hour_start"))
-    rows = (UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end, mig_profile="")
-            .filter(Exists(split))
-            .annotate(price_class=price_class_expr(set(cluster_name_by_id())),
-                      day=TruncDate("hour_start", tzinfo=billing_zone()))
-            .values("cluster_id", "namespace", "gpu_model", "price_class", "day")
-            .annotate(seconds=Sum("gpu_seconds")).order_by())
     names = cluster_name_by_id()
-    found = SharedGpuDays()
+    parts: dict[tuple, float] = defaultdict(float)
     origins: dict[tuple, float] = defaultdict(float)
-    for r in rows:
-        cluster = names.get(r["cluster_id"], str(r["cluster_id"]))
-        found.parts[(cluster, r["namespace"], r["gpu_model"], r["price_class"], r["day"])] = r["seconds"]
-        origins[(cluster, r["gpu_model"], r["price_class"], r["day"])] += r["seconds"]
-    found.origins = dict(origins)
-    return found
+    for _d, _h, cluster_id, ns, model, price_class, day, _f, seconds, _used in split_rows(start, end):
+        cluster = names.get(cluster_id, str(cluster_id))
+        parts[(cluster, ns, model, price_class, day)] += seconds
+        origins[(cluster, model, price_class, day)] += seconds
+    return SharedGpuDays(dict(parts), dict(origins))
 
 
 def shared_ratio(part: float, whole: float) -> Decimal:
@@ -114,19 +137,8 @@ def shared_parts(start: datetime, end: datetime, *, namespaces: frozenset[str] |
     """The parts of split GPUs (`split_hours`) that `namespaces` (None: every namespace) held in
     [start, end), per (cluster, namespace, GPU model, price class): the team page's "GPUs held in
     parts", from the same split hours as the FOCUS 1.3 export's shared-GPU rows."""
-    split = split_hours(start, end).filter(device_id=OuterRef("device_id"), hour_start=OuterRef("hour_start"))
-    rows = UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end, mig_profile="").filter(Exists(split))
-    if cluster:
-        rows = rows.filter(cluster__name=cluster)
-    if namespaces is not None:
-        theirs = UsageHour.objects.filter(device_id=OuterRef("device_id"), hour_start=OuterRef("hour_start"),
-                                          namespace__in=namespaces)
-        rows = rows.filter(Exists(theirs))
     names = cluster_name_by_id()
-    rows = (rows.annotate(price_class=price_class_expr(set(names)), day=TruncDate("hour_start", tzinfo=billing_zone()))
-            .values_list("device_id", "hour_start", "cluster_id", "namespace", "gpu_model", "price_class", "day",
-                         "gpu_fraction", "gpu_seconds", "used_gpu_seconds")
-            .order_by("device_id", "hour_start", "namespace"))
+    rows = split_rows(start, end, namespaces=namespaces, cluster=cluster)
     hours: dict[tuple, list] = defaultdict(list)
     for r in rows:
         hours[(r[0], r[1])].append(r)
