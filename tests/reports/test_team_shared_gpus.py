@@ -60,3 +60,30 @@ def test_a_team_with_none_says_so(split_fleet, team_lead, client):  # noqa: F811
     client.force_login(team_lead)
     response = client.get("/teams/X/", MARCH)
     assert "No GPU held in parts in this window." in response.content.decode()
+
+
+def test_gpus_held_through_dra_claims(split_fleet, finance, viewer, client):  # noqa: F811
+    """Mar 12: `train` holds an H100 through a ResourceClaim for 3 h (used half: 1.5 GPU-h), 3 h ×
+    2.00 = $6.00, and a 3g.40gb MIG device of an H100 for 2 h (3/7 of the GPU, no rate of its own:
+    6/7 GPU-h × 2.00 = 1.714… → $1.71). Rows not held through a claim are not listed."""
+    from apps.accounting.models import UsageHour
+    from tests.support.factories import make_device, usage_row, utc
+    whole = make_device(split_fleet, host="node-d")
+    mig = make_device(split_fleet, host="node-m", mig_profile="3g.40gb", fraction=3 / 7)
+    rows = [usage_row(whole, "train", utc(2026, 3, 12, h), pod="dra-0", gpu_seconds=3600.0, used_gpu_seconds=1800.0,
+                      dra_claim=True) for h in (8, 9, 10)]
+    rows += [usage_row(mig, "train", utc(2026, 3, 12, h), pod="dra-1", gpu_seconds=3600 * 3 / 7,
+                       used_gpu_seconds=3600 * 3 / 14, mig_seconds=3600.0, dra_claim=True) for h in (8, 9)]
+    UsageHour.objects.bulk_create(rows)
+    client.force_login(finance)
+    response = client.get("/teams/T/", MARCH)
+    tables = Tables(response.content.decode())
+    assert tables.headers["dra-gpu-rows"] == ["Namespace", "GPU", "Allocated GPU-h", "Used GPU-h", "Efficiency", "Cost"]
+    assert tables.tables["dra-gpu-rows"] == [
+        ["train prod", "NVIDIA H100 80GB HBM3", "3.00", "1.50", "50.0 %", "$6.00"],
+        ["train prod", "NVIDIA H100 80GB HBM3 3g.40gb", "0.86", "0.43", "50.0 %", "$1.71"]]
+    client.force_login(viewer)
+    tables = Tables(client.get("/teams/T/", MARCH).content.decode())
+    assert tables.tables["dra-gpu-rows"][0] == ["train prod", "NVIDIA H100 80GB HBM3", "3.00", "1.50", "50.0 %"]
+    client.force_login(finance)
+    assert "No GPU held through a DRA claim in this window." in client.get("/teams/S/", MARCH).content.decode()

@@ -1,7 +1,9 @@
-"""GPUs split between pods: the GPU-seconds of the hours in which a whole GPU (no MIG profile) was
-held in parts, by HAMi shares or by two or more pods (time-slicing, a DRA claim shared by pods),
-per (cluster, namespace, GPU model, price class, billing-zone day), the unallocated remainder of
-those hours under namespace "" (docs/chargeback.md, "Split costs in FOCUS 1.3").
+"""GPUs split between pods, and GPUs held through DRA claims (`claim_parts`).
+
+Split: the GPU-seconds of the hours in which a whole GPU (no MIG profile) was held in parts, by
+HAMi shares or by two or more pods (time-slicing, a DRA claim shared by pods), per (cluster,
+namespace, GPU model, price class, billing-zone day), the unallocated remainder of those hours
+under namespace "" (docs/chargeback.md, "Split costs in FOCUS 1.3").
 
 These are the origin charges of the FOCUS 1.3 export's shared-GPU split: each group of a cluster's
 split GPUs of one model and price class on one day is split over the namespaces that held parts
@@ -164,3 +166,45 @@ def shared_parts(start: datetime, end: datetime, *, namespaces: frozenset[str] |
             on_day[0] += seconds
             on_day[1] += mine
     return sorted(parts.values(), key=lambda p: (p.cluster, p.namespace, p.gpu_model, p.price_class))
+
+
+@dataclass
+class ClaimPart:
+    """A namespace's GPUs (or MIG devices) held through DRA ResourceClaims over a window, per
+    cluster, GPU model, MIG profile and price class; `days`: day -> [GPU-seconds, MIG instance
+    seconds], for pricing at the rate in force each day."""
+    cluster: str
+    namespace: str
+    gpu_model: str
+    mig_profile: str
+    price_class: str
+    gpu_seconds: float = 0.0
+    used_gpu_seconds: float = 0.0
+    days: dict = field(default_factory=dict)
+
+
+def claim_parts(start: datetime, end: datetime, *, namespaces: frozenset[str],
+                cluster: str | None = None) -> list[ClaimPart]:
+    """What `namespaces` held through DRA claims in [start, end) (`UsageHour.dra_claim`, set at
+    ingest from dcgm-exporter's dra_* labels: docs/accounting.md, "DRA-allocated GPUs")."""
+    rows = UsageHour.objects.filter(hour_start__gte=start, hour_start__lt=end, dra_claim=True,
+                                    namespace__in=namespaces)
+    if cluster:
+        rows = rows.filter(cluster__name=cluster)
+    names = cluster_name_by_id()
+    rows = (rows.annotate(price_class=price_class_expr(set(names)), day=TruncDate("hour_start", tzinfo=billing_zone()))
+            .values("cluster_id", "namespace", "gpu_model", "mig_profile", "price_class", "day")
+            .annotate(g=Sum("gpu_seconds"), u=Sum("used_gpu_seconds"), m=Sum("mig_seconds")).order_by())
+    parts: dict[tuple, ClaimPart] = {}
+    for r in rows:
+        key = (names.get(r["cluster_id"], str(r["cluster_id"])), r["namespace"], r["gpu_model"], r["mig_profile"],
+               r["price_class"])
+        part = parts.get(key)
+        if part is None:
+            part = parts[key] = ClaimPart(*key)
+        part.gpu_seconds += r["g"]
+        part.used_gpu_seconds += r["u"]
+        on_day = part.days.setdefault(r["day"], [0.0, 0.0])
+        on_day[0] += r["g"]
+        on_day[1] += r["m"]
+    return sorted(parts.values(), key=lambda p: (p.cluster, p.namespace, p.gpu_model, p.mig_profile, p.price_class))

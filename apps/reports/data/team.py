@@ -12,9 +12,9 @@ from django.utils import timezone
 from apps.accounting.core.periods import period_of
 
 from apps.accounting.core.measures import efficiency, gpu_hours, hours_of
-from apps.accounting.core.ratecard import billed_cost, to_decimal
+from apps.accounting.core.ratecard import BASIS_PROFILE, billed_cost, to_decimal
 from apps.accounting.core.rounding import present
-from apps.accounting.usage.shared_gpus import shared_parts
+from apps.accounting.usage.shared_gpus import claim_parts, shared_parts
 from apps.accounting.usage import reader as rollup_reader
 from apps.accounting.usage.reader import HourTeams
 from apps.accounting.ledger.money import team_month
@@ -221,5 +221,47 @@ def shared_gpu_rows(sel: ReportFilter, team: str, card=None,
                                         for d, (held, _rest) in p.days.items()), Decimal(0)), row.currency)
                 row.remainder_cost = present(sum((billed_cost(rates[d][0].hourly_rate, to_decimal(rest))
                                                   for d, (_held, rest) in p.days.items()), Decimal(0)), row.currency)
+        out.append(row)
+    return out
+
+
+@dataclass
+class ClaimedGpuRow:
+    """One row of the team page's "GPUs held through DRA claims": a namespace's GPUs or MIG devices
+    allocated through ResourceClaims over the window (`usage.shared_gpus.claim_parts`), priced at
+    the rate card in force each day (a MIG profile with its own rate per instance-hour)."""
+    cluster: str
+    namespace: str
+    gpu_model: str
+    mig_profile: str
+    price_class: str
+    allocated_gpu_hours: float
+    used_gpu_hours: float
+    efficiency: float | None
+    cost: str | None = None
+    currency: str = ""
+
+
+def claimed_gpu_rows(sel: ReportFilter, team: str, card=None,
+                     resolver: TeamResolver | None = None) -> list[ClaimedGpuRow]:
+    resolver = resolver or team_resolver()
+    names = resolver.namespaces_of({team})
+    if not names:
+        return []
+    out = []
+    for p in claim_parts(sel.start, sel.end, namespaces=frozenset(names), cluster=sel.cluster):
+        row = ClaimedGpuRow(p.cluster, p.namespace, p.gpu_model, p.mig_profile, p.price_class,
+                            gpu_hours(p.gpu_seconds), gpu_hours(p.used_gpu_seconds),
+                            efficiency(p.used_gpu_seconds, p.gpu_seconds))
+        if card is not None:
+            rates = {day: card.lookup(p.gpu_model, p.mig_profile, p.price_class, day) for day in p.days}
+            currencies = {found[0].currency for found in rates.values() if found}
+            if len(currencies) == 1 and all(rates.values()):
+                row.currency = currencies.pop()
+                exact = Decimal(0)
+                for day, (gpu, mig) in p.days.items():
+                    entry, basis = rates[day]      # a MIG profile's own rate prices its instance-hours
+                    exact += billed_cost(entry.hourly_rate, to_decimal(mig if basis == BASIS_PROFILE else gpu))
+                row.cost = present(exact, row.currency)
         out.append(row)
     return out

@@ -22,7 +22,7 @@ from apps.teams.access import require_team, sees_money_of, team_exists, team_sco
 from .. import charts
 from ..fragments import digest, fragment, fragment_parts
 from ..money import closed_rows, frozen_day, ledger_priced, load_rate_card, price_groups
-from ..data.team import (mig_hours, month_costs, team_forecast, namespace_moves, namespace_series, quota_use, shared_gpu_rows,
+from ..data.team import (claimed_gpu_rows, mig_hours, month_costs, team_forecast, namespace_moves, namespace_series, quota_use, shared_gpu_rows,
                          team_cells)
 from ..data.overview import partial_day
 from .common import page, picker_dates, report_view
@@ -92,7 +92,7 @@ def _usage_parts(sel, name, picker_start, picker_end) -> list[str]:
                "namespaces": namespaces, "namespace_rows": rows, "mig": mig,
                "fig_namespaces": charts.namespace_lines(namespace_series(cells), partial),
                "fig_mig": charts.mig_bar(mig), "moves": namespace_moves(sel, name),
-               "shared_gpus": shared_gpu_rows(sel, name, card)}
+               "shared_gpus": shared_gpu_rows(sel, name, card), "claimed_gpus": claimed_gpu_rows(sel, name, card)}
         return [render_to_string(template, ctx) for template in USAGE_TEMPLATES[:4]]
     period, version = kept if kept is not None else (None, None)
     return fragment_parts(period, "team-page", version and f"{version}|partial {partial!r}",
