@@ -7,6 +7,11 @@ PORT   ?= 8000
 # The FOCUS validator's own environment: its pins (numpy 1.x, pytz<2024) stay out of .venv.
 # Exported, so the tests that run it (make test) fail when it is missing instead of skipping.
 export FOCUS_VENV ?= $(CURDIR)/.venv-focus
+# The validator's 2.x line, which checks FOCUS 1.3 exports, needs Python 3.12 or later: its own
+# environment, made with the first such Python found (PYTHON312, else python3.12 / python3.13 on
+# PATH, else pyenv's versions), and exported as FOCUS_VENV is.
+export FOCUS13_VENV ?= $(CURDIR)/.venv-focus13
+PYTHON312 ?=
 export DATABASE_URL_TEST ?= postgres://postgres@127.0.0.1:5432/gpuportal
 
 .PHONY: setup system-packages bytecode demo smoke test test-fast lint bench bench-scaling load clean
@@ -21,6 +26,24 @@ $(FOCUS_VENV)/.installed: tests/reports/focus-validator.txt
 	$(PYTHON) -m venv $(FOCUS_VENV)
 	$(FOCUS_VENV)/bin/pip install --quiet --upgrade pip
 	$(FOCUS_VENV)/bin/pip install --quiet -r tests/reports/focus-validator.txt
+	touch $@
+
+$(FOCUS13_VENV)/.installed: tests/reports/focus-validator-1.3.txt
+	@py="$(PYTHON312)"; \
+	if [ -z "$$py" ]; then \
+	  for c in python3.12 python3.13 python3.14 $${PYENV_ROOT:-$$HOME/.pyenv}/versions/3.1[2-9]*/bin/python3; do \
+	    if "$$c" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then py="$$c"; break; fi; \
+	  done; \
+	fi; \
+	if [ -z "$$py" ]; then \
+	  echo "make setup: no Python 3.12 or later found for $(FOCUS13_VENV) (focus-validator 2.x needs it):"; \
+	  echo "  install one (Debian: apt-get install python3.12 python3.12-venv; or pyenv install 3.12)"; \
+	  echo "  or name it: make setup PYTHON312=/path/to/python3.12"; exit 1; \
+	fi; \
+	echo "$(FOCUS13_VENV): focus-validator 2.x with $$py"; \
+	"$$py" -m venv $(FOCUS13_VENV) && \
+	$(FOCUS13_VENV)/bin/pip install --quiet --upgrade pip && \
+	$(FOCUS13_VENV)/bin/pip install --quiet -r tests/reports/focus-validator-1.3.txt
 	touch $@
 
 # Debian packages the real-service tests use: prometheus/promtool, chromium, and kubectl
@@ -39,7 +62,7 @@ system-packages:
 	  else echo "note: could not install$$missing (needs apt-get as root); the demo falls back to in-process data, the deploy/k8s tests skip"; fi; \
 	fi
 
-setup: $(VENV)/.installed $(FOCUS_VENV)/.installed system-packages bytecode
+setup: $(VENV)/.installed $(FOCUS_VENV)/.installed $(FOCUS13_VENV)/.installed system-packages bytecode
 
 # The project's own modules compiled once (each run of `make setup`: only changed files are
 # redone), as pip compiles the libraries it installs: every process (`manage.py ingest`, a test
@@ -97,4 +120,4 @@ load: setup
 	DATABASE_URL=$${LOAD_DATABASE_URL:-postgres://postgres@127.0.0.1:5432/gpuportal_load} $(PY) scripts/load.py
 
 clean:
-	rm -rf $(VENV) $(FOCUS_VENV) var staticfiles .pytest_cache .grimp_cache .import_linter_cache
+	rm -rf $(VENV) $(FOCUS_VENV) $(FOCUS13_VENV) var staticfiles .pytest_cache .grimp_cache .import_linter_cache

@@ -51,7 +51,7 @@ USAGE_FIELDS = (
     "cluster_id", "device_id", "namespace", "pod", "hour_start", "node", "gpu_model", "mig_profile", "gpu_fraction",
     "sample_count", "gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "mig_seconds", "unknown_util_samples",
     "idle_prefix_seconds", "idle_suffix_seconds", "idle_max_run_seconds", "idle_whole_hour", "fb_used_mib_avg",
-    "fb_used_mib_max", "power_watts_avg", "energy_joules",
+    "fb_used_mib_max", "power_watts_avg", "energy_joules", "dra_claim",
 )
 HEALTH_FIELDS = ("cluster_id", "device_id", "hour_start", "temperature_c_avg", "temperature_c_max",
                  "seconds_above_83c", "power_watts_avg", "energy_joules", "xid_codes", "xid_samples")
@@ -192,7 +192,7 @@ class _Writer:
              u.mig_profile, u.gpu_fraction, u.sample_count, u.gpu_seconds, u.used_gpu_seconds, u.idle_gpu_seconds,
              u.mig_seconds, u.unknown_util_samples, u.idle_prefix_seconds, u.idle_suffix_seconds,
              u.idle_max_run_seconds, u.idle_whole_hour, u.fb_used_mib_avg, u.fb_used_mib_max, u.power_watts_avg,
-             u.energy_joules)
+             u.energy_joules, u.dra_claim)
             for u in result.usage
         ]
         insert_rows(UsageHour, USAGE_FIELDS, rows)

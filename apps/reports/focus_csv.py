@@ -25,7 +25,8 @@ from apps.accounting.core.measures import shown_efficiency, shown_hours
 from apps.accounting.ledger.daily_money import DayFigures, FocusMonth, line_key
 from apps.accounting.ledger.facts import lines_as_shown
 from apps.accounting.ledger.statements import UNALLOCATED_KEY
-from apps.accounting.ledger.daily_money import SharedDay, shared_idle_days, spread_lines
+from apps.accounting.ledger.daily_money import SharedDay, ratios_to_places, shared_idle_days, spread_lines
+from apps.accounting.usage.shared_gpus import SharedGpuDays, shared_gpu_days, shared_ratio
 
 FOCUS_VERSION = "1.0"       # the default, for the loaders and the validator already reading it
 FOCUS_VERSIONS = ("1.0", "1.3")
@@ -70,11 +71,16 @@ COMMITMENT_COLUMNS = ["CommitmentDiscountCategory", "CommitmentDiscountId", "Com
 ALLOCATION_COLUMNS = ["AllocatedMethodDetails", "AllocatedMethodId", "AllocatedResourceId", "AllocatedResourceName",
                       "AllocatedTags"]
 FOCUS_13_COLUMNS = sorted([c for c in FOCUS_COLUMNS if c not in COMMITMENT_COLUMNS]
-                          + ["HostProviderName", "ServiceProviderName", "ServiceSubcategory"] + ALLOCATION_COLUMNS)
+                          + ["HostProviderName", "InvoiceId", "ServiceProviderName", "ServiceSubcategory"]
+                          + ALLOCATION_COLUMNS)
 SERVICE_SUBCATEGORY = "Other (AI and Machine Learning)"
 # The portal's split cost allocation method (FOCUS 1.3's AllocatedMethodId), documented in
 # docs/chargeback.md ("Split costs in FOCUS 1.3").
 SHARED_IDLE_METHOD = "gpuportal/shared-idle-by-allocated-cost"
+# GPUs held in parts (HAMi shares, time-slicing, a DRA claim shared by pods): each day's hours of
+# a cluster's split GPUs of one model and price class are split over the namespaces that held parts
+# of them, by GPU-seconds (docs/chargeback.md, "Split costs in FOCUS 1.3").
+SHARED_GPU_METHOD = "gpuportal/shared-gpu-by-gpu-seconds"
 
 
 def columns(legacy_names: bool = True, version: str = FOCUS_VERSION) -> list[str]:
@@ -127,7 +133,7 @@ def iter_focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: b
     }
     if version == "1.3":
         common.update({"ServiceProviderName": issuer.provider_name, "HostProviderName": issuer.host_provider_name,
-                       "ServiceSubcategory": SERVICE_SUBCATEGORY,
+                       "ServiceSubcategory": SERVICE_SUBCATEGORY, "InvoiceId": None,
                        **{c: None for c in ALLOCATION_COLUMNS}})
     charge_periods = ChargePeriods(month.period, zone, month.adjusted_zones)
     lines = month.lines
@@ -135,6 +141,8 @@ def iter_focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: b
     if shared_idle == "spread":
         lines = spread_lines(month)
         shared = shared_idle_days(month, lines)
+    split = SharedGpuSplit(shared_gpu_days(start, end), with_remainder=shared_idle != "spread") \
+        if version == "1.3" else None
     for line, cost in shown_lines(lines, scope):
         if line.kind == "shared_idle":
             yield from shared_rows(line, shared.get(line_key(line), []), common, charge_periods, version)
@@ -144,10 +152,15 @@ def iter_focus_rows(month: FocusMonth, scope, issuer: Issuer, *, legacy_names: b
         costs = apportion(cost, [billed_cost(line.hourly_rate, d.billed_seconds) for d in days], line.currency)
         described = line_columns(line)
         for d, day_cost in zip(days, costs):
-            row = {**common, **described, **charge_periods.of(line, d.day), **day_columns(line, d, day_cost)}
-            if legacy_names:
-                row.update({old: row[new] for new, old in LEGACY_NAMES.items()})
-            yield row
+            parts = split.parts(line, d, day_cost) if split is not None else [(d, day_cost, Decimal(1), None)]
+            for part, part_cost, share, allocation in parts:
+                row = {**common, **described, **charge_periods.of(line, d.day),
+                       **day_columns(line, d, part_cost, share)}
+                if allocation:
+                    row.update(allocation)
+                if legacy_names:
+                    row.update({old: row[new] for new, old in LEGACY_NAMES.items()})
+                yield row
 
 
 def line_columns(line: Line) -> dict:
@@ -212,6 +225,82 @@ def shared_rows(line: Line, parts: list[SharedDay], common: dict, charge_periods
                 "AllocatedTags": json.dumps({f"{TAG_PREFIX}team": line.team}, sort_keys=True, ensure_ascii=False),
             })
         yield row
+
+
+class SharedGpuSplit:
+    """A row's part on GPUs held in parts (`usage.shared_gpus`), as its own FOCUS 1.3 row: an
+    allocated charge of the day's split GPUs of its cluster, model and price class (the origin
+    charge, `ResourceId` the cluster), to the namespace (`AllocatedResourceId` cluster/namespace),
+    or the origin's unallocated remainder (`AllocatedResourceId` null). `with_remainder` False
+    (shared idle spread over the teams, which spreads the remainder as its own split): the origin
+    is what the pods held of the GPUs, and the namespaces' ratios of it add up to 1."""
+
+    def __init__(self, days: SharedGpuDays, with_remainder: bool = True):
+        self.days, self.with_remainder = days, with_remainder
+        self.left: dict[tuple, float] = dict(days.parts)      # a part is given once (a day split by a re-label)
+        self.shown: dict[tuple, dict[str, Decimal]] = {}
+
+    def parts(self, line: Line, d: DayFigures, cost: Decimal) -> list[tuple[DayFigures, Decimal, Decimal, dict | None]]:
+        """(the day's figures, the part's cost, its share of the row's day, its Allocated* columns):
+        the whole row when none of it was on split GPUs, else its part on them and the rest."""
+        whole = [(d, cost, Decimal(1), None)]
+        if (line.kind not in ("usage", "unallocated") or line.mig_profile or line.rate_basis == BASIS_PROFILE
+                or d.day is None or d.billed_seconds <= 0):
+            return whole
+        if not line.namespace and not self.with_remainder:
+            return whole
+        key = (line.cluster, line.namespace, line.gpu_model, line.price_class, d.day)
+        seconds = min(self.left.get(key, 0.0), float(d.billed_seconds))
+        if seconds <= 0:
+            return whole
+        self.left[key] -= seconds
+        origin = (line.cluster, line.gpu_model, line.price_class, d.day)
+        ratio = self.ratio(origin, line.namespace, seconds)
+        share = Decimal(1) if seconds >= float(d.billed_seconds) - 1e-6 else Decimal(repr(seconds)) / d.billed_seconds
+        costs = apportion(cost, [billed_cost(line.hourly_rate, d.billed_seconds * (1 - share)),
+                                 billed_cost(line.hourly_rate, d.billed_seconds * share)], line.currency)
+        held = float(hours(seconds))
+        allocation = {
+            "AllocatedMethodId": SHARED_GPU_METHOD,
+            "AllocatedMethodDetails": json.dumps({"Elements": [{
+                "AllocatedRatio": float(ratio), "UsageUnit": UNIT_GPU, "UsageQuantity": held,
+                "x_SplitGpuHours": float(hours(self.origin_seconds(origin))),
+            }]}, sort_keys=True, ensure_ascii=False),
+            "AllocatedResourceId": None, "AllocatedResourceName": None, "AllocatedTags": None,
+            "ResourceId": line.cluster, "ResourceName": line.cluster, "ResourceType": "Kubernetes cluster",
+            "Tags": json.dumps({f"{TAG_PREFIX}cluster": line.cluster}, sort_keys=True, ensure_ascii=False),
+        }
+        if line.namespace:
+            allocation.update({
+                "AllocatedResourceId": f"{line.cluster}/{line.namespace}",
+                "AllocatedResourceName": f"{line.cluster}/{line.namespace}",
+                "AllocatedTags": json.dumps({f"{TAG_PREFIX}namespace": line.namespace, f"{TAG_PREFIX}team": line.team},
+                                            sort_keys=True, ensure_ascii=False),
+            })
+        rows = [(d, costs[1], share, allocation)]
+        if share < 1:
+            rows.insert(0, (d, costs[0], 1 - share, None))
+        return rows
+
+    def origin_seconds(self, origin: tuple) -> float:
+        return self.days.origin(*origin) if self.with_remainder else self.days.allocated(*origin)
+
+    def ratio(self, origin: tuple, namespace: str, seconds: float) -> Decimal:
+        """The part's AllocatedRatio: its share of the origin to 6 places, the origin's parts
+        rounded together by largest remainder so that they add up to 1 exactly."""
+        shown = self.shown.get(origin)
+        if shown is None:
+            cluster, model, price_class, day = origin
+            whole = self.origin_seconds(origin)
+            names = sorted(ns for (c, ns, m, pc, dy) in self.days.parts
+                           if (c, m, pc, dy) == origin and (ns or self.with_remainder))
+            exact = [shared_ratio(self.days.part(cluster, ns, model, price_class, day), whole) for ns in names]
+            shown = self.shown[origin] = dict(zip(names, ratios_to_places(exact)))
+        part = self.days.part(origin[0], namespace, origin[1], origin[2], origin[3])
+        ratio = shown.get(namespace, Decimal(0))
+        if part and abs(seconds - part) > 1e-6:      # a namespace's part on two lines (a re-label that day)
+            ratio = (ratio * Decimal(repr(seconds)) / Decimal(repr(part))).quantize(HOURS_PLACES)
+        return ratio
 
 
 class ChargePeriods:

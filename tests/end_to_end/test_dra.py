@@ -90,3 +90,9 @@ def test_dra_claims_whole_shared_unnamed_and_mig(tmp_path):
     # No DRA pod was distrusted for want of a kube-state-metrics request.
     assert not any("requested no GPU" in w for w in run.warnings), run.warnings
     assert by_pod(cluster, device__uuid="GPU-REG") == {("ml", "reg"): (7200.0, 7200.0)}
+    # Each row a claim gave is marked so (the team page lists them); the device plugin's and the
+    # unallocated capacity's are not.
+    claimed = set(UsageHour.objects.filter(cluster=cluster, dra_claim=True).values_list("namespace", "pod"))
+    assert claimed == {("dra-a", "pod1"), ("dra-b", "p1"), ("dra-b", "p2"), ("dra-c", "claim:train-claim"),
+                       ("dra-m", "m1"), ("dra-m", "m2")}
+    assert not UsageHour.objects.filter(cluster=cluster, dra_claim=True, namespace="").exists()

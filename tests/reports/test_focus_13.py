@@ -5,6 +5,7 @@ figures (docs/chargeback.md, "FOCUS 1.3"). The FinOps validator that checks 1.3 
 Python 3.12 and downloads its rules at run time, so the 1.3 rules the export relies on are checked
 here, one by one (`check_focus_13`)."""
 import json
+import re
 from collections import defaultdict
 from decimal import Decimal as D
 
@@ -40,16 +41,21 @@ def check_focus_13(rows):
         assert r["ProviderName"] == r["ServiceProviderName"]    # deprecated, replaced by ServiceProviderName
         assert D(r["ListCost"]) == D(r["ListUnitPrice"]) * D(r["PricingQuantity"]) or r["ChargeClass"] == "Correction"
         split = bool(r["AllocatedMethodId"])
+        # The unallocated portion of an origin charge after the split names no allocated resource.
+        allocated = split and r["SubAccountId"] != "unallocated"
         # AllocatedResourceId / Name, AllocatedTags and the details: null unless the row is a split cost
-        assert bool(r["AllocatedResourceId"]) == bool(r["AllocatedResourceName"]) == split
-        assert bool(r["AllocatedMethodDetails"]) == split and bool(r["AllocatedTags"]) == split
+        assert bool(r["AllocatedResourceId"]) == bool(r["AllocatedResourceName"]) == allocated
+        assert bool(r["AllocatedMethodDetails"]) == split and bool(r["AllocatedTags"]) == allocated
         if split:
             details = json.loads(r["AllocatedMethodDetails"])
             [element] = details["Elements"]
-            assert isinstance(element["AllocatedRatio"], float)
-            assert all(k in ("AllocatedRatio", "UsageUnit", "UsageQuantity") or k.startswith("x_") for k in element)
-            assert not set(json.loads(r["AllocatedTags"])) & set(json.loads(r["Tags"]))
-            origin = (r["ResourceId"], r["SkuPriceId"], r["ChargePeriodStart"])
+            assert isinstance(element["AllocatedRatio"], float) and 0 <= element["AllocatedRatio"] <= 1
+            assert all(k in ("AllocatedRatio", "UsageUnit", "UsageQuantity") or re.fullmatch(r"x_[A-Z][a-zA-Z0-9]*", k)
+                       for k in element)
+            assert "UsageQuantity" not in element or isinstance(element["UsageUnit"], str)
+            if allocated:
+                assert not set(json.loads(r["AllocatedTags"])) & set(json.loads(r["Tags"]))
+            origin = (r["AllocatedMethodId"], r["ResourceId"], r["SkuPriceId"], r["ChargePeriodStart"])
             ratios[origin] += D(repr(element["AllocatedRatio"]))
     # Each origin charge's allocated ratios add up to 1 (100 %).
     assert all(total == 1 for total in ratios.values()), ratios

@@ -72,6 +72,7 @@ class _Batch:
             acc = self.accs[(st.key, st.namespace, st.pod, hour)] = _Acc(UsageRecord(
                 device_key=st.key, namespace=st.namespace, pod=st.pod, hour_start=hour, node=d["host"],
                 gpu_model=d["model_name"], mig_profile=d["mig_profile"], gpu_fraction=d["gpu_fraction"],
+                dra_claim=st.claim,
             ))
             acc.index = len(self.order)
             self.order.append(acc)

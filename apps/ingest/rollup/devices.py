@@ -25,11 +25,12 @@ from .dra import DRA_CLAIM_NAME, DRA_CLAIM_NAMESPACE, is_dra, mig_copies
 
 class _Stream:
     """One logical stream: all copies of a device's series for one workload, merged."""
-    __slots__ = ("key", "info", "namespace", "pod", "scale", "seconds", "sliced", "ts", "values", "inside")
+    __slots__ = ("key", "info", "namespace", "pod", "scale", "seconds", "sliced", "ts", "values", "inside", "claim")
 
-    def __init__(self, key, info, namespace, pod, scale, sliced, ts, values, inside, seconds):
+    def __init__(self, key, info, namespace, pod, scale, sliced, ts, values, inside, seconds, claim=False):
         self.key, self.info, self.namespace, self.pod = key, info, namespace, pod
         self.scale, self.sliced = scale, sliced
+        self.claim = claim          # a workload's stream whose series carry a DRA claim
         self.ts, self.values, self.inside, self.seconds = ts, values, inside, seconds
 
 
@@ -182,7 +183,8 @@ def _merged_streams(cfg: RollupConfig, window: Window, chosen: list[tuple],
         copies = [columns(m[1].samples) for m in members]
         for ts, _ in copies:
             raw_in_window += _count_in(ts, window)
-        heads.append((key, members[0][3], namespace, pod, members[0][2], sliced))
+        heads.append((key, members[0][3], namespace, pod, members[0][2], sliced,
+                      bool(namespace) and any(is_dra(m[0]) for m in members)))
         merged_all.append(merge_copy_columns(copies, cfg.interval_seconds))
     # One set of arrays for all the chunk's streams; each stream's columns are views of it.
     ts_all, values_all, offsets = joined_columns(merged_all)
@@ -192,8 +194,8 @@ def _merged_streams(cfg: RollupConfig, window: Window, chosen: list[tuple],
     fallback = gaps.typical_spacing() or cfg.interval_seconds
     seconds_all = gaps.seconds(fallback, cfg.pinned_interval_seconds)
     streams = [_Stream(key, info, namespace, pod, scale, sliced, ts_all[lo:hi], values_all[lo:hi], inside_all[lo:hi],
-                       seconds_all[lo:hi])
-               for (key, info, namespace, pod, scale, sliced), lo, hi
+                       seconds_all[lo:hi], claim)
+               for (key, info, namespace, pod, scale, sliced, claim), lo, hi
                in zip(heads, offsets[:-1].tolist(), offsets[1:].tolist())]
     tiled = _crossing_devices(heads, ts_all, seconds_all, offsets)
     return streams, raw_in_window, fallback, tiled
@@ -210,7 +212,7 @@ def _crossing_devices(heads: list[tuple], ts: np.ndarray, seconds: np.ndarray, o
     is between two streams; where a pinned interval makes them cross, the device is tiled,
     which is exact either way."""
     device_of: dict = {}
-    plain = np.array([not sliced for (_key, _info, _ns, _pod, _scale, sliced) in heads], dtype=bool)
+    plain = np.array([not head[5] for head in heads], dtype=bool)      # head: (key, info, ns, pod, scale, sliced, …)
     device = np.array([device_of.setdefault(h[0], len(device_of)) for h in heads], dtype=np.int64)
     lengths = np.diff(offsets)
     keep = np.repeat(plain, lengths)

@@ -175,6 +175,7 @@ class UsageRecord:
     fb_used_mib_max: float | None = None
     power_watts_avg: float | None = None
     energy_joules: float | None = None
+    dra_claim: bool = False         # held through a DRA ResourceClaim (dcgm-exporter's dra_* labels)
 
 
 @dataclass

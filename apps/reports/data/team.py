@@ -5,11 +5,16 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
+from decimal import Decimal
 
 from django.utils import timezone
 
 from apps.accounting.core.periods import period_of
-from apps.accounting.core.measures import gpu_hours, hours_of
+
+from apps.accounting.core.measures import efficiency, gpu_hours, hours_of
+from apps.accounting.core.ratecard import BASIS_PROFILE, billed_cost, to_decimal
+from apps.accounting.core.rounding import present
+from apps.accounting.usage.shared_gpus import claim_parts, shared_parts
 from apps.accounting.usage import reader as rollup_reader
 from apps.accounting.usage.reader import HourTeams
 from apps.accounting.ledger.money import team_month
@@ -173,3 +178,90 @@ def namespace_moves(sel: ReportFilter, team: str, resolver: TeamResolver | None 
             before = now
     moves.sort(key=lambda m: (m.at, m.cluster, m.namespace), reverse=True)
     return moves[:MOVES_SHOWN]
+
+
+@dataclass
+class SharedGpuRow:
+    """One row of the team page's "GPUs held in parts": a namespace's parts of split GPUs of one
+    model and price class over the window (`usage.shared_gpus.shared_parts`), priced at the rate
+    card in force each day, as the FOCUS 1.3 export's shared-GPU rows are."""
+    cluster: str
+    namespace: str
+    gpu_model: str
+    price_class: str
+    kind: str
+    allocated_gpu_hours: float
+    used_gpu_hours: float
+    efficiency: float | None
+    remainder_gpu_hours: float
+    cost: str | None = None            # in the currency's minor unit (`core.rounding.present`)
+    remainder_cost: str | None = None
+    currency: str = ""
+
+
+def shared_gpu_rows(sel: ReportFilter, team: str, card=None,
+                    resolver: TeamResolver | None = None) -> list[SharedGpuRow]:
+    """The team's namespaces' parts of GPUs split between pods (HAMi shares, time-sliced GPUs, a DRA
+    claim shared by pods) in the window; `card`: the rate card, when the user sees the money."""
+    resolver = resolver or team_resolver()
+    names = resolver.namespaces_of({team})
+    if not names:       # none, or `unassigned` (any namespace nobody mapped or labelled)
+        return []
+    out = []
+    for p in shared_parts(sel.start, sel.end, namespaces=frozenset(names), cluster=sel.cluster):
+        row = SharedGpuRow(p.cluster, p.namespace, p.gpu_model, p.price_class, p.kind,
+                           gpu_hours(p.gpu_seconds), gpu_hours(p.used_gpu_seconds),
+                           efficiency(p.used_gpu_seconds, p.gpu_seconds), gpu_hours(p.remainder_seconds))
+        if card is not None:
+            rates = {day: card.lookup(p.gpu_model, "", p.price_class, day) for day in p.days}
+            currencies = {found[0].currency for found in rates.values() if found}
+            if len(currencies) == 1 and all(rates.values()):
+                row.currency = currencies.pop()
+                row.cost = present(sum((billed_cost(rates[d][0].hourly_rate, to_decimal(held))
+                                        for d, (held, _rest) in p.days.items()), Decimal(0)), row.currency)
+                row.remainder_cost = present(sum((billed_cost(rates[d][0].hourly_rate, to_decimal(rest))
+                                                  for d, (_held, rest) in p.days.items()), Decimal(0)), row.currency)
+        out.append(row)
+    return out
+
+
+@dataclass
+class ClaimedGpuRow:
+    """One row of the team page's "GPUs held through DRA claims": a namespace's GPUs or MIG devices
+    allocated through ResourceClaims over the window (`usage.shared_gpus.claim_parts`), priced at
+    the rate card in force each day (a MIG profile with its own rate per instance-hour)."""
+    cluster: str
+    namespace: str
+    gpu_model: str
+    mig_profile: str
+    price_class: str
+    allocated_gpu_hours: float
+    used_gpu_hours: float
+    efficiency: float | None
+    cost: str | None = None
+    currency: str = ""
+
+
+def claimed_gpu_rows(sel: ReportFilter, team: str, card=None,
+                     resolver: TeamResolver | None = None) -> list[ClaimedGpuRow]:
+    resolver = resolver or team_resolver()
+    names = resolver.namespaces_of({team})
+    if not names:
+        return []
+    out = []
+    for p in claim_parts(sel.start, sel.end, namespaces=frozenset(names), cluster=sel.cluster):
+        row = ClaimedGpuRow(p.cluster, p.namespace, p.gpu_model, p.mig_profile, p.price_class,
+                            gpu_hours(p.gpu_seconds), gpu_hours(p.used_gpu_seconds),
+                            efficiency(p.used_gpu_seconds, p.gpu_seconds))
+        if card is not None:
+            rates = {day: card.lookup(p.gpu_model, p.mig_profile, p.price_class, day) for day in p.days}
+            currencies = {found[0].currency for found in rates.values() if found}
+            if len(currencies) == 1 and all(rates.values()):
+                row.currency = currencies.pop()
+                exact = Decimal(0)
+                for day, (gpu, mig) in p.days.items():
+                    entry, basis = rates[day]      # a MIG profile's own rate prices its instance-hours
+                    exact += billed_cost(entry.hourly_rate, to_decimal(mig if basis == BASIS_PROFILE else gpu))
+                row.cost = present(exact, row.currency)
+        out.append(row)
+    return out

@@ -22,7 +22,8 @@ from apps.teams.access import require_team, sees_money_of, team_exists, team_sco
 from .. import charts
 from ..fragments import digest, fragment, fragment_parts
 from ..money import closed_rows, frozen_day, ledger_priced, load_rate_card, price_groups
-from ..data.team import mig_hours, month_costs, team_forecast, namespace_moves, namespace_series, quota_use, team_cells
+from ..data.team import (claimed_gpu_rows, mig_hours, month_costs, team_forecast, namespace_moves, namespace_series, quota_use, shared_gpu_rows,
+                         team_cells)
 from ..data.overview import partial_day
 from .common import page, picker_dates, report_view
 
@@ -47,7 +48,7 @@ def team_dashboard(request, sel, name):
     window = whole_month(UsageFilter(start=sel.start, end=sel.end))
     prefetch_versions({this_month, prev_period(this_month), *([window] if window else [])})
     picker_start, picker_end = picker_dates(sel)
-    usage_html, mig_html, moves_html = _usage_parts(sel, name, picker_start, picker_end)
+    usage_html, mig_html, moves_html, shared_html = _usage_parts(sel, name, picker_start, picker_end)
     quota_html = _quota_part(sel, name)
     costs, forecast_html = None, ""
     if sel.money:
@@ -57,19 +58,20 @@ def team_dashboard(request, sel, name):
         "team": name, "costs": costs, "quota_html": mark_safe(quota_html),
         "usage_html": mark_safe(usage_html), "mig_html": mark_safe(mig_html),       # our templates'
         "forecast_html": mark_safe(forecast_html), "moves_html": mark_safe(moves_html),
+        "shared_html": mark_safe(shared_html),
     }, picker_team=name)
 
 
 USAGE_TEMPLATES = ("reports/_team_usage.html", "reports/_team_mig.html", "reports/_team_moves.html",
-                   "reports/_chart.html")
+                   "reports/_team_shared_gpus.html", "reports/_chart.html")
 FORECAST_TEMPLATES = ("reports/_team_forecast.html",)
 QUOTA_TEMPLATES = ("reports/_team_quota.html", "reports/_chart.html")
 
 
 def _usage_parts(sel, name, picker_start, picker_end) -> list[str]:
-    """The window's namespaces (chart and table), MIG hours and the namespaces' moves up to its
-    end; for a whole month of every cluster, a stored fragment at the version of the team's
-    stored cells (the usage dates and the mapping, moves included; with money, the statement's
+    """The window's namespaces (chart and table), MIG hours, the namespaces' moves up to its
+    end and the GPUs they held in parts (HAMi shares, GPUs shared by pods); for a whole month
+    of every cluster, a stored fragment at the version of the team's stored cells (the usage dates and the mapping, moves included; with money, the statement's
     too), with the partial day the chart marks (it follows the watermark, not a logged input)
     in its version."""
     f = UsageFilter(start=sel.start, end=sel.end, cluster=sel.cluster, teams=frozenset({name}))
@@ -89,8 +91,9 @@ def _usage_parts(sel, name, picker_start, picker_end) -> list[str]:
         ctx = {"sel": sel, "team": name, "picker_start": picker_start, "picker_end": picker_end,
                "namespaces": namespaces, "namespace_rows": rows, "mig": mig,
                "fig_namespaces": charts.namespace_lines(namespace_series(cells), partial),
-               "fig_mig": charts.mig_bar(mig), "moves": namespace_moves(sel, name)}
-        return [render_to_string(template, ctx) for template in USAGE_TEMPLATES[:3]]
+               "fig_mig": charts.mig_bar(mig), "moves": namespace_moves(sel, name),
+               "shared_gpus": shared_gpu_rows(sel, name, card), "claimed_gpus": claimed_gpu_rows(sel, name, card)}
+        return [render_to_string(template, ctx) for template in USAGE_TEMPLATES[:4]]
     period, version = kept if kept is not None else (None, None)
     return fragment_parts(period, "team-page", version and f"{version}|partial {partial!r}",
                           [("team", digest(name)), ("money", int(sel.money)), ("start", picker_start),
