@@ -7,7 +7,7 @@ from django.utils.safestring import mark_safe
 from apps.accounting.ledger.money import OWN_USAGE, closed_money_by_day, money_by, window_late
 from apps.accounting.ledger.statements import statement
 from apps.accounting.ledger.answer import whole_month
-from apps.accounting.ledger.as_billed import billed_card, billed_cells
+from apps.accounting.ledger.as_billed import billed_card, billed_cells, crosses_a_close
 from apps.accounting.usage.cells import UNASSIGNED, group_cells, usage_cells
 
 from .. import charts
@@ -46,8 +46,10 @@ def _figures(f, money: bool, fleet: bool) -> dict:
     of the whole fleet is kept as a stored answer (`overview_store`, docs/performance.md)."""
     # With money, the window as billed: a closed month's days as its close froze them, so the hours
     # beside its money are those it priced (docs/chargeback.md, "Windows across a close").
+    # Across a close the day cells serve as spans too (a closed day is a day cell either way): the
+    # frozen days are read once.
     cells = billed_cells(f) if money else usage_cells(f)
-    spans = billed_cells(f, per_day=False) if money else usage_cells(f, per_day=False)
+    spans = (cells if crosses_a_close(f) else usage_cells(f, per_day=False)) if money else usage_cells(f, per_day=False)
     days = daily_totals(cells)
     teams = group_cells(spans, "team")
     models = fleet_by_model(spans)
