@@ -121,3 +121,13 @@ def test_the_explorer_rows_follow_the_statements_teams(october, finance, client)
     rows = re.findall(r"<tr><td>2026-10-01</td><td>prod</td><td>(\w+)</td><td>(\w+)</td><td>[^<]*</td>"
                       r'<td class="num">([^<]*)</td><td class="num">([^<]*)</td>', table[:table.index("</table>")])
     assert rows == [("alpha", "a", "10.00", "$20.00"), ("beta", "b", "20.00", "$40.00")]
+
+
+def test_the_explorers_hourly_rows_of_a_closed_day_follow_the_close(october, finance, client):
+    """A frozen day has no hours: October 10th's hourly rows are its live hours attributed as the
+    close attributed them (b is beta's, not delta's) and priced with October's card, 2.00 an hour."""
+    client.force_login(finance)
+    rows = explorer_rows(client, start="2026-10-10", end="2026-10-11", grain="hour")
+    assert {(r["team"], r["namespace"]) for r in rows} == {("alpha", "a"), ("beta", "b")}
+    assert {r["cost"] for r in rows} == {"2.00"}
+    assert sum(float(r["allocated_gpu_hours"]) for r in rows if r["team"] == "beta") == 20.0
