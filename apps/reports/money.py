@@ -16,8 +16,6 @@ from apps.accounting.core.currencies import minor_unit
 from apps.accounting.core.measures import gpu_hours
 from apps.accounting.pricing.rates import idle_share, load_rate_card, price_cells_detail
 
-from apps.accounting.ledger.money import OWN_USAGE
-from apps.accounting.usage.cells import UsageRow
 
 
 @dataclass(frozen=True)
@@ -116,21 +114,6 @@ def frozen_day(priced, money):
     if priced is None or priced.cost is None:
         return priced
     return replace(priced, cost=Decimal(0))
-
-
-def closed_rows(lines, money: dict, keys: set, key_of) -> list:
-    """Rows for the keys a closed month's statement bills that no live row carries (`money`:
-    key -> `ledger.money.Money` of the own usage lines `lines`, grouped by `key_of`), each with the
-    allocated and used hours its money priced: (UsageRow, Priced), in name order."""
-    out = []
-    for key in sorted(set(money) - keys):
-        own = [line for line in lines if line.kind in OWN_USAGE and key_of(line) == key]
-        row = UsageRow(key=key, allocated_gpu_seconds=float(sum(line.allocated_gpu_seconds for line in own)),
-                       used_gpu_seconds=float(sum(line.used_gpu_seconds for line in own)))
-        m = money[key]
-        currency, cost = (next(iter(m.costs.items())) if len(m.costs) == 1 else (None, None))
-        out.append((row, Priced(cost, None, currency, gpu_hours(float(m.unpriced_seconds)), len(m.costs) > 1)))
-    return out
 
 
 def split_to_total(total: Priced | None, parts: list) -> list:

@@ -84,3 +84,23 @@ def accepted(history: History, approvals: dict[str, datetime]) -> History:
         if not out or out[-1][1] != team:
             out.append((at, team))
     return out
+
+
+def spliced(then: History, now: History, known_until: datetime | None) -> History:
+    """A namespace's history as a past instant knew it (`then`: the rows recorded by then) for the
+    hours before `known_until` (what had been ingested by then), and as it is known now (`now`)
+    from that hour on: labels that came later with hours ingested later count, a rewrite of the
+    hours already known does not (docs/accounting.md, "Late data for a closed month"). A namespace
+    nothing was recorded of by then reads `now`; with `known_until` None (not known), `then` holds
+    for every hour. A repeated label is no row."""
+    if not then:
+        return list(now)
+    head = [(t, label) for t, label in then if known_until is not None and t < known_until]
+    if not head or not now:
+        return list(then)
+    out = list(head)
+    for t, label in [(known_until, label_at(now, known_until)), *((t, label) for t, label in now if t > known_until)]:
+        if label != out[-1][1]:
+            out.append((t, label))
+    return out
+

@@ -2,7 +2,9 @@
 
 Runs of different days of one cluster ingest side by side, in any order; each merges its
 hours into the history (apps/teams/history.py) under a per-cluster lock held to the end of
-its transaction, so a run always merges into what the runs before it committed.
+its transaction, so a run always merges into what the runs before it committed. Every row it
+writes or removes is dated in the label rows' own history (`NamespaceLabel.history`), which a
+closed month reads as of its close.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 from django.db.models import Q
+from simple_history.utils import bulk_create_with_history
 
 from apps.clusters.models import Cluster
 
@@ -65,9 +68,12 @@ def record_labels_seen(cluster: Cluster, seen: dict[str, LabelsSeen]) -> int:
         if (latest, last_seen) != (ns.label_team, ns.label_seen_at):
             ns.label_team, ns.label_seen_at = latest, last_seen
             changed.append(ns)
+    # Dated, both ways: a closed month reads the label history as it stood at its close
+    # (`NamespaceLabel.history`; docs/accounting.md, "Late data for a closed month"). A delete
+    # dates each removed row (its post_delete signal); the new rows are dated in bulk.
     if gone:
         NamespaceLabel.objects.filter(gone).delete()
-    NamespaceLabel.objects.bulk_create(new_rows, batch_size=2000)
+    bulk_create_with_history(new_rows, NamespaceLabel, batch_size=2000)
     if changed:
         Namespace.objects.bulk_update(changed, ["label_team", "label_seen_at"], batch_size=2000)
     return len(new_rows)

@@ -48,11 +48,17 @@ class Namespace(models.Model):
 class NamespaceLabel(models.Model):
     """From `valid_from` (a whole UTC hour) on, kube_namespace_labels gave this team label
     (empty: the namespace had no team label). One row per change, written by ingest
-    (apps/teams/labels.py); docs/teams-and-relabels.md says how hours are resolved."""
+    (apps/teams/labels.py); docs/teams-and-relabels.md says how hours are resolved.
+
+    Its own history is dated (`history`: when each row was written and removed), so a closed
+    month's late data and views read the label history as it stood at the month's close, not as a
+    re-ingest rewrote it since (docs/accounting.md, "Late data for a closed month")."""
 
     namespace = models.ForeignKey(Namespace, on_delete=models.CASCADE, related_name="label_history")
     valid_from = models.DateTimeField()
     team_label = models.CharField(max_length=100, blank=True)
+
+    history = HistoricalRecords()
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["namespace", "valid_from"], name="one_label_per_hour")]

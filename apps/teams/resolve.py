@@ -22,26 +22,27 @@ Key = tuple[int, str]   # (cluster id, namespace)
 
 
 class TeamResolver:
-    def __init__(self, cluster_ids=None, *, as_of: datetime | None = None):
-        """`as_of`: label trust, approved claims and known teams as they stood at that instant (a
-        closed month's close, for its late data: docs/accounting.md), from their history."""
+    def __init__(self, cluster_ids=None, *, as_of: datetime | None = None,
+                 labels_known_until: dict[str, datetime | None] | None = None):
+        """`as_of`: the label history, label trust, approved claims and known teams as they stood at
+        that instant (a closed month's close, for its late data and its views: docs/accounting.md),
+        from their history; the label history so for the hours each cluster had ingested by then
+        (`labels_known_until`: cluster name -> its watermark at the close), as it is now after."""
         self.as_of = as_of
         zone = ZoneInfo(settings.BILLING_TIMEZONE)
         self.cluster_ids = None if cluster_ids is None else frozenset(cluster_ids)   # None: every cluster
-        labels = NamespaceLabel.objects.all()
         assignments = NamespaceAssignment.objects.select_related("team", "namespace__cluster")
         if cluster_ids is not None:
-            labels = labels.filter(namespace__cluster_id__in=cluster_ids)
             assignments = assignments.filter(namespace__cluster_id__in=cluster_ids)
-        self._history: dict[Key, history.History] = defaultdict(list)
         self.cluster_names: dict[int, str] = {}    # of the namespaces it knows
         trust: dict[int, str] = {}
-        for c, cluster, name, valid_from, label, label_trust in (labels.order_by("valid_from").values_list(
-                "namespace__cluster_id", "namespace__cluster__name", "namespace__name", "valid_from", "team_label",
-                "namespace__cluster__label_trust")):
-            self._history[(c, name)].append((valid_from, label))
-            self.cluster_names[c] = cluster
-            trust[c] = label_trust
+        self._history: dict[Key, history.History] = self._labels(NamespaceLabel.objects.all(), trust)
+        if as_of is not None:
+            then = self._labels(NamespaceLabel.history.as_of(as_of), trust)
+            known = labels_known_until or {}
+            self._history = {key: history.spliced(then.get(key, []), self._history.get(key, []),
+                                                  known.get(self.cluster_names.get(key[0])))
+                             for key in then.keys() | self._history.keys()}
         self._apply_label_trust(trust)
         self._times = {k: [t for t, _ in v] for k, v in self._history.items()}
         # A day's label is the one in force at its first instant: a row counts from the first
@@ -60,6 +61,20 @@ class TeamResolver:
         self._changes: dict[int, list[datetime]] | None = None
         self._midnights: list[datetime] | None = None
         self._of: dict[frozenset, set[str] | None] = {}
+
+    def _labels(self, rows, trust: dict[int, str]) -> dict[Key, history.History]:
+        """The label histories of `rows` (label rows now, or as they stood at an instant), noting
+        each cluster's name and label trust."""
+        if self.cluster_ids is not None:
+            rows = rows.filter(namespace__cluster_id__in=self.cluster_ids)
+        out: dict[Key, history.History] = defaultdict(list)
+        for c, cluster, name, valid_from, label, label_trust in (rows.order_by("valid_from").values_list(
+                "namespace__cluster_id", "namespace__cluster__name", "namespace__name", "valid_from", "team_label",
+                "namespace__cluster__label_trust")):
+            out[(c, name)].append((valid_from, label))
+            self.cluster_names[c] = cluster
+            trust[c] = label_trust
+        return dict(out)
 
     def _apply_label_trust(self, trust: dict[int, str]) -> None:
         """Per cluster's label trust (docs/teams-and-relabels.md, "Who may claim a team"): every

@@ -134,3 +134,79 @@ def test_late_hours_follow_a_renamed_team(march, admin_user):
     do_save_team(admin_user, team)
     make_usage(gpu, "ml", utc(2026, 3, 10, 10), hours=3, pod="late")
     assert adjustments("2026-04") == [("ai-research", "on_demand", 3.0, "6.00", "USD")]
+
+
+# ---------------------------------------------------------------- the label history of the close
+
+@pytest.fixture
+def labelled_march(finance):
+    """cv is labelled vision (kube_namespace_labels) on a trusted cluster: 3 h on 15 March at 1.00
+    USD, March closed at 3.00 billed to vision."""
+    prod = make_cluster()
+    make_team("vision"), make_team("nlp")
+    cv = make_namespace(prod, "cv", label_team="vision")
+    make_rate(hourly_rate="1.00")
+    gpu = make_device(prod)
+    make_usage(gpu, "cv", utc(2026, 3, 15), hours=3)
+    do_close_period("2026-03", actor=finance)
+    return prod, cv, gpu
+
+
+def test_a_label_history_rewritten_after_the_close_moves_no_correction(labelled_march):
+    """After the close a re-ingest rewrites cv's label history: nlp for all of March. 2 late hours
+    arrive on 16 March, a day the close never saw: they are vision's, as the label history said at
+    the close (2 × 1.00 = 2.00), not nlp's."""
+    from tests.support.factories import label_namespace
+
+    _prod, cv, gpu = labelled_march
+    label_namespace(cv, "nlp", since=utc(2026, 3, 1))
+    make_usage(gpu, "cv", utc(2026, 3, 16), hours=2, pod="late")
+    assert adjustments("2026-04") == [("vision", "on_demand", 2.0, "2.00", "USD")]
+
+
+def test_a_label_change_through_ingest_after_the_close_moves_no_correction(labelled_march):
+    """The same through ingest's own write of the label history (apps/teams/labels.py): it saw nlp
+    on cv for every hour of 14–16 March; its rows are dated after the close, so March's late hours
+    (2 h on 16 March) are still vision's. April's own hours follow the new label."""
+    from datetime import timedelta
+
+    from apps.teams.labels import LabelsSeen, record_labels_seen
+    from apps.teams.models import NamespaceLabel
+
+    prod, cv, gpu = labelled_march
+    hours = [(utc(2026, 3, 14) + timedelta(hours=i), "nlp") for i in range(72)]
+    record_labels_seen(prod, {"cv": LabelsSeen(hours, utc(2026, 3, 17))})
+    assert NamespaceLabel.history.filter(team_label="nlp", history_type="+").exists()   # dated
+    make_usage(gpu, "cv", utc(2026, 3, 16), hours=2, pod="late")
+    make_usage(gpu, "cv", utc(2026, 4, 2), hours=1)
+    assert adjustments("2026-04") == [("vision", "on_demand", 2.0, "2.00", "USD")]
+    p = statement_payload(statement("2026-04"), "team", None)
+    assert {row["key"]: row["cost"] for row in p["results"]} == {"nlp": "1.00", "vision": "2.00"}
+
+
+def test_labels_ingested_after_the_close_for_hours_past_its_watermark_count(finance):
+    """March was closed while ingest had reached only 20 March 00:00 (its recorded watermark).
+    Hours after it arrive late with their labels: cv became nlp from 25 March. The late hours of
+    26 March are nlp's (the labels that came with them), those of 16 March vision's (the history
+    the close read for the hours it had)."""
+    from datetime import timedelta
+
+    from apps.accounting.models import BillingPeriod
+    from apps.teams.labels import LabelsSeen, record_labels_seen
+
+    prod = make_cluster()
+    make_team("vision"), make_team("nlp")
+    cv = make_namespace(prod, "cv", label_team="vision")
+    make_rate(hourly_rate="1.00")
+    gpu = make_device(prod)
+    make_usage(gpu, "cv", utc(2026, 3, 15), hours=3)
+    Cluster.objects.filter(pk=prod.pk).update(ingested_until=utc(2026, 3, 20))
+    do_close_period("2026-03", actor=finance)
+    assert BillingPeriod.objects.get(period="2026-03").watermarks == {"prod": "2026-03-20T00:00:00+00:00"}
+    hours = [(utc(2026, 3, 14) + timedelta(hours=i), "vision") for i in range(24 * 11)]
+    hours += [(utc(2026, 3, 25) + timedelta(hours=i), "nlp") for i in range(24 * 2)]
+    record_labels_seen(prod, {"cv": LabelsSeen(hours, utc(2026, 3, 27))})
+    make_usage(gpu, "cv", utc(2026, 3, 16), hours=2, pod="late")
+    make_usage(gpu, "cv", utc(2026, 3, 26), hours=4, pod="later")
+    assert sorted(adjustments("2026-04")) == [("nlp", "on_demand", 4.0, "4.00", "USD"),
+                                              ("vision", "on_demand", 2.0, "2.00", "USD")]

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.django_db
 teams_migration = importlib.import_module("apps.teams.migrations.0001_squashed_0008")
 accounting_migration = importlib.import_module("apps.accounting.migrations.0001_squashed_0012")
 frozen_days_migration = importlib.import_module("apps.accounting.migrations.0013_frozen_days")
+label_history_migration = importlib.import_module("apps.teams.migrations.0009_namespace_label_history")
 
 # What django_migrations held for these apps before the fold (frozen here: the names are gone).
 OLD_CHAINS = {
@@ -34,7 +35,8 @@ SQUASHED = {("clusters", "0001_squashed_0007"), ("teams", "0001_squashed_0008"),
             ("accounting", "0001_squashed_0012")}
 # Written after the fold.
 LATER = [("accounting", "0013_frozen_days"), ("accounting", "0014_bulk_rows_unchecked"),
-         ("clusters", "0008_cluster_archived"), ("accounting", "0015_period_watermarks")]
+         ("clusters", "0008_cluster_archived"), ("accounting", "0015_period_watermarks"),
+         ("teams", "0009_namespace_label_history")]
 
 
 def state_apps(app, name):
@@ -78,6 +80,24 @@ def test_the_role_groups_are_created_once_and_removed_only_when_empty():
     User.objects.create(username="fin").groups.add(Group.objects.get(name="finance"))
     teams_migration.remove_groups(apps, None)
     assert list(Group.objects.values_list("name", flat=True)) == ["finance"]
+
+
+def test_the_label_rows_already_stored_are_dated_since_ever():
+    """0009 dates every label row that has no history record yet at SINCE_EVER (so months closed
+    before it read them as they are), once: a row already dated keeps its own record."""
+    from apps.teams.models import SINCE_EVER, NamespaceLabel
+
+    from tests.support.factories import label_namespace, make_cluster, make_namespace, utc
+
+    ns = make_namespace(make_cluster(), "ml", label_team="alpha")
+    dated = label_namespace(ns, "beta", since=utc(2026, 3, 15))          # written with its record
+    NamespaceLabel.history.filter(id=ns.label_history.get(team_label="alpha").pk).delete()   # written before 0009
+    apps = state_apps("teams", "0009_namespace_label_history")
+    label_history_migration.date_the_rows_already_stored(apps, None)
+    label_history_migration.date_the_rows_already_stored(apps, None)     # twice: nothing more
+    records = sorted((h.team_label, h.history_date == SINCE_EVER) for h in NamespaceLabel.history.all())
+    assert records == [("alpha", True), ("beta", False)]
+    assert NamespaceLabel.history.filter(id=dated.pk).count() == 1
 
 
 def triggered_tables():

@@ -12,7 +12,7 @@ the API also read here the versions that key their stored bodies (`statement_ver
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import date, timedelta, timezone
+from datetime import date, datetime, timedelta, timezone
 
 from django.conf import settings
 from django.db.models import Q
@@ -65,16 +65,27 @@ def closed_before(period: str, closed: dict[str, BillingPeriod]) -> list[str]:
     return out
 
 
+def as_closed(bp: BillingPeriod):
+    """Within the block, the team mapping and the node pools are read as the closed month `bp`'s
+    close read them (`usage.team_mapping.config_as_of`): the label history as it stood at the close for
+    the hours each cluster had ingested by then (`BillingPeriod.watermarks`), the labels ingested
+    since for later hours; label trust, claims, known teams and node pools at the close. The one
+    rule for attributing a closed month's hours, its late data's and its views' alike
+    (docs/accounting.md, "Late data for a closed month")."""
+    known = {name: datetime.fromisoformat(at) if at else None for name, at in (bp.watermarks or {}).items()}
+    return config_as_of(bp.closed_at, known)
+
+
 def late_cells(earlier: str, bp: BillingPeriod) -> list[Cell]:
     """A closed month's late data, computed: its live per-day cells minus what statements carry,
     both in the zone the month was closed in (its days are the frozen cells' days), the live ones
-    attributed as the month's configuration stood at its close (label trust, claims, known teams,
-    node pools: `usage.team_mapping.config_as_of`). The frozen cells of a cluster that no longer exists
+    attributed as the month's configuration stood at its close (`as_closed`: label history, label
+    trust, claims, known teams, node pools). The frozen cells of a cluster that no longer exists
     are left out: its hours did not vanish, its rows were deleted, and a closed month is never
     credited for that (docs/accounting.md, "Late data for a closed month")."""
     from apps.clusters.models import Cluster
 
-    with in_zone(bp.billing_timezone), config_as_of(bp.closed_at):
+    with in_zone(bp.billing_timezone), as_closed(bp):
         live = month_cells(earlier)
     existing = set(Cluster.objects.values_list("pk", flat=True))
     # A team renamed since is the same team: what the close booked under its old name is its.

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from datetime import date, timedelta
 from decimal import Decimal
 
 import orjson
@@ -21,7 +22,7 @@ import orjson
 from django.db.models import Q
 
 from apps.accounting.core.lines import Line
-from apps.accounting.core.periods import next_period
+from apps.accounting.core.periods import next_period, period_of
 from apps.accounting.core.ratecard import billed_cost
 from apps.accounting.core.rounding import apportion, present
 from apps.accounting.core.measures import shown_hours
@@ -30,8 +31,9 @@ from apps.accounting.ledger.frozen import frozen_cells
 from apps.accounting.stored.responses import body
 from apps.accounting.stored.versions import read_inputs, stored_answers
 from apps.accounting.ledger.answer import closed_periods, month_late_cells, statement_version
+from apps.accounting.ledger.as_billed import pieces
 from apps.accounting.ledger.statements import statement
-from apps.accounting.usage.cells import UNASSIGNED
+from apps.accounting.usage.cells import UNASSIGNED, UsageFilter
 
 OWN_USAGE = ("usage",)           # a team's own allocated usage of the month (no adjustments, no idle)
 
@@ -92,17 +94,14 @@ def closed_money_by_day(period: str, teams=None) -> dict | None:
 
 @dataclass
 class UsageMoney:
-    """A whole month's money by team or namespace as its ledger has it, for rows of live usage.
+    """A whole month's money by team or namespace as its ledger has it, for rows of usage.
 
-    `rows`: key -> (shown cost, currency, unpriced GPU-hours) of the key's own usage lines;
-    `hours`: key -> (allocated, used) GPU-seconds those lines priced. A closed month's money is
-    its frozen statement's alone (docs/chargeback.md, "Closed on every view"): a live row the
-    statement has no money for (hours moved to it, or arrived, after the close) costs nothing in
-    this month, and a key the statement bills that live usage no longer shows (a re-label or a
-    claim after the close moved its hours away) is a row of its own with the hours it priced."""
+    `rows`: key -> (shown cost, currency, unpriced GPU-hours) of the key's own usage lines. A
+    closed month's rows are read as billed (`ledger.as_billed`: its frozen days, so the keys and
+    hours its statement priced); its money is the frozen statement's alone (docs/chargeback.md,
+    "Closed on every view")."""
     closed: bool
     rows: dict[str, tuple]
-    hours: dict[str, tuple[Decimal, Decimal]]
 
     def price(self, key: str, live: tuple | None) -> tuple | None:
         """The row's (cost, currency, unpriced GPU-hours): the ledger's; live when the month is
@@ -112,16 +111,6 @@ class UsageMoney:
         if not self.closed or live is None or live[1] is None:
             return live
         return (present(Decimal(0), live[1]), live[1], 0.0)
-
-    def priced_hours(self, row):
-        """A live row of a closed month with the allocated and used GPU-seconds its money priced
-        (none: the row's hours all came after the close, and are billed in a later month)."""
-        allocated, used = self.hours.get(row.key, (Decimal(0), Decimal(0)))
-        return replace(row, allocated_gpu_seconds=float(allocated), used_gpu_seconds=float(used))
-
-    def missing(self, keys) -> list[str]:
-        """The keys of a closed month's money that no live row carries, in name order."""
-        return sorted(set(self.rows) - set(keys)) if self.closed else []
 
 
 def usage_money(period: str, group_by: str, teams=None, lines: list[Line] | None = None) -> UsageMoney | None:
@@ -134,14 +123,9 @@ def usage_money(period: str, group_by: str, teams=None, lines: list[Line] | None
     lines = stmt.lines if lines is None else lines
     lines = [line for line in lines if teams is None or line.team in teams]
     key_of = (lambda line: line.team or UNASSIGNED) if group_by == "team" else (lambda line: line.namespace)
-    hours: dict[str, tuple[Decimal, Decimal]] = {}
-    for line in lines:
-        if line.kind in OWN_USAGE:
-            a, u = hours.get(key_of(line), (Decimal(0), Decimal(0)))
-            hours[key_of(line)] = (a + line.allocated_gpu_seconds, u + line.used_gpu_seconds)
     closed = stmt.closed if stmt is not None else period in closed_periods()
     return UsageMoney(closed, {key: (*money.single, shown_hours(money.unpriced_seconds))
-                               for key, money in money_by(lines, key_of, OWN_USAGE).items()}, hours)
+                               for key, money in money_by(lines, key_of, OWN_USAGE).items()})
 
 
 @dataclass(frozen=True)
@@ -153,27 +137,60 @@ class LateHours:
     unallocated_gpu_hours: float = 0.0   # of them, capacity no pod held (counted for every team only)
 
 
-def late_hours(period: str, teams: set[str] | None = None, cluster: str | None = None) -> list[LateHours]:
+def late_hours(period: str, teams: set[str] | None = None, cluster: str | None = None,
+               days: tuple[date, date] | None = None) -> list[LateHours]:
     """For a closed month, the allocated GPU-hours that arrived (or vanished, negative) after its
     close, per month they were billed in: those booked by later closes, then those waiting in the
     first open month after it. Empty for an open month, or when live usage is what was frozen.
-    Every team's or one team's of every cluster: from the month's late hours per team, stored at
-    the version of its late data (`late_by_team`); any other scope is summed live."""
+    `days` (first, last): only those of its days. Every team's or one team's of every cluster and
+    day: from the month's late hours per team, stored at the version of its late data
+    (`late_by_team`); any other scope is summed live."""
     closed = closed_periods()
     bp = closed.get(period)
     if bp is None:
         return []
-    if cluster is None and (teams is None or len(teams) == 1):
+    if cluster is None and days is None and (teams is None or len(teams) == 1):
         kept = late_by_team(period, closed)
         if kept is not None:
             return _late_of(kept, None if teams is None else next(iter(teams)))
-    return _late_live(period, closed, teams, cluster)
+    return _late_live(period, closed, teams, cluster, days)
 
 
-def _late_live(period: str, closed: dict, teams: set[str] | None, cluster: str | None) -> list[LateHours]:
+@dataclass(frozen=True)
+class WindowLate:
+    """The late hours of a closed month whose frozen days a window shows (`window_late`)."""
+    period: str
+    whole: bool                 # the window shows the whole month
+    first: date
+    last: date
+    late: list[LateHours]
+
+
+def window_late(f: UsageFilter) -> list[WindowLate]:
+    """Per closed month a window shows frozen days of (`ledger.as_billed`, rule 2), the hours of those
+    days that arrived after its close and where they were billed, for the window's teams and
+    cluster: the note beside a closed month's money on every page that shows it
+    (docs/chargeback.md, "Windows across a close")."""
+    out = []
+    for p in pieces(f):
+        if p.bp is None or not p.whole:
+            continue
+        first, last = p.days[0], p.days[-1]
+        whole = (first.day == 1 and period_of(last + timedelta(days=1)) != p.bp.period)
+        late = late_hours(p.bp.period, None if f.teams is None else set(f.teams), f.cluster,
+                          None if whole else (first, last))
+        if late:
+            out.append(WindowLate(p.bp.period, whole, first, last, late))
+    return out
+
+
+def _late_live(period: str, closed: dict, teams: set[str] | None, cluster: str | None,
+               days: tuple[date, date] | None = None) -> list[LateHours]:
     by_month: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0])
     pending = [0.0, 0.0]
-    for billed_in, team, cluster_name, seconds, unallocated in _late_cells(period, closed[period]):
+    for billed_in, team, cluster_name, seconds, unallocated, day in _late_cells(period, closed[period]):
+        if days is not None and not days[0] <= day <= days[1]:
+            continue
         if (teams is None or (team and team in teams)) and (not cluster or cluster_name == cluster):
             sums = pending if billed_in is None else by_month[billed_in]
             sums[0] += seconds
@@ -184,14 +201,14 @@ def _late_live(period: str, closed: dict, teams: set[str] | None, cluster: str |
 
 def _late_cells(period: str, bp):
     """(the month that booked it or None while pending, team, cluster, GPU-seconds, whether it is
-    capacity no pod held) of each late cell of the closed month — the cells later closes booked,
+    capacity no pod held, day) of each late cell of the closed month — the cells later closes booked,
     then those waiting — in the order every sum of them adds them (`_late_live`,
     `late_by_team`). Every adjusted hour counts, unallocated capacity too: the note adds up to
     the adjustments the later month bills (docs/chargeback.md, "One month, one answer")."""
     for _period, billed_in, cell in frozen_cells(Q(period=bp) & ~Q(booked_in=bp)):
-        yield billed_in, cell.team, cell.cluster, cell.gpu_seconds, not cell.namespace
+        yield billed_in, cell.team, cell.cluster, cell.gpu_seconds, not cell.namespace, cell.day
     for cell in month_late_cells(period, bp):
-        yield None, cell.team, cell.cluster, cell.gpu_seconds, not cell.namespace
+        yield None, cell.team, cell.cluster, cell.gpu_seconds, not cell.namespace, cell.day
 
 
 def _late_list(by_month: dict, pending, first_open: str) -> list[LateHours]:
@@ -230,7 +247,7 @@ def late_by_team(period: str, closed: dict) -> dict | None:
         # team (None: every team and the unallocated capacity) -> (per booking month, pending),
         # each a sum [GPU-seconds, of them unallocated]
         sums = {None: ({}, [0.0, 0.0])}
-        for billed_in, team, _cluster, seconds, unallocated in _late_cells(period, closed[period]):
+        for billed_in, team, _cluster, seconds, unallocated, _day in _late_cells(period, closed[period]):
             for key in ((None, team) if team else (None,)):
                 by_month, pending = sums.setdefault(key, ({}, [0.0, 0.0]))
                 target = pending if billed_in is None else by_month.setdefault(billed_in, [0.0, 0.0])
@@ -317,4 +334,4 @@ def _figures_back(data: dict) -> dict:
     return {**data, "money": {c: Decimal(a) for c, a in data["money"].items()}}
 
 
-__all__ = ["money_by", "UsageMoney", "closed_money_by_day", "usage_money", "late_hours", "late_by_team", "team_month", "team_months", "Money", "LateHours", "OWN_USAGE"]
+__all__ = ["money_by", "UsageMoney", "closed_money_by_day", "usage_money", "late_hours", "window_late", "WindowLate", "late_by_team", "team_month", "team_months", "Money", "LateHours", "OWN_USAGE"]

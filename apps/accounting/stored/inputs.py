@@ -102,12 +102,13 @@ NOT_VERSIONED = {"accounting_billingperiod", "accounting_monthanswer", "accounti
                  "accounting_monthline", "accounting_monthbody", "accounting_inputchange"}
 # Read by answers and versioned through another input: the rate history is written with every
 # rate change (logged as `rates`); a closed month's frozen lines only by its close, whose instant
-# is the closed statement's version. The histories of the pools, clusters, teams and claims are
+# is the closed statement's version. The histories of the pools, clusters, teams, claims and label rows are
 # written with every change of their table (logged as `mapping`); a closed month's late data reads
 # them as they stood at its close (docs/accounting.md, "Late data for a closed month").
 FOLLOWS = {"accounting_historicalrate": "accounting_rate", "accounting_statementline": "accounting_billingperiod",
            "accounting_historicalnodepool": "accounting_nodepool", "clusters_historicalcluster": "clusters_cluster",
-           "teams_historicalteam": "teams_team", "teams_historicallabelclaim": "teams_labelclaim"}
+           "teams_historicalteam": "teams_team", "teams_historicallabelclaim": "teams_labelclaim",
+           "teams_historicalnamespacelabel": "teams_namespacelabel"}
 
 
 def input_tables() -> set[str]:

@@ -37,17 +37,20 @@ _kept: OrderedDict = OrderedDict()      # (what, zone) → (version, what was bu
 _lock = threading.Lock()
 
 
-# Inside `config_as_of`: the instant whose configuration (label trust, approved claims, known
-# teams, node pools) the reads of a closed month's late data use (docs/accounting.md, "Late data
-# for a closed month").
-_as_of: ContextVar[datetime | None] = ContextVar("config_as_of", default=None)
+# Inside `config_as_of`: the instant whose configuration (label history, label trust, approved
+# claims, known teams, node pools) the reads of a closed month use, and each cluster's ingest
+# watermark then (docs/accounting.md, "Late data for a closed month").
+_as_of: ContextVar[tuple | None] = ContextVar("config_as_of", default=None)
 
 
 @contextmanager
-def config_as_of(instant: datetime | None):
+def config_as_of(instant: datetime | None, labels_known_until: dict[str, datetime | None] | None = None):
     """Read the team mapping and the node pools as they stood at `instant` (a month's close), from
-    their history, within the block; None: as they stand now."""
-    token = _as_of.set(instant)
+    their history, within the block; None: as they stand now. `labels_known_until` (cluster name ->
+    its ingest watermark at `instant`): the label history as it stood then holds for the hours
+    ingested by then, and the labels ingested since for the later hours (`TeamResolver`)."""
+    known = tuple(sorted((labels_known_until or {}).items())) if instant is not None else ()
+    token = _as_of.set((instant, known) if instant is not None else None)
     try:
         yield
     finally:
@@ -56,15 +59,18 @@ def config_as_of(instant: datetime | None):
 
 def config_instant() -> datetime | None:
     """The instant set by `config_as_of`, or None (now)."""
-    return _as_of.get()
+    held = _as_of.get()
+    return held[0] if held is not None else None
 
 
 def team_resolver(cluster_ids=None) -> TeamResolver:
     """The team mapping of `cluster_ids` (None: every cluster) as it stands now, or as it stood at
     the instant of `config_as_of`."""
     ids = None if cluster_ids is None else frozenset(cluster_ids)
-    as_of = _as_of.get()
-    return _current(("resolver", ids, as_of), lambda: TeamResolver(cluster_ids, as_of=as_of))
+    held = _as_of.get()
+    as_of, known = held if held is not None else (None, ())
+    return _current(("resolver", ids, as_of, known),
+                    lambda: TeamResolver(cluster_ids, as_of=as_of, labels_known_until=dict(known)))
 
 
 def team_names() -> list[str]:

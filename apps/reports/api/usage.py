@@ -11,8 +11,8 @@ from apps.accounting.core.measures import shown_hours, shown_ratio
 from apps.accounting.stored import scope_tag
 from apps.accounting.ledger.money import usage_money
 from apps.accounting.ledger.answer import usage_version, whole_month, window_cells
+from apps.accounting.ledger.as_billed import billed_card, billed_cells
 from apps.accounting.usage.cells import FLEET_GROUP_BYS, GROUP_BYS, UsageFilter, group_cells
-from apps.accounting.usage.cells import UsageRow
 from apps.teams.access import can_see_money, money_scope, sees_fleet, sees_money_of
 
 from apps.web.rendered import renders_stored
@@ -65,21 +65,19 @@ def usage_key(group_by: str, money: str, teams) -> str:
 
 
 def usage_payload(request, group_by, usage_filter):
-    """The usage rows as the API, the pages and the CSV all show them."""
-    rows = group_cells(window_cells(usage_filter), group_by)
+    """The usage rows as the API, the pages and the CSV all show them. For a user who sees money,
+    the window is read as billed (`ledger.as_billed`: a closed month's days as its close froze
+    them, so beside closed money stand the hours it priced; docs/chargeback.md, "Windows across
+    a close") and priced so; otherwise live."""
+    money = can_see_money(request.user)
+    rows = group_cells(billed_cells(usage_filter, per_day=False) if money else window_cells(usage_filter), group_by)
     shown = priced_rows(request.user, rows)
-    detail = iter(price_usage_rows_detail([r for r, ok in zip(rows, shown) if ok]) if any(shown) else [])
+    detail = iter(price_usage_rows_detail([r for r, ok in zip(rows, shown) if ok], billed_card())
+                  if any(shown) else [])
     prices = [next(detail) if ok else None for ok in shown]
     ledger = month_money(usage_filter, group_by) if any(shown) else None
     if ledger:      # a whole month's money is its ledger's (docs/chargeback.md, "One month, one answer")
         prices = [ledger.price(row.key, price) if ok else None for row, price, ok in zip(rows, prices, shown)]
-        if ledger.closed:   # beside closed money, the hours that money priced (docs/chargeback.md, "Closed on every view")
-            rows = [ledger.priced_hours(row) if ok else row for row, ok in zip(rows, shown)]
-        # A closed month's keys that live usage no longer shows, with the hours their money priced.
-        for key in ledger.missing(row.key for row in rows):
-            allocated, used = ledger.hours.get(key, (0, 0))
-            rows.append(UsageRow(key=key, allocated_gpu_seconds=float(allocated), used_gpu_seconds=float(used)))
-            prices.append(ledger.rows[key])
     out = []
     for row, priced in zip(rows, prices):
         cost, currency, unpriced_hours = priced or (None, None, None)

@@ -10,6 +10,7 @@ from apps.accounting.usage.reader import HourTeams
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.core.lines import Cell
 from apps.accounting.usage.cells import cluster_name_by_id, usage_cells
+from apps.accounting.ledger.as_billed import billed_cells, billed_hour_cells
 from apps.web.params import BadParameters
 from apps.accounting.query.filters import ReportFilter
 
@@ -106,7 +107,9 @@ def _hourly_cells(sel: ReportFilter, opts: ExploreOptions):
     f = sel.usage_filter(namespaces=frozenset({opts.namespace}) if opts.namespace else None,
                          gpu_models=frozenset({opts.gpu_model}) if opts.gpu_model else None)
     zone = billing_zone()
-    for r in rollup_reader.hour_cells(f, HourTeams()):
+    # With money, as billed: a closed month's hours attributed as its close attributed them
+    # (docs/chargeback.md, "Windows across a close").
+    for r in (billed_hour_cells(f) if sel.money else rollup_reader.hour_cells(f, HourTeams())):
         yield r["hour_start"], Cell(
             cluster_id=r["cluster_id"], cluster=names.get(r["cluster_id"], "?"), namespace=r["namespace"],
             team=r["team"], gpu_model=r["gpu_model"], mig_profile=r["mig_profile"],
@@ -132,7 +135,9 @@ def _daily_cells(sel: ReportFilter, opts: ExploreOptions):
     f = sel.usage_filter(namespaces=frozenset({opts.namespace}) if opts.namespace else None,
                          gpu_models=frozenset({opts.gpu_model}) if opts.gpu_model else None)
     first_day = sel.start.astimezone(billing_zone()).date()
-    for c in usage_cells(f):
+    # With money, as billed: a closed month's days as its close froze them (docs/chargeback.md,
+    # "Windows across a close"), so a relabel after the close moves none of its hours or money.
+    for c in (billed_cells(f) if sel.money else usage_cells(f)):
         if not c.allocated:
             continue
         yield period_start(c.day, opts.grain, first_day), c

@@ -17,6 +17,7 @@ from apps.accounting.core.rounding import present
 from apps.accounting.usage.shared_gpus import claim_parts, shared_parts
 from apps.accounting.usage import reader as rollup_reader
 from apps.accounting.usage.reader import HourTeams
+from apps.accounting.ledger.as_billed import billed_cells
 from apps.accounting.ledger.money import team_month
 from apps.accounting.forecast.stored import stored_forecast
 from apps.reports.forecast_rows import forecast_payload
@@ -31,9 +32,11 @@ from apps.accounting.query.filters import ReportFilter
 GPU_QUOTA_RESOURCE = "requests.nvidia.com/gpu"
 
 
-def team_cells(sel: ReportFilter, team: str, resolver: TeamResolver | None = None):
-    return usage_cells(UsageFilter(start=sel.start, end=sel.end, cluster=sel.cluster, teams=frozenset({team})),
-                       resolver=resolver)
+def team_cells(sel: ReportFilter, team: str, resolver: TeamResolver | None = None, *, billed: bool = False):
+    """The team's usage cells over the window; `billed`: as billed (`ledger.as_billed`: a closed
+    month's days as its close froze them), for a page that shows money beside them."""
+    f = UsageFilter(start=sel.start, end=sel.end, cluster=sel.cluster, teams=frozenset({team}))
+    return billed_cells(f) if billed else usage_cells(f, resolver=resolver)
 
 
 def namespace_series(cells) -> dict[str, list[tuple[date, float, float]]]:

@@ -1,6 +1,5 @@
 """The explorer page: usage over a window at the grain asked for, paged, and its CSV."""
-from apps.accounting.ledger.answer import closed_periods
-from apps.accounting.pricing.rates import billed_card
+from apps.accounting.ledger.as_billed import billed_card
 from apps.clusters.models import Device
 from apps.web.csv import streaming_csv
 from apps.web.pages import bad_request
@@ -36,7 +35,7 @@ def explorer(request, sel):
             # one exact amount per currency split over the teams, then over each team's rows, so the
             # file's sums are the pages' figures to the cent (docs/pages.md, "Downloads"); closed
             # months' hours at the rates they were billed at
-            priced = shown_to_total(price_groups([r.cells for r in result.rows], card=billed_card(closed_periods())),
+            priced = shown_to_total(price_groups([r.cells for r in result.rows], card=billed_card()),
                                     lambda i: result.rows[i].team)
         # Streamed: each row's dict and text exist only while it is written (docs/performance.md).
         rows = (r.as_dict() | (money_columns(p) if sel.money else {}) for r, p in zip(result.rows, priced))
@@ -46,7 +45,7 @@ def explorer(request, sel):
     if sel.money and (paging.key in MONEY_SORTS or len(result.rows) <= paging.page_size):
         # sorted by cost, or every row on one page: every row priced first, and shown as the
         # download splits them, so a row reads the same on the page and in the file
-        exact = price_groups([r.cells for r in result.rows], card=billed_card(closed_periods()))
+        exact = price_groups([r.cells for r in result.rows], card=billed_card())
         for r, p in zip(result.rows, exact):
             r.priced = p
         as_downloaded = dict(zip(map(id, result.rows), shown_to_total(exact, lambda i: result.rows[i].team)))
@@ -58,7 +57,7 @@ def explorer(request, sel):
     if as_downloaded is not None:
         priced = [as_downloaded[id(r)] for r in shown.rows]
     else:
-        priced = price_groups([r.cells for r in shown.rows], card=billed_card(closed_periods())) if sel.money else [None] * len(shown.rows)
+        priced = price_groups([r.cells for r in shown.rows], card=billed_card()) if sel.money else [None] * len(shown.rows)
     return page(request, sel, "reports/explore.html", "explore", {
         "rows": list(zip(shown.rows, priced)), "shown": shown, "paging": paging, "opts": opts, "grains": GRAINS,
         "csv_url": sel.download_url(request.path, namespace=opts.namespace, gpu_model=opts.gpu_model,

@@ -4,19 +4,16 @@ from collections import defaultdict
 from django.template.loader import render_to_string
 from django.utils.safestring import mark_safe
 
-from dataclasses import replace
-from decimal import Decimal
-
-from apps.accounting.ledger.money import OWN_USAGE, closed_money_by_day, money_by
+from apps.accounting.ledger.money import OWN_USAGE, closed_money_by_day, money_by, window_late
 from apps.accounting.ledger.statements import statement
 from apps.accounting.ledger.answer import whole_month
+from apps.accounting.ledger.as_billed import billed_card, billed_cells, crosses_a_close
 from apps.accounting.usage.cells import UNASSIGNED, group_cells, usage_cells
 
 from .. import charts
 from ..data.overview import daily_totals, partial_day, fleet_by_model, ingest_freshness, top_idle_teams, window_totals
 from ..data.overview_store import kept_html
-from ..money import load_rate_card, price_groups
-from ..money import closed_rows, frozen_day, ledger_priced, split_to_total
+from ..money import frozen_day, ledger_priced, price_groups, split_to_total
 from .common import page, report_view
 
 
@@ -34,8 +31,11 @@ def overview(request, sel):
 
     figures_html = kept_html(f, sel.money, sel.fleet, qs, lambda: _figures(f, sel.money, sel.fleet), render)
     freshness = ingest_freshness()     # always live
+    # Live too: late hours follow ingest into a closed month and a later month's close, which the
+    # stored figures' version does not (docs/chargeback.md, "Windows across a close").
+    late = window_late(f) if sel.money else []
     ctx = {"figures_html": mark_safe(figures_html), "freshness": freshness,   # rendered by our template
-           "stale": [x for x in freshness if x.stale]}
+           "stale": [x for x in freshness if x.stale], "window_late": late}
     return page(request, sel, "reports/overview.html", "overview", ctx)
 
 
@@ -44,8 +44,12 @@ def _figures(f, money: bool, fleet: bool) -> dict:
     window, its teams and its models from span cells, as the usage API and the statement read
     them (a month of a large fleet is ten times fewer span cells than day cells). A whole month
     of the whole fleet is kept as a stored answer (`overview_store`, docs/performance.md)."""
-    cells = usage_cells(f)
-    spans = usage_cells(f, per_day=False)
+    # With money, the window as billed: a closed month's days as its close froze them, so the hours
+    # beside its money are those it priced (docs/chargeback.md, "Windows across a close").
+    # Across a close the day cells serve as spans too (a closed day is a day cell either way): the
+    # frozen days are read once.
+    cells = billed_cells(f) if money else usage_cells(f)
+    spans = (cells if crosses_a_close(f) else usage_cells(f, per_day=False)) if money else usage_cells(f, per_day=False)
     days = daily_totals(cells)
     teams = group_cells(spans, "team")
     models = fleet_by_model(spans)
@@ -80,7 +84,7 @@ def _money(cells, spans, days, teams, models):
     for c in spans:
         by_model[c.gpu_model].append(c)
     groups = [spans] + [by_day[d.day] for d in days] + [t.cells for t in teams] + [by_model[m["gpu_model"]] for m in models]
-    card = load_rate_card()
+    card = billed_card()        # a closed month's days at the card it was closed with
     priced = iter(price_groups(groups, card=card))
     unallocated = iter(price_groups([by_model[m["gpu_model"]] for m in models], unallocated=True, card=card))
     total = next(priced)
@@ -100,9 +104,9 @@ def _from_ledger(f, data) -> None:
     """A whole billing month of every cluster: the window's and each team's cost are the month's
     ledger's (its statement, a closed month's frozen one; docs/chargeback.md, "One month, one
     answer"), so the overview says what the chargeback page says; so are each GPU model's usage
-    and unallocated cost. A closed month's days are its frozen statement's too (a day's hours that
-    arrived after the close cost nothing here: they are billed in a later month); an open
-    month's days are priced from their own hours."""
+    and unallocated cost. A closed month's rows are its frozen days already (`ledger.as_billed`), and
+    its days' money is its frozen statement's split over them; an open month's days are priced
+    from their own hours."""
     period = whole_month(f)
     if period is None or f.cluster or f.namespaces is not None or f.gpu_models is not None:
         return
@@ -119,10 +123,3 @@ def _from_ledger(f, data) -> None:
     by_day = closed_money_by_day(period, f.teams)
     if by_day is not None:
         data["day_rows"] = [(d, frozen_day(p, by_day.get(d.day))) for d, p in data["day_rows"]]
-        # Closed: each team's money is its frozen statement's alone, split as the statement splits
-        # it (docs/chargeback.md, "Closed on every view"): a team the statement does not bill costs
-        # nothing here, and a team it bills whose hours live usage moved away keeps its row.
-        data["team_rows"] = [(t, frozen_day(p, by_team.get(t.key))) for t, p in data["team_rows"]]
-        extra = closed_rows(lines, by_team, {t.key for t, _p in data["team_rows"]}, lambda line: line.team or UNASSIGNED)
-        data["team_rows"] += extra
-        data["teams"] = [*data["teams"], *(row for row, _p in extra)]      # stored beside their costs

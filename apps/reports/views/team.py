@@ -15,13 +15,14 @@ from apps.accounting.stored import QUOTA
 from apps.accounting.ledger.answer import usage_version, whole_month
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.cells import UsageFilter, group_cells
-from apps.accounting.ledger.money import OWN_USAGE, money_by
+from apps.accounting.ledger.as_billed import billed_card
+from apps.accounting.ledger.money import OWN_USAGE, money_by, window_late
 from apps.accounting.ledger.statements import statement
 from apps.teams.access import require_team, sees_money_of, team_exists, team_scope
 
 from .. import charts
 from ..fragments import digest, fragment, fragment_parts
-from ..money import closed_rows, frozen_day, ledger_priced, load_rate_card, price_groups
+from ..money import ledger_priced, price_groups
 from ..data.team import (claimed_gpu_rows, mig_hours, month_costs, team_forecast, namespace_moves, namespace_series, quota_use, shared_gpu_rows,
                          team_cells)
 from ..data.overview import partial_day
@@ -50,15 +51,17 @@ def team_dashboard(request, sel, name):
     picker_start, picker_end = picker_dates(sel)
     usage_html, mig_html, moves_html, shared_html = _usage_parts(sel, name, picker_start, picker_end)
     quota_html = _quota_part(sel, name)
-    costs, forecast_html = None, ""
+    costs, forecast_html, late = None, "", []
     if sel.money:
         costs = month_costs(sel, name, now)
         forecast_html = _forecast_part(sel, name, now)
+        # live: late hours follow ingest, which the stored usage part's version of a closed month does not
+        late = window_late(UsageFilter(start=sel.start, end=sel.end, cluster=sel.cluster, teams=frozenset({name})))
     return page(request, sel, "reports/team.html", "team", {
         "team": name, "costs": costs, "quota_html": mark_safe(quota_html),
         "usage_html": mark_safe(usage_html), "mig_html": mark_safe(mig_html),       # our templates'
         "forecast_html": mark_safe(forecast_html), "moves_html": mark_safe(moves_html),
-        "shared_html": mark_safe(shared_html),
+        "shared_html": mark_safe(shared_html), "window_late": late,
     }, picker_team=name)
 
 
@@ -79,10 +82,12 @@ def _usage_parts(sel, name, picker_start, picker_end) -> list[str]:
     partial = partial_day(sel.usage_filter())
 
     def render() -> list[str]:
-        cells = team_cells(sel, name)
+        # With money, as billed: beside a closed month's money the hours it priced (docs/chargeback.md,
+        # "Windows across a close").
+        cells = team_cells(sel, name, billed=sel.money)
         namespaces = group_cells(cells, "namespace")
         mig = mig_hours(cells)
-        card = load_rate_card() if sel.money else None
+        card = billed_card() if sel.money else None
         priced = price_groups([r.cells for r in namespaces], card=card) if sel.money else [None] * len(namespaces)
         rows = list(zip(namespaces, priced))
         month = whole_month(f) if sel.money and not sel.cluster else None
@@ -102,16 +107,12 @@ def _usage_parts(sel, name, picker_start, picker_end) -> list[str]:
 
 def _ledger_rows(period: str, name: str, rows: list) -> list:
     """A whole month's namespace rows with the team's money as its statement splits it (rounded
-    once, docs/chargeback.md "Rounding"); for a closed month its frozen statement's alone: a
-    namespace it does not bill costs nothing here, and one it bills that live usage moved away
-    from the team keeps its row with the hours it priced ("Closed on every view")."""
-    stmt = statement(period)
-    lines = [line for line in stmt.lines if line.team == name]
+    once, docs/chargeback.md "Rounding"); for a closed month the rows are its frozen days already
+    (`ledger.as_billed`), so each namespace it bills has its row, with the hours it priced ("Closed
+    on every view")."""
+    lines = [line for line in statement(period).lines if line.team == name]
     by_ns = money_by(lines, lambda line: line.namespace, OWN_USAGE)
-    if not stmt.closed:
-        return [(r, ledger_priced(p, by_ns.get(r.key))) for r, p in rows]
-    return ([(r, frozen_day(p, by_ns.get(r.key))) for r, p in rows]
-            + closed_rows(lines, by_ns, {r.key for r, _p in rows}, lambda line: line.namespace))
+    return [(r, ledger_priced(p, by_ns.get(r.key))) for r, p in rows]
 
 
 def _forecast_part(sel, name, now) -> str:
