@@ -5,7 +5,8 @@ window) and a stated bound: STATEMENT_TIMEOUT_SECONDS, past which a statement of
 and the call answers 503 (docs/security.md, "No request ties up the portal").
 
 Sizes (environment): BENCH_LONG_GPUS=10000 (whole GPUs on 8-GPU nodes, two clusters),
-BENCH_LONG_DAYS (default MAX_HOURLY_REPORT_DAYS), BENCH_LONG_NAMESPACES=500,
+BENCH_LONG_DAYS=14 (93, MAX_HOURLY_REPORT_DAYS, for the longest window allowed: ~12 minutes),
+BENCH_LONG_NAMESPACES=500,
 BENCH_LONG_REPEATS=2. The rows are written by Postgres itself (`generate_series`, one INSERT per
 cluster), as ingest would leave them: each GPU held 70 % of its hours by a pod that lives three
 days; one pod in five idles (2 % used, whole hours idle), the others use 60 %.
@@ -16,6 +17,11 @@ import time
 from datetime import datetime, timedelta, timezone
 
 from tests.bench.common import env_int, figure, timed
+
+# The default window: 14 days keep this part to ~4 minutes here (3.7 measured). The longest the API allows
+# (BENCH_LONG_DAYS=93, MAX_HOURLY_REPORT_DAYS) takes ~12 minutes, 8 of them seeding 15.6 million
+# rows, and its figures are in docs/performance.md, "The longest reads".
+DEFAULT_DAYS = 14
 
 FLOOR_BY_POD = ("SELECT cluster_id, namespace, pod, SUM(gpu_seconds), SUM(used_gpu_seconds), SUM(idle_gpu_seconds), "
                 "MIN(hour_start), MAX(hour_start) FROM accounting_usagehour "
@@ -78,7 +84,7 @@ def bench_long_reads(results: dict) -> None:
     from django.test import Client
 
     gpus, namespaces = env_int("BENCH_LONG_GPUS", 10000), env_int("BENCH_LONG_NAMESPACES", 500)
-    days, repeats = env_int("BENCH_LONG_DAYS", settings.MAX_HOURLY_REPORT_DAYS), env_int("BENCH_LONG_REPEATS", 2)
+    days, repeats = env_int("BENCH_LONG_DAYS", DEFAULT_DAYS), env_int("BENCH_LONG_REPEATS", 2)
     end = datetime(2026, 10, 1, tzinfo=timezone.utc)
     t = time.perf_counter()
     seeded = seed_hours(gpus, days, namespaces, end)
@@ -126,7 +132,7 @@ def bench_long_reads(results: dict) -> None:
 
 def targets(results: dict) -> list[tuple]:
     long = results.get("long_reads") or {}
-    # A call cut short (503) is fast and wrong: it misses whatever its time.
+    # A call cut short (503) answered nothing: None, a miss whatever its time.
     return [(f"{name} over {long['days']} d at {long['gpus']:,} GPUs (max)",
-             long[name]["max_ms"]["value"] if long[name]["statuses"] == [200] else float("inf"),
+             long[name]["max_ms"]["value"] if long[name]["statuses"] == [200] else None,
              long["bound_ms"], " ms") for name in ("idle", "rightsizing") if name in long]
