@@ -34,7 +34,8 @@ SQUASHED = {("clusters", "0001_squashed_0007"), ("teams", "0001_squashed_0008"),
             ("accounting", "0001_squashed_0012")}
 # Written after the fold.
 LATER = [("accounting", "0013_frozen_days"), ("accounting", "0014_bulk_rows_unchecked"),
-         ("clusters", "0008_cluster_archived"), ("accounting", "0015_period_watermarks")]
+         ("clusters", "0008_cluster_archived"), ("accounting", "0015_period_watermarks"),
+         ("accounting", "0016_rate_imports")]
 
 
 def state_apps(app, name):
