@@ -49,8 +49,12 @@ def child_exit(server, worker):
 def when_ready(server):
     # Its own process, exec'd rather than forked from the master: the master forks the
     # request workers and stays single-threaded (docs/deploy.md, "Probes").
+    # Without PROMETHEUS_MULTIPROC_DIR: it serves no /metrics, and files of its own there would
+    # outlive it uncounted as dead (child_exit is for workers).
     if health_bind:
-        _health_listener.append(subprocess.Popen([sys.executable, "-m", "gpuportal.health_listener", health_bind]))
+        env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+        _health_listener.append(subprocess.Popen([sys.executable, "-m", "gpuportal.health_listener", health_bind],
+                                                 env=env))
         server.log.info("health listener on %s (pid %s)", health_bind, _health_listener[0].pid)
 
 

@@ -35,7 +35,7 @@ QUARTER = {"start": "2026-01-01", "end": "2026-03-31"}       # 89 days: under MA
 def start_gunicorn(tmp_path, health_port, database_url=None):
     (tmp_path / "static").mkdir(exist_ok=True)
     port = free_port()
-    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    env = dict(os.environ, PROMETHEUS_MULTIPROC_DIR=str(tmp_path / "prometheus-multiproc"))   # as deployed
     env.update(DATABASE_URL=database_url or
                f"postgres://postgres@127.0.0.1:5432/{connection.settings_dict['NAME']}",
                DEBUG="false", SECRET_KEY=secrets.token_urlsafe(50), ALLOWED_HOSTS="127.0.0.1",
