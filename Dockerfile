@@ -27,5 +27,6 @@ RUN DEBUG=false SECRET_KEY=collectstatic-only python manage.py collectstatic --n
  && chmod -R a+rX,go-w /app
 
 USER 10001
-EXPOSE 8000
+# 8000: gunicorn's request workers; 8001: the health listener the probes ask (docs/deploy.md).
+EXPOSE 8000 8001
 CMD ["gunicorn", "-c", "gpuportal/gunicorn.conf.py", "gpuportal.wsgi:application"]

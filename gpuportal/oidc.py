@@ -13,14 +13,27 @@ a superuser's included — to whoever the provider lets assert that address. Her
    with that address is linked only if it has no local password, is not a superuser and is
    not linked to another `sub`; any other match is refused (logged), never taken over;
 3. no account with that address: a new one is made and linked.
+
+Its requests to the provider (token, userinfo, JWKS) go through the portal's outbound session,
+as Prometheus calls and webhooks do (docs/security.md, "Outbound requests"): the URL read as
+the HTTP client reads it, the allow-list, the address contacted, and no redirect followed — a
+3xx is an error naming its target, logged, and the sign-in fails back to the sign-in page.
+mozilla-django-oidc itself calls `requests.get`/`post`, which follow redirects to any host.
 """
 import logging
+
+import jwt
 
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.core.exceptions import SuspiciousOperation
 from django.db import transaction
+from django.utils.encoding import smart_str
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
+from mozilla_django_oidc.utils import import_from_settings
+from requests.auth import HTTPBasicAuth
+
+from apps.clusters.outbound import OutboundRefused, outbound_session
 
 from apps.teams.access import ROLES
 from apps.teams.models import SignInIdentity
@@ -41,6 +54,55 @@ def email_verified(claims) -> bool:
 
 
 class RoleMappingOIDCBackend(OIDCAuthenticationBackend):
+    # ---- the provider's endpoints, through the outbound session (the library's requests
+    # calls, the same arguments; `verify`, `timeout` and `proxies` from its settings).
+
+    def _provider(self, method, url, **kwargs):
+        with outbound_session() as session:
+            return session.request(method, url, verify=self.get_settings("OIDC_VERIFY_SSL", True),
+                                   timeout=self.get_settings("OIDC_TIMEOUT", None),
+                                   proxies=self.get_settings("OIDC_PROXY", None), **kwargs)
+
+    def authenticate(self, request, **kwargs):
+        try:
+            return super().authenticate(request, **kwargs)
+        except OutboundRefused as exc:
+            log.warning("single sign-on refused: %s", exc)
+            return None
+
+    def get_token(self, payload):
+        auth = None
+        if self.get_settings("OIDC_TOKEN_USE_BASIC_AUTH", False):
+            auth = HTTPBasicAuth(payload.get("client_id"), payload.pop("client_secret", None))
+        response = self._provider("POST", self.OIDC_OP_TOKEN_ENDPOINT, data=payload, auth=auth)
+        self.raise_token_response_error(response)
+        return response.json()
+
+    def get_userinfo(self, access_token, id_token, payload):
+        response = self._provider("GET", self.OIDC_OP_USER_ENDPOINT,
+                                  headers={"Authorization": f"Bearer {access_token}"})
+        response.raise_for_status()
+        if response.headers.get("content-type", "").lower().startswith("application/jwt"):
+            return self.verify_token(response.text)
+        return response.json()
+
+    def retrieve_matching_jwk(self, token):
+        response = self._provider("GET", self.OIDC_OP_JWKS_ENDPOINT)
+        response.raise_for_status()
+        header = jwt.get_unverified_header(token)
+        key = None
+        for jwk in response.json()["keys"]:
+            if import_from_settings("OIDC_VERIFY_KID", True) and jwk["kid"] != smart_str(header["kid"]):
+                continue
+            if "alg" in jwk and jwk["alg"] != smart_str(header["alg"]):
+                continue
+            key = jwk
+        if key is None:
+            raise SuspiciousOperation("Could not find a valid JWKS.")
+        return jwt.PyJWK(key)
+
+    # ---- who it is
+
     def verify_claims(self, claims):
         return bool(claims.get("sub")) and super().verify_claims(claims)
 

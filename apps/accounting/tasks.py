@@ -56,3 +56,11 @@ def compact_input_changes() -> dict:
 
     return {"log_rows_removed": compact(), "closed_months_pruned": prune_closed_months(),
             "bodies_pruned": prune_bodies()}
+
+
+@shared_task(soft_time_limit=600, time_limit=660)
+def import_rate_file(import_id: int) -> str:
+    """A rate card uploaded from the browser (`actions.rates.run_rate_import`): its progress and
+    result on its `RateImport` row, which the upload's result page shows (docs/chargeback.md)."""
+    from apps.accounting.actions.rates import run_rate_import
+    return run_rate_import(import_id).status

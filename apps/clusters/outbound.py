@@ -2,7 +2,8 @@
 
 Cluster Prometheus URLs and alert webhook URLs are typed by admins; unchecked, they let the
 portal be pointed at any address it can reach (a cloud metadata service, an internal admin
-page). Three rules, one home:
+page). Single sign-on's requests to the identity provider (`gpuportal/oidc.py`) go the same
+way. Three rules, one home:
 
 - *The URL as the client reads it* (`outbound_problem`): http or https only; no backslash,
   space or control character (urllib3 ends the host at a backslash where `urlsplit` reads on to
@@ -232,7 +233,8 @@ class CheckedAdapter(HTTPAdapter):
 
 
 class OutboundSession(requests.Session):
-    """The session every request the portal makes of its own goes through (Prometheus, webhooks):
+    """The session every request the portal makes of its own goes through (Prometheus, webhooks,
+    single sign-on's token, userinfo and JWKS endpoints):
     checked adapters on every mount, no redirect followed, no proxy or .netrc credentials taken
     from the environment (docs/security.md, "Outbound requests")."""
 

@@ -13,6 +13,7 @@ urlpatterns = [
     path("admin-tools/ingest/", admin_tools.ingest_log, name="ingest-log"),
     path("admin-tools/claims/", admin_tools.label_claims, name="label-claims"),
     path("admin-tools/rates/", admin_tools.rate_upload, name="rate-upload"),
+    path("admin-tools/rates/imports/<int:pk>/", admin_tools.rate_import, name="rate-import"),
 ]
 
 # The chargeback page, mounted at /chargeback/ under its own namespace (chargeback:statement).

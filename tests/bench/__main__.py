@@ -5,10 +5,11 @@ real Prometheus, cached in .bench-cache/), BENCH_API_GPUS=10000 BENCH_API_NAMESP
 BENCH_API_TEAMS=250 BENCH_API_DAYS=31 (the seeded month), BENCH_REPEATS=10.
 The API part also closes the month (cold, then prepared), reads it closed, reads the month after
 it, and times the first read after an hour of ingest and after a rate edit (docs/performance.md).
-BENCH_SKIP_INGEST=1 / BENCH_SKIP_FLOOR=1 / BENCH_SKIP_API=1 / BENCH_SKIP_DEMO_HEALTH=1 leave a
-part out. The parts: ingest here; ingest against the single raw fetch in
-tests/bench/ingest_floor.py (BENCH_FLOOR_GPUS=136 BENCH_FLOOR_DAYS=3); the API and pages in
-tests/bench/api.py; a team lead's fleet health on the demo in tests/bench/demo_health.py; the
+BENCH_SKIP_INGEST=1 / BENCH_SKIP_FLOOR=1 / BENCH_SKIP_API=1 / BENCH_SKIP_LONG=1 /
+BENCH_SKIP_DEMO_HEALTH=1 leave a part out. The parts: ingest here; ingest against the single raw
+fetch in tests/bench/ingest_floor.py (BENCH_FLOOR_GPUS=136 BENCH_FLOOR_DAYS=3); the API and pages in
+tests/bench/api.py; the longest idle and right-sizing calls at 10,000 GPUs in
+tests/bench/long_reads.py (BENCH_LONG_GPUS=10000, BENCH_LONG_DAYS=14); a team lead's fleet health on the demo in tests/bench/demo_health.py; the
 sweep over fleet sizes in tests/bench/scaling.py (BENCH_SCALES=1000,2000,5000,10000, off unless
 set); what they share in tests/bench/common.py. Needs Postgres: the bench works in its own database
 `<DATABASE_URL's name>_bench`, dropped and created at each run.
@@ -27,6 +28,7 @@ from datetime import datetime, timedelta, timezone
 from tests.bench.common import (CACHE, RESULTS, ROOT, TARGETS, bench_database_url, child_env, env_int, figure,
                                 machine, measured, recreate_database)
 from tests.bench.demo_health import targets as demo_health_targets
+from tests.bench.long_reads import targets as long_reads_targets
 
 
 def bench_ingest(url: str, results: dict) -> None:
@@ -105,7 +107,11 @@ def check_targets(results: dict) -> list[str]:
     for name, fig in (results.get("pages") or {}).items():
         checks.append((f"page {name} p95 / its API call p95", fig["p95_ms"]["ratio"], TARGETS["page_api_ratio"], "×"))
     checks.extend(demo_health_targets(results))
+    checks.extend(long_reads_targets(results))
     for name, value, target, unit in checks:
+        if value is None:       # not answered (a long read cut at its statement timeout)
+            lines.append(f"target {name}: no answer (≤ {target}{unit}) MISSED")
+            continue
         verdict = "met" if value <= target else f"MISSED by {value / target:.1f}×"
         lines.append(f"target {name}: {value}{unit} (≤ {target}{unit}) {verdict}")
     return lines
@@ -138,6 +144,11 @@ def main() -> None:
 
         print("== API and pages (seeded month) ==", flush=True)
         bench_api(results)
+    if os.environ.get("BENCH_SKIP_LONG") != "1":
+        from tests.bench.long_reads import bench_long_reads
+
+        print("== the longest idle and right-sizing calls (seeded hourly rows) ==", flush=True)
+        bench_long_reads(results)
     if os.environ.get("BENCH_SKIP_DEMO_HEALTH") != "1":
         from tests.bench.demo_health import bench_demo_health
 

@@ -57,7 +57,8 @@ def gunicorn(tmp_path):
     env = dict(os.environ, DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{connection.settings_dict['NAME']}",
                PROMETHEUS_MULTIPROC_DIR=str(multiproc), DEBUG="false", SECRET_KEY=secrets.token_urlsafe(50),
                ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="false", STATIC_ROOT=str(tmp_path / "static"),
-               REDIS_URL="", LOG_LEVEL="ERROR", METRICS_TOKEN=METRICS_TOKEN)
+               REDIS_URL="", LOG_LEVEL="ERROR", METRICS_TOKEN=METRICS_TOKEN,
+               HEALTH_BIND="")   # no health listener: its process would count as a worker here
     proc = subprocess.Popen(
         [sys.executable, "-m", "gunicorn", "-c", "gpuportal/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
          "--workers", "2", "--log-level", "warning", "gpuportal.wsgi:application"],

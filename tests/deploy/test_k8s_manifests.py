@@ -15,7 +15,7 @@ import pytest
 import yaml
 from django.urls import resolve
 
-from gpuportal import health, metrics
+from gpuportal import health, health_listener, metrics
 from tests.deploy.dockerfile import image_cmd, image_user
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -153,13 +153,21 @@ def test_every_container_is_non_root_locked_down_and_sized(overlay):
 @pytest.mark.parametrize("overlay", OVERLAYS)
 def test_web_probes_ask_the_portal_what_they_claim(overlay):
     web = named(rendered(overlay), "Deployment", "gpuportal-web")["spec"]["template"]["spec"]["containers"][0]
-    ports = {p["name"] for p in web["ports"]}
-    # Ready: the database and Redis answer. Alive: the process answers (no restarts in a database outage).
-    expected = {"readinessProbe": health.healthz, "livenessProbe": health.livez, "startupProbe": health.livez}
-    for probe, view in expected.items():
+    ports = {p["name"]: p["containerPort"] for p in web["ports"]}
+    # Ready: the database and Redis answer. Alive: the process answers (no restarts in a database
+    # outage). Both on the health listener's port, which HEALTH_BIND opens: answered while long
+    # requests hold every gunicorn worker (tests/deploy/test_health_listener.py).
+    expected = {"readinessProbe": "/healthz", "livenessProbe": "/livez", "startupProbe": "/livez"}
+    for probe, path in expected.items():
         get = web[probe]["httpGet"]
-        assert resolve(get["path"]).func is view, probe
-        assert get["port"] in ports, probe
+        assert get["path"] == path and path in health_listener.PATHS, probe
+        assert get["port"] == "health", probe
+    bind = next(e["value"] for e in web["env"] if e["name"] == "HEALTH_BIND")
+    assert bind.rsplit(":", 1)[1] == str(ports["health"]) and ports["http"] != ports["health"]
+    service = named(rendered(overlay), "Service", "gpuportal-web")
+    assert [p["targetPort"] for p in service["spec"]["ports"]] == ["http"]      # the listener stays in the pod
+    # The request port's own /healthz and /livez stay, for monitors outside the cluster.
+    assert resolve("/healthz").func is health.healthz and resolve("/livez").func is health.livez
     # Probes and scrapes address the pod by IP: ALLOWED_HOSTS takes the pod's IP on top of the
     # ConfigMap's names, and POD_IP comes first so that the kubelet can expand it.
     env = [e["name"] for e in web["env"]]

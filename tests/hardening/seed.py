@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from apps.accounting.actions.periods import do_close_period
 from apps.accounting.core.periods import period_of, prev_period
-from apps.accounting.models import DeviceHealthHour, QuotaHour, Rate, UsageHour
+from apps.accounting.models import DeviceHealthHour, QuotaHour, Rate, RateImport, UsageHour
 from apps.clusters.models import Cluster, Device
 from apps.ingest.models import IngestRun
 from apps.recommendations.models import Alert, RecommendationSnapshot
@@ -135,5 +135,8 @@ def seed(names: Names | None = None) -> Seeded:
     open_period = period_of(d)
     closed_period = prev_period(prev_period(open_period))
     do_close_period(closed_period, actor=users["finance"])
+    # A rate card uploaded from the browser and refused (its page: /admin-tools/rates/imports/<pk>/).
+    rate_import = RateImport.objects.create(file_name=f"{n.team_a}.csv", status=RateImport.Status.REFUSED,
+                                            lines_total=1, errors=[f"line 2: gpu_model {n.team_b!r} is not known"])
     return Seeded(names=n, users=users, tokens=tokens, cluster=cluster, rate=rate, day=d,
-                  open_period=open_period, closed_period=closed_period)
+                  open_period=open_period, closed_period=closed_period, extra={"rate_import": rate_import.pk})

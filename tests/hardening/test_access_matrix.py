@@ -37,6 +37,8 @@ EXPECT = {
     "admin-tools/ingest/": ("login", ADMINS, ["/admin-tools/ingest/"]),
     "admin-tools/claims/": ("login", ADMINS, ["/admin-tools/claims/"]),
     "admin-tools/rates/": ("login", ADMINS, ["/admin-tools/rates/"]),
+    # An upload's progress and result (tests/reports/test_rate_import_progress.py).
+    "admin-tools/rates/imports/<int:pk>/": ("login", ADMINS, ["/admin-tools/rates/imports/{rate_import}/"]),
     # Everyone's own API tokens (docs/security.md, "API tokens"); revoking is POST only.
     "account/tokens/": ("login", ALL, ["/account/tokens/"]),
     "account/tokens/<int:pk>/revoke/": ("login", (405,) * 4, ["/account/tokens/1/revoke/"]),
@@ -83,7 +85,8 @@ ROUTES = routes()
 def fill(url, world):
     n = world.names
     return url.format(cluster=n.cluster, team_a=n.team_a, team_b=n.team_b, open_period=world.open_period,
-                      closed_period=world.closed_period, rate_pk=world.rate.pk)
+                      closed_period=world.closed_period, rate_pk=world.rate.pk,
+                      rate_import=world.extra["rate_import"])
 
 
 def test_every_route_is_walked_and_every_expectation_is_live():

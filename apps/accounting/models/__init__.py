@@ -2,9 +2,9 @@
 from .answers import InputChange, MonthAnswer, MonthBody, MonthCell, MonthLine
 from .daily import UsageDay, UsageDayBuilt
 from .periods import BillingPeriod, FrozenDay, LineKind, StatementLine
-from .rates import ON_DEMAND, PRICE_CLASSES, NodePool, PriceClass, Rate
+from .rates import ON_DEMAND, PRICE_CLASSES, NodePool, PriceClass, Rate, RateImport
 from .rollups import DeviceHealthHour, PodOwner, QueuedDemandHour, QuotaHour, UsageHour
 
-__all__ = ["UsageHour", "UsageDay", "UsageDayBuilt", "DeviceHealthHour", "QueuedDemandHour", "QuotaHour", "PodOwner", "Rate", "NodePool", "PriceClass",
+__all__ = ["UsageHour", "UsageDay", "UsageDayBuilt", "DeviceHealthHour", "QueuedDemandHour", "QuotaHour", "PodOwner", "Rate", "RateImport", "NodePool", "PriceClass",
            "ON_DEMAND", "PRICE_CLASSES", "BillingPeriod", "StatementLine", "FrozenDay", "LineKind",
            "InputChange", "MonthAnswer", "MonthBody", "MonthCell", "MonthLine"]

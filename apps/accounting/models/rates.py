@@ -3,6 +3,7 @@
 A rate is in force from midnight of `effective_from` in the billing zone until the next
 rate for the same key. Node pools decide which price class a node's GPUs are billed at.
 """
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import MinValueValidator
 from django.db import models
@@ -78,3 +79,41 @@ class NodePool(models.Model):
     def __str__(self):
         return f"{self.cluster.name}/{self.name} ({self.host_pattern} → {self.price_class})"
 
+
+
+class RateImport(models.Model):
+    """One rate-card file uploaded from the browser and imported by a worker (docs/chargeback.md,
+    "1. Import rates"): its progress while it runs, then what came of it — every line imported,
+    or the whole file refused with each reason. The file is kept only until it is imported."""
+
+    class Status(models.TextChoices):
+        QUEUED = "queued", "waiting for a worker"
+        CHECKING = "checking", "checking the lines"
+        WRITING = "writing", "writing the rates"
+        IMPORTED = "imported", "imported"
+        REFUSED = "refused", "refused: nothing imported"
+        FAILED = "failed", "failed: nothing imported"
+
+    DONE = (Status.IMPORTED, Status.REFUSED, Status.FAILED)
+
+    file_name = models.CharField(max_length=255)
+    data = models.BinaryField(null=True, editable=False)
+    requested_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL,
+                                     related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    lines_total = models.PositiveIntegerField(default=0)
+    lines_checked = models.PositiveIntegerField(default=0)
+    imported = models.PositiveIntegerField(default=0)
+    errors = models.JSONField(default=list, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self):
+        return f"{self.file_name} ({self.get_status_display()})"
+
+    @property
+    def done(self) -> bool:
+        return self.status in self.DONE

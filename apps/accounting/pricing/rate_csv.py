@@ -23,11 +23,15 @@ class RateFileError(ValueError):
         super().__init__("; ".join(errors))
 
 
-def parse_rates(text: str, price_classes, existing_keys=frozenset()) -> list[RateEntry]:
+PROGRESS_EVERY = 2000      # lines between two calls of parse_rates' `progress`
+
+
+def parse_rates(text: str, price_classes, existing_keys=frozenset(), progress=None) -> list[RateEntry]:
     """RateEntry per data row, or RateFileError listing every bad line.
 
     `existing_keys` holds (gpu_model, mig_profile, price_class, effective_from) already stored:
     a row repeating one is refused (change a stored rate through the admin or the API).
+    `progress(line)`, if given, is called every PROGRESS_EVERY lines with the line reached.
     """
     reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
     header = next(reader, None)
@@ -40,6 +44,8 @@ def parse_rates(text: str, price_classes, existing_keys=frozenset()) -> list[Rat
     errors, entries, seen = [], [], {}
     for row in reader:
         line = reader.line_num
+        if progress is not None and line % PROGRESS_EVERY == 0:
+            progress(line)
         if not any(cell.strip() for cell in row):
             continue
         if len(row) != len(header):

@@ -1,18 +1,21 @@
 """The admins' pages in the portal's frame: label claims, the rate-card upload, the ingest log."""
 from django.contrib import messages
-from django.shortcuts import redirect
+from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.utils import timezone as djtz
 
 from apps.accounting.actions.audit import ActionError
 from apps.accounting.actions.namespaces import do_assign_namespace
-from apps.accounting.actions.rates import do_import_rate_file
+from apps.accounting.actions.rates import queue_rate_import
+from apps.accounting.models.rates import RateImport
+from apps.accounting.tasks import import_rate_file
 from apps.accounting.pricing.rates import rates_in_force
-from apps.accounting.pricing.rate_csv import COLUMNS as RATE_COLUMNS, OPTIONAL as RATE_OPTIONAL, RateFileError
+from apps.accounting.pricing.rate_csv import COLUMNS as RATE_COLUMNS, OPTIONAL as RATE_OPTIONAL
 from apps.accounting.calendar.zone import billing_zone
 from apps.ingest.models import IngestRun
 from apps.teams.claims import ClaimError, do_decide_claim, first_claimed, pending_claims, recent_decisions
 from apps.teams.models import LabelClaim, Namespace, Team
+from apps.web.dependencies import queue_or_run
 
 from ..data.overview import ingest_freshness
 from .common import page, report_view
@@ -63,7 +66,10 @@ RATE_FILE_LIMIT = 1024 * 1024     # bytes: a rate card is a few hundred lines
 @report_view(admin_only=True)
 def rate_upload(request, sel):
     """Admins import a rate-card CSV from the browser: the same all-or-nothing parse, errors
-    per line and audit row as `manage.py import_rates` (docs/chargeback.md, "1. Import rates")."""
+    per line and audit row as `manage.py import_rates` (docs/chargeback.md, "1. Import rates"),
+    run by a worker (`tasks.import_rate_file`; here and now when Celery runs eagerly or its
+    broker is away); the answer is the import's own page, which shows its progress, then its
+    result."""
     errors, status = [], 200
     if request.method == "POST":
         upload = request.FILES.get("file")
@@ -72,20 +78,31 @@ def rate_upload(request, sel):
         elif upload.size > RATE_FILE_LIMIT:
             errors = [f"the file is {upload.size:,} bytes; a rate card may be at most {RATE_FILE_LIMIT:,}"]
         else:
-            try:
-                rates = do_import_rate_file(upload.read(), actor=request.user, source=f"upload {upload.name}")
-            except RateFileError as exc:
-                errors = exc.errors
-            else:
-                messages.success(request, f"Imported {len(rates)} rate{'' if len(rates) == 1 else 's'} from {upload.name}.")
-                return redirect(reverse("reports:rate-upload"))
+            job = queue_rate_import(upload.read(), upload.name, request.user)
+            queue_or_run(import_rate_file, job.pk)
+            return redirect(reverse("reports:rate-import", args=[job.pk]))
         status = 400
     response = page(request, sel, "reports/rate_upload.html", "rates", {
         "errors": errors, "columns": ",".join(RATE_COLUMNS), "optional": RATE_OPTIONAL,
+        "imports": RateImport.objects.select_related("requested_by").defer("data")[:IMPORTS_LISTED],
         **_rate_card(sel.today),
     }, picker=())
     response.status_code = status
     return response
+
+
+IMPORTS_LISTED = 10
+REFRESH_SECONDS = 1
+
+
+@report_view(admin_only=True)
+def rate_import(request, sel, pk):
+    """One upload's page: how far its worker got (refreshed every REFRESH_SECONDS while it
+    runs), then the rates imported or, for a refused file, each reason."""
+    job = get_object_or_404(RateImport.objects.select_related("requested_by").defer("data"), pk=pk)
+    return page(request, sel, "reports/rate_import.html", "rates", {
+        "job": job, "refresh": None if job.done else REFRESH_SECONDS,
+    }, picker=())
 
 
 def _decide(request) -> str:
