@@ -13,6 +13,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name='usagehour',
             name='dra_claim',
-            field=models.BooleanField(default=False, help_text='held through a DRA ResourceClaim'),
+            field=models.BooleanField(default=False, db_default=False, help_text='held through a DRA ResourceClaim'),
         ),
     ]

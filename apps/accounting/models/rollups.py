@@ -44,7 +44,7 @@ class UsageHour(models.Model):
     fb_used_mib_max = models.FloatField(null=True, blank=True)
     power_watts_avg = models.FloatField(null=True, blank=True)
     energy_joules = models.FloatField(null=True, blank=True, help_text="integrated power over the samples")
-    dra_claim = models.BooleanField(default=False, help_text="held through a DRA ResourceClaim")
+    dra_claim = models.BooleanField(default=False, db_default=False, help_text="held through a DRA ResourceClaim")
 
     class Meta:
         constraints = [
