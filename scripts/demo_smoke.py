@@ -168,6 +168,11 @@ def check_role(url: str, user: str, password: str) -> str:
                           f"(namespaces: {sorted(namespaces)})")
     if scoped:
         get(s, url, f"/teams/{OTHER_TEAM}/", user, expect=403)
+    else:   # the search team's light servers fit a MIG slice and a time-share (docs/demo.md)
+        html = get(s, url, "/advice/rightsizing/", user)
+        for advised in ("nvidia.com/mig-1g.10gb", "nvidia.com/gpu.shared"):
+            if advised not in html:
+                raise Failure(f"{user}: /advice/rightsizing/ advises no {advised} (the demo's light servers)")
 
     if money:
         check_month_end(s, url, user, scoped)

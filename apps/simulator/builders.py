@@ -22,6 +22,7 @@ from .scenario import (
 H100 = "NVIDIA H100 80GB HBM3"
 A100 = "NVIDIA A100-SXM4-80GB"
 A30 = "NVIDIA A30"
+L4 = "NVIDIA L4"      # no MIG: right-sizing can only share it (time-slicing)
 A100_MIG_LAYOUT = ["3g.40gb", "2g.20gb", "1g.10gb", "1g.10gb"]
 A30_MIG_LAYOUT = ["2g.12gb", "1g.6gb", "1g.6gb"]
 # GPU instance ids that the driver hands out for these profiles (cosmetic, but realistic).
@@ -151,13 +152,16 @@ class _Builder:
 def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spelling="plain",
                    hostname_label=None, seed=1, nodes=3, gpus_per_node=4, mig_nodes=1,
                    time_slicing=False, replicas=(), idle_notebook_hours=0, counters=DEFAULT_COUNTERS,
-                   exporter_version=DEFAULT_VERSION, dra_claim=False, hami=False) -> Scenario:
+                   exporter_version=DEFAULT_VERSION, dra_claim=False, hami=False, right_sizable=False) -> Scenario:
     """A small cluster with a hand-shaped story (see the comments below) plus random fill.
 
     `dra_claim`: one GPU handed out through ResourceClaims (DRA) instead of device-plugin requests.
     `hami`: one GPU shared by three pods through HAMi (gpucores / gpumem).
     `idle_notebook_hours`: a notebook left idle on a whole GPU for the last so many hours,
     still running at the end (the demo's "forgotten notebook" for a team lead to chase).
+    `right_sizable`: two light servers that right-sizing can shrink (docs/demo.md): one on a whole
+    H100 for the history's last 40 % (fits a MIG 1g.10gb), one on the first GPU of an extra node of
+    two L4s, which have no MIG, for its last half (fits a time-sliced quarter of the GPU).
     `counters`, `exporter_version`: the dcgm-exporter imitated (docs/demo.md, "The simulated exporter");
     `hostname_label` None follows the version."""
     b = _Builder(name, start, hours, interval_seconds, seed)
@@ -175,7 +179,11 @@ def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spellin
             # the last GPU of a MIG node is an A30, so both slice denominators (7 and 4) occur
             return (A30, A30_MIG_LAYOUT) if gpus > 1 and gpu == gpus - 1 else (A100, A100_MIG_LAYOUT)
         mig_node_devices.append(_make_node(rng, f"mig-node-{n:02d}", gpus_per_node, None, layout))
-    for group in node_devices + mig_node_devices:
+    share_node: list[SimDevice] = []
+    if right_sizable:
+        # its own generator: the other nodes' GPUs keep their UUIDs
+        share_node = _make_node(random.Random(f"{seed}|share-node"), f"gpu-node-{whole_nodes:02d}", 2, L4)
+    for group in node_devices + mig_node_devices + [share_node]:
         devices.extend(group)
 
     time_sliced: set[DeviceKey] = set()
@@ -207,6 +215,11 @@ def build_scenario(name="sim", start=None, hours=6, interval_seconds=30, spellin
             leave_idle.add(last)
             if not time_slicing:
                 b.add_pod("ml-research", "finetune-late", "trainer", [last], b.k(0.5), b.k(0.95), "busy")
+    if right_sizable:
+        if len(first) > 1:
+            b.add_pod("search-serving", "reranker-small-7xk2q", "server", [first[1].key], b.k(0.6), b.n_samples, "light")
+        b.add_pod("search-serving", "embedder-small-4bq9z", "server", [share_node[0].key], b.k(0.5), b.n_samples,
+                  "light")
     hami_shares: dict[str, tuple[int, int]] = {}
     if hami and len(node_devices) > 2:
         # The search team's embedders share one GPU through HAMi, with staggered arrivals; the

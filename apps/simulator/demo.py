@@ -130,7 +130,7 @@ def demo_scenario(start: int, end: int, relabel_at: int | None = None):
     scenario = build_scenario(name="demo", start=start, hours=(end - start) // 3600, interval_seconds=INTERVAL_SECONDS,
                               spelling="exported", hostname_label="hostname", seed=2026, nodes=4, gpus_per_node=4,
                               mig_nodes=1, time_slicing=True, idle_notebook_hours=72, dra_claim=True,
-                              hami=True)
+                              hami=True, right_sizable=True)
     if relabel_at is not None:
         scenario.namespace_relabels = {"batch": [(relabel_at, "data")]}
     # the unlabelled sandbox starts claiming team research a day before the end: on a cluster

@@ -21,7 +21,10 @@ KSM_INSTANCE = "10.0.0.2:8080"
 XID_CODE = 79  # "GPU has fallen off the bus": the classic one to alert on
 
 _POWER_W = {"NVIDIA H100 80GB HBM3": (70.0, 700.0), "NVIDIA A100-SXM4-80GB": (60.0, 400.0),
-            "NVIDIA A30": (30.0, 165.0)}  # (idle, board limit)
+            "NVIDIA A30": (30.0, 165.0), "NVIDIA L4": (16.0, 72.0)}  # (idle, board limit)
+# The share of its board's memory a holder fills: most workloads 30-90 %, a "light" one (a small
+# model on a big GPU, docs/demo.md) 3-8 %, so that right-sizing finds it a MIG slice or a share.
+_FB_HELD, _FB_LIGHT, _FB_FREE = (0.3, 0.9), (0.03, 0.08), (0.0, 0.01)
 
 
 @dataclass
@@ -96,10 +99,11 @@ def _device_metric_values(scenario: Scenario, truth: DeviceTruth, xid_device: bo
     fraction = device.gpu_fraction
     board_mib = memory_mib(device.model) * fraction
     idle_w, max_w = _POWER_W.get(device.model, (60.0, 400.0))
-    held = [False] * len(truth.utilization)
+    held = [_FB_FREE] * len(truth.utilization)
     for seg in truth.segments:
         if seg.pods:
-            held[seg.k0:seg.k1] = [True] * (seg.k1 - seg.k0)
+            light = all(p.pattern == "light" for p in seg.pods)
+            held[seg.k0:seg.k1] = [_FB_LIGHT if light else _FB_HELD] * (seg.k1 - seg.k0)
     util, fb, power, temp, xid, energy = [], [], [], [], [], []
     energy_mj = float(rng.randrange(10**9, 10**11))
     n = len(truth.utilization)
@@ -109,7 +113,7 @@ def _device_metric_values(scenario: Scenario, truth: DeviceTruth, xid_device: bo
             util.append(ratio)
         else:
             util.append(float(round(ratio * 100)))  # DCGM reports whole percents
-        fb.append(float(round(board_mib * (rng.uniform(0.3, 0.9) if held[k] else rng.uniform(0.0, 0.01)))))
+        fb.append(float(round(board_mib * rng.uniform(*held[k]))))
         watts = round((idle_w + ratio * (max_w - idle_w)) * fraction + rng.uniform(-2, 2), 3)
         power.append(watts)
         temp.append(float(round(30 + ratio * 45 + rng.uniform(-1, 1))))
@@ -152,9 +156,12 @@ def _dcgm_series(scenario: Scenario, truth: DeviceTruth, instance: str, xid_devi
                             [(timestamps[k], v) for k, v in enumerate(values)])
             continue
         if sliced:
-            # The device series carries capacity only; per-pod series ride beside it.
-            yield SimSeries(metric, {**base, **workload_labels(scenario, None, device.host), **tail},
-                            [(timestamps[k], v) for k, v in enumerate(values)])
+            # dcgm-exporter with --kubernetes-virtual-gpus replaces a shared GPU's series by one
+            # copy per pod holding it (docs/demo.md, "The simulated exporter"): the device's own
+            # series only while no pod holds it, so its unallocated hours are still seen.
+            free = [(timestamps[k], values[k]) for seg in truth.segments if not seg.pods for k in range(seg.k0, seg.k1)]
+            if free:
+                yield SimSeries(metric, {**base, **workload_labels(scenario, None, device.host), **tail}, free)
             for pod_uid, vgpu in vgpu_of.items():
                 pod_samples = [(timestamps[k], values[k]) for seg in truth.segments
                                if any(p.uid == pod_uid for p in seg.pods) for k in range(seg.k0, seg.k1)]

@@ -14,7 +14,7 @@ from .exporter import ExporterProfile
 
 DeviceKey = tuple[str, str]  # (uuid, mig_instance_id or "")
 
-PATTERNS = ("busy", "idle", "bursty", "mixed")
+PATTERNS = ("busy", "idle", "bursty", "mixed", "light")   # light: a small model on a big GPU (docs/demo.md)
 SPELLINGS = ("plain", "exported", "old")
 HOSTNAME_LABELS = ("Hostname", "hostname")
 

@@ -76,6 +76,8 @@ def _pattern_busy(pattern: str, pod: SimPod, k_in_pod: int, pod_samples: int, rn
         return rng.uniform(0.85, 0.98)
     if pattern == "idle":
         return rng.uniform(0.0, 0.03)
+    if pattern == "light":   # a small model serving on a big GPU: busy enough not to count idle
+        return rng.uniform(0.06, 0.11)
     if pattern == "bursty":
         on = bisect.bisect_right(_burst_toggles(pod.uid, pod_samples), k_in_pod) % 2 == 0
         return rng.uniform(0.85, 0.98) if on else rng.uniform(0.0, 0.03)
@@ -120,7 +122,8 @@ def iter_device_truth(scenario: Scenario) -> Iterator[DeviceTruth]:
 
 # ---------------------------------------------------------------- GPUs HAMi shares
 
-MEMORY_MIB = {"NVIDIA H100 80GB HBM3": 81559, "NVIDIA A100-SXM4-80GB": 81920, "NVIDIA A30": 24576}
+MEMORY_MIB = {"NVIDIA H100 80GB HBM3": 81559, "NVIDIA A100-SXM4-80GB": 81920, "NVIDIA A30": 24576,
+              "NVIDIA L4": 23034}
 
 
 def memory_mib(model: str) -> int:

@@ -14,6 +14,8 @@ from apps.accounting.models import UsageHour
 from apps.reports.statement_rows import statement_payload
 from apps.accounting.usage.cells import UsageFilter, group_cells, usage_cells
 from apps.recommendations.models import Alert, RecommendationSnapshot
+from apps.recommendations.rightsizing.rows import RightsizeQuery, rightsizing_rows
+from apps.ingest.models import IngestRun
 from apps.simulator.demo import create_logins, is_loaded, load_demo, plan_story
 from apps.teams.models import Team
 
@@ -56,13 +58,13 @@ def test_the_demo_loads_the_whole_story(settings):
     assert is_loaded()
 
     # October closed; its last six hours arrived after the close and sit in November as
-    # adjustments: 16 GPUs (12 whole, 4 MIG boards fully cut) × 6 hours = 96 GPU-hours in all,
-    # allocated or not.
+    # adjustments: 18 GPUs (12 whole, 2 L4s, 4 MIG boards fully cut) × 6 hours = 108 GPU-hours
+    # in all, allocated or not.
     # closed by finance on 1 November, as docs/demo.md tells it — not when the demo ran
     assert BillingPeriod.objects.get(period="2026-10").closed_at == utc(2026, 11, 1, 9)
     lines = [line for line in statement("2026-11").lines if line.kind == "adjustment"]
     assert lines and {line.adjusts_period for line in lines} == {"2026-10"}
-    assert float(sum(line.allocated_gpu_seconds for line in lines)) / 3600 == pytest.approx(96.0)
+    assert float(sum(line.allocated_gpu_seconds for line in lines)) / 3600 == pytest.approx(108.0)
     october = statement_payload(statement("2026-10"), "team", None)
     assert october["closed"] and october["totals_by_currency"]["USD"] != "0.00"
 
@@ -100,3 +102,27 @@ def test_the_demo_loads_the_whole_story(settings):
                                                    namespaces=frozenset({"sandbox"}))), "team")
     assert {r.key for r in last_day} <= {"unassigned"}       # the claim does not count until approved
     assert StatementLine.objects.filter(period__period="2026-10").aggregate(n=Sum("allocated_gpu_seconds"))["n"] > 0
+
+    # right-sizing has something to say besides keep and release (docs/demo.md, "The cluster"):
+    rows = {r["workload_name"]: r for r in rightsizing_rows(RightsizeQuery(money=True, now=NOW))}
+    assert {"mig", "share"} <= {r["action"] for r in rows.values()}
+    # the light reranker holds a whole H100 from sample 345 of 576 (k(0.6), five-minute samples)
+    # to the end: 231 × 5 min = 19.25 h, at most 8 % of 81,559 MiB (+15 %: 7,504 MiB ≤ 1g.10gb's
+    # 9,537 MiB) and at most 11 % busy (+15 %: 12.7 % ≤ 1/7 of the GPU): MIG 1g.10gb, saving
+    # (2.50 − 0.40 $/h, the card's H100 and its 1g.10gb) × 19.25 h = $40.425 → $40.43 (48 h < 730 h: as measured)
+    mig = rows["reranker-small"]
+    assert (mig["action"], mig["profile"], mig["resource_advised"]) == ("mig", "1g.10gb", "nvidia.com/mig-1g.10gb")
+    assert mig["allocated_gpu_hours"] == pytest.approx(19.25)
+    assert mig["fb_peak_mib"] * 1.15 <= 9536.7 and mig["activity_p95"] * 1.15 <= 1 / 7
+    assert mig["monthly_saving"] == "40.43"
+    # the light embedder holds the first L4 (no MIG) for the last 24 h: a quarter of its time and
+    # of its 24 GB fits, so it shares the GPU four ways: (0.80 − 0.80 ÷ 4) $/h × 24 h = $14.40
+    share = rows["embedder-small"]
+    assert (share["action"], share["resource_advised"]) == ("share", "nvidia.com/gpu.shared")
+    assert share["allocated_gpu_hours"] == pytest.approx(24.0) and share["monthly_saving"] == "14.40"
+
+    # a clean demo's ingest log holds no warning of its own making: no "duplicate" samples (the
+    # time-sliced GPU's series are dcgm-exporter's per-pod copies only), just the HAMi overcommit
+    # the story tells
+    warnings = [w for run in IngestRun.objects.all() for w in run.warnings]
+    assert warnings and all(w.startswith("HAMi overcommitted GPU") for w in warnings), warnings

@@ -77,19 +77,26 @@ def test_energy_counter_is_monotone_per_whole_gpu():
 
 @pytest.mark.parametrize("spelling,ns_label", [("plain", "namespace"), ("exported", "exported_namespace"),
                                                ("old", "pod_namespace")])
-def test_time_sliced_gpu_has_device_series_plus_per_pod_vgpu_series(spelling, ns_label):
+def test_time_sliced_gpu_has_per_pod_vgpu_series_and_its_own_only_while_free(spelling, ns_label):
+    """dcgm-exporter with --kubernetes-virtual-gpus replaces a shared GPU's series by one copy per
+    pod (docs/demo.md, "The simulated exporter"): the device's own series only at the instants no
+    pod holds it (samples 30 to 119 here), never beside the pods' copies."""
+    from apps.simulator.truth import iter_device_truth
+
     scenario = sliced_scenario(spelling)
     util = series_of(scenario, "DCGM_FI_DEV_GPU_UTIL")
     (device,) = [s for s in util if "vgpu" not in s.labels]
-    assert ns_label not in device.labels and len(device.samples) == 120
+    assert ns_label not in device.labels and [t for t, _ in device.samples] == [at(k) for k in range(30, 120)]
     per_pod = {s.labels[ns_label]: s for s in util if "vgpu" in s.labels}
     assert set(per_pod) == {"notebooks", "batch"}
+    assert [t for t, _ in per_pod["notebooks"].samples] == [at(k) for k in range(0, 20)]
+    assert [t for t, _ in per_pod["batch"].samples] == [at(k) for k in range(10, 30)]
+    (truth,) = iter_device_truth(scenario)
+    reading = {at(k): round(u * 100) for k, u in enumerate(truth.utilization)}
     pods = {p.namespace: p for p in scenario.pods}
     for ns, s in per_pod.items():
         assert s.labels["pod_uid"] == pods[ns].uid
-        assert len(s.samples) == 20
-        device_values = dict(device.samples)
-        assert all(device_values[ts] == v for ts, v in s.samples)  # the same device reading
+        assert all(reading[ts] == v for ts, v in s.samples)  # the same device reading
     assert {per_pod["notebooks"].labels["vgpu"], per_pod["batch"].labels["vgpu"]} == {"0", "1"}
 
 

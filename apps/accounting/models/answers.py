@@ -22,7 +22,7 @@ class InputChange(models.Model):
     FROZEN = "frozen"      # closed months' frozen cells (closes and reopens): their late data
     EPOCH = "epoch"        # compaction of this log: every stored answer is re-proved
     OWNERS = "owners"              # pods' workloads (stored page parts: the right-sizing block)
-    QUOTA = "quota"                # ResourceQuota hours (stored page parts: the team page's quota table)
+    QUOTA = "quota"                # ResourceQuota and queued-demand hours (the team page's quota table, the quota advice)
 
     id = models.BigAutoField(primary_key=True)
     category = models.CharField(max_length=10)

@@ -15,8 +15,8 @@ import-linter contract).
 from apps.accounting.stored.inputs import OWNERS, QUOTA, RATES
 from apps.accounting.stored.provenance import computed_here, computed_on_read
 from apps.accounting.stored.refresh import months_of, refresh_after_commit
-from apps.accounting.stored.responses import body as month_body, scope_tag
+from apps.accounting.stored.responses import body as month_body, scope_tag, window_body
 from apps.accounting.stored.versions import prefetch_versions, stored_answers, versions_read_once
 
 __all__ = ["OWNERS", "QUOTA", "RATES", "computed_here", "computed_on_read", "months_of", "refresh_after_commit",
-           "month_body", "scope_tag", "prefetch_versions", "stored_answers", "versions_read_once"]
+           "month_body", "scope_tag", "prefetch_versions", "stored_answers", "versions_read_once", "window_body"]

@@ -79,9 +79,12 @@ UNDATED = {
     "teams_namespace": [("mapping", "name,cluster_id", "UD")],   # a new namespace has no label yet
     "clusters_cluster": [("mapping", "name,label_trust", "IUD")],
     # Read by no month answer, but by stored page parts (`ledger.answer.usage_version(also=…)`): the
-    # right-sizing block (pod owners name the workloads) and the team page's quota table.
+    # right-sizing block and rows (pod owners name the workloads), the team page's quota table and
+    # the quota advice's histories.
     "accounting_podowner": [(OWNERS, "owner_kind,owner_name,workload_kind,workload_name", "IUD")],
     "accounting_quotahour": [(QUOTA, "*", "IUD")],
+    # what waits against a quota: the quota advice's histories read it with the quota hours
+    "accounting_queueddemandhour": [(QUOTA, "*", "IUD")],
 }
 # Logged on every statement, without transition tables: a close inserts a month's hundreds of
 # thousands of frozen cells at once, and only closes and reopens write them. Only the stored

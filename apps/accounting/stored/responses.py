@@ -15,7 +15,8 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from apps.accounting.stored.answers import LOCK_CLASS, month_kept
-from apps.accounting.stored.versions import stored_answers
+from apps.accounting.stored.refresh import months_of
+from apps.accounting.stored.versions import read_inputs, stored_answers
 from apps.accounting.models import MonthBody
 
 
@@ -42,6 +43,20 @@ def body(period: str, key: str, version: str, render, *, gzipped: bool = False) 
     packed = gzip_of(rendered)
     write_body(period, key, version, rendered, packed)
     return packed if gzipped else rendered
+
+
+def window_body(start, end, key: str, render, *, also: tuple[str, ...] = ()) -> bytes:
+    """An answer over the hours [start, end) (a trailing window, across months), stored at the
+    version of what it reads: the usage hours of every month the window touches and the undated
+    categories `also` (`OWNERS`, `QUOTA`); filed under the window's last month, so its bounds
+    prune it (docs/performance.md, "Right-sizing and quota advice"). `render()` each time where
+    the database keeps no answers, or for an empty window. `key` names the question and its window."""
+    if not stored_answers() or end <= start:
+        return render()
+    periods = months_of(start, end)
+    inputs = read_inputs(periods)
+    version = "|".join(inputs.cells(p) for p in periods) + "".join(f"|{c} {inputs.undated.get(c)}" for c in also)
+    return body(periods[-1], key, version, render)
 
 
 def read_body(period: str, key: str, version: str, *, gzipped: bool = False) -> bytes | None:

@@ -5,11 +5,18 @@ A workload is a pod's owner as ingest recorded it (`PodOwner`: Deployment, State
 CronJob, Notebook…); a pod with no known owner is its own workload (kind `Pod`). One row per
 (namespace, workload, GPU model, MIG profile): a workload that ran on two kinds of GPU has a
 row for each, since each is sized on its own. Everything is aggregated in one SQL query.
+
+The rows of a window are stored (docs/performance.md, "Right-sizing and quota advice"): the
+fleet's, at the version of what they are computed from — the usage hours of every month the
+window touches (the dated log) and the pod owners — in the store of month answers, so every page
+and role asking for the same window reads them instead of aggregating four weeks of hours again;
+a version read first, a miss computed and stored, never served stale.
 """
 from __future__ import annotations
 
+import json
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import datetime
 
 from django.db import connection
@@ -19,6 +26,9 @@ from django.db.models.functions import Cast, Coalesce, Concat, NullIf
 
 from apps.accounting.core.measures import efficiency, percentile
 from apps.accounting.models import PodOwner, UsageHour
+from apps.accounting.stored.inputs import OWNERS
+from apps.accounting.stored.responses import window_body
+from apps.accounting.stored.versions import stored_answers
 
 POD_KIND = "Pod"
 
@@ -71,7 +81,27 @@ class WorkloadUsage:
 
 
 def workload_usage(cluster_ids, start: datetime, end: datetime, namespaces=None) -> list[WorkloadUsage]:
-    """Each workload's usage in [start, end), one row per (namespace, workload, model, profile)."""
+    """Each workload's usage in [start, end), one row per (namespace, workload, model, profile);
+    `namespaces` (a set) keeps those namespaces' rows. Read from the store where it keeps answers."""
+    if not stored_answers():
+        return computed_workload_usage(cluster_ids, start, end, namespaces)
+    key = (f"workloads?clusters={','.join(str(c) for c in sorted(cluster_ids))}"
+           f"&start={start.isoformat()}&end={end.isoformat()}")
+    rows = _load(window_body(start, end, key, lambda: _dump(computed_workload_usage(cluster_ids, start, end)),
+                             also=(OWNERS,)))
+    return rows if namespaces is None else [u for u in rows if u.namespace in namespaces]
+
+
+def _dump(rows: list[WorkloadUsage]) -> bytes:
+    return json.dumps([{**asdict(u), "first_hour": u.first_hour.isoformat()} for u in rows]).encode()
+
+
+def _load(raw: bytes) -> list[WorkloadUsage]:
+    return [WorkloadUsage(**{**r, "first_hour": datetime.fromisoformat(r["first_hour"])}) for r in json.loads(raw)]
+
+
+def computed_workload_usage(cluster_ids, start: datetime, end: datetime, namespaces=None) -> list[WorkloadUsage]:
+    """`workload_usage` computed from the hourly rollups, in one SQL query."""
     owner = PodOwner.objects.filter(cluster_id=OuterRef("cluster_id"), namespace=OuterRef("namespace"),
                                     pod=OuterRef("pod"))
     qs = UsageHour.objects.filter(cluster_id__in=cluster_ids, hour_start__gte=start, hour_start__lt=end,

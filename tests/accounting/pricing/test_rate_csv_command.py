@@ -71,4 +71,4 @@ def test_every_bad_line_is_listed(tmp_path):
 def test_the_readme_example_file_imports():
     from django.conf import settings
     call_command("import_rates", str(settings.BASE_DIR / "apps/accounting/fixtures/rates.example.csv"))
-    assert Rate.objects.count() == 5
+    assert Rate.objects.count() == 6
