@@ -14,7 +14,7 @@ export FOCUS13_VENV ?= $(CURDIR)/.venv-focus13
 PYTHON312 ?=
 export DATABASE_URL_TEST ?= postgres://postgres@127.0.0.1:5432/gpuportal
 
-.PHONY: setup system-packages bytecode demo smoke test test-fast lint bench bench-scaling load clean
+.PHONY: setup portal system-packages bytecode demo smoke test test-fast lint bench bench-scaling load clean
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,7 +62,11 @@ system-packages:
 	  else echo "note: could not install$$missing (needs apt-get as root); the demo falls back to in-process data, the deploy/k8s tests skip"; fi; \
 	fi
 
-setup: $(VENV)/.installed $(FOCUS_VENV)/.installed $(FOCUS13_VENV)/.installed system-packages bytecode
+# What the portal itself runs on (the demo needs no more); `setup` adds the test tools' own
+# environments, the FOCUS validators, which the suite runs.
+portal: $(VENV)/.installed system-packages bytecode
+
+setup: portal $(FOCUS_VENV)/.installed $(FOCUS13_VENV)/.installed
 
 # The project's own modules compiled once (each run of `make setup`: only changed files are
 # redone), as pip compiles the libraries it installs: every process (`manage.py ingest`, a test
@@ -73,7 +77,8 @@ bytecode: $(VENV)/.installed
 	$(PY) -m compileall -q apps gpuportal >/dev/null
 
 # The demo is development: DEBUG on (the settings default to off and then want a real SECRET_KEY).
-demo: setup
+# It needs the portal, not the validators' environments (minutes of installs, and a Python 3.12).
+demo: portal
 	mkdir -p var
 	DEBUG=true DATABASE_URL=$${DATABASE_URL:-sqlite:///$(CURDIR)/var/demo.sqlite3} REDIS_URL= PORT=$(PORT) $(PY) manage.py demo
 
