@@ -23,14 +23,14 @@ from apps.accounting.models import FrozenDay
 
 # The lists of a frozen day, and the column of a cell SELECT each one gathers (`freeze_select`).
 COLUMNS = ("cluster_ids", "clusters", "namespaces", "teams", "gpu_models", "mig_profiles", "price_classes",
-           "gpu_seconds", "used_gpu_seconds", "mig_seconds")
+           "gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "mig_seconds")
 CELL_COLUMNS = ("cluster_id_value", "cluster", "namespace", "team", "gpu_model", "mig_profile", "price_class",
-                "gpu_seconds", "used_gpu_seconds", "mig_seconds")
+                "gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "mig_seconds")
 
 
 def _values(c: Cell) -> tuple:
     return (c.cluster_id, c.cluster, c.namespace, c.team, c.gpu_model, c.mig_profile, c.price_class,
-            float(c.gpu_seconds), float(c.used_gpu_seconds), float(c.mig_seconds))
+            float(c.gpu_seconds), float(c.used_gpu_seconds), float(c.idle_gpu_seconds), float(c.mig_seconds))
 
 
 def write_cells(cells: Iterable[tuple[int, int, Cell]]) -> int:
@@ -73,8 +73,10 @@ def _days(where: Q) -> Iterator[tuple[str, str, list[Cell]]]:
     rows = (FrozenDay.objects.filter(where).order_by("id")
             .values_list("period__period", "booked_in__period", "day", *COLUMNS))
     for period, booked_in, day, *columns in _read(rows):
-        yield period, booked_in, [Cell(cid, cluster, namespace, team, model, profile, day, g, u, 0.0, m, price_class)
-                                  for cid, cluster, namespace, team, model, profile, price_class, g, u, m
+        if columns[9] is None:      # not yet back-filled (migration 0018): no idle
+            columns[9] = [0.0] * len(columns[7])
+        yield period, booked_in, [Cell(cid, cluster, namespace, team, model, profile, day, g, u, i, m, price_class)
+                                  for cid, cluster, namespace, team, model, profile, price_class, g, u, i, m
                                   in zip(*columns, strict=True)]
 
 
