@@ -26,14 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 
-from django.db.models import Q
 
 from apps.accounting.calendar.zone import billing_zone, day_start
 from apps.accounting.core.lines import Cell
 from apps.accounting.core.periods import period_of
 from apps.accounting.core.ratecard import RateCard
 from apps.accounting.ledger.answer import as_closed, closed_periods, window_cells
-from apps.accounting.ledger.frozen import frozen_cells
+from apps.accounting.ledger.frozen import month_cells
 from apps.accounting.models import BillingPeriod
 from apps.accounting.pricing.rates import billed_card as _billed_card
 from apps.accounting.usage import reader as rollup_reader
@@ -128,8 +127,7 @@ def _frozen_days(f: UsageFilter, p: Piece) -> list[Cell]:
 
     clusters = set(Cluster.objects.filter(name=f.cluster).values_list("id", flat=True)) if f.cluster else None
     out = []
-    where = Q(period=p.bp, booked_in=p.bp, day__gte=p.days[0], day__lte=p.days[-1])
-    for _period, _booked, c in frozen_cells(where):
+    for _period, _booked, c in month_cells(p.bp, "own", p.days[0], p.days[-1]):
         if (clusters is not None and c.cluster_id not in clusters) \
                 or (f.namespaces is not None and c.namespace not in f.namespaces) \
                 or (f.gpu_models is not None and c.gpu_model not in f.gpu_models) \

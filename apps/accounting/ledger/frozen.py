@@ -20,6 +20,7 @@ from django.db.models import Q
 from apps.accounting.db.bulk import insert_rows
 from apps.accounting.core.lines import Cell
 from apps.accounting.models import FrozenDay
+from apps.accounting.stored.versions import read_once, reading_once
 
 # The lists of a frozen day, and the column of a cell SELECT each one gathers (`freeze_select`).
 COLUMNS = ("cluster_ids", "clusters", "namespaces", "teams", "gpu_models", "mig_profiles", "price_classes",
@@ -100,9 +101,43 @@ def _read(rows) -> Iterator[tuple]:
             yield from chunk
 
 
+# The frozen days a closed month's views read, each a (month, statement) pair: the query that
+# finds them, and the same test on a day read already.
+SCOPES = {
+    "own": (lambda bp: Q(period=bp, booked_in=bp), lambda bp, p, b: p == bp.period and b == bp.period),
+    "booked": (lambda bp: Q(booked_in=bp), lambda bp, p, b: b == bp.period),
+    "late": (lambda bp: Q(period=bp) & ~Q(booked_in=bp), lambda bp, p, b: p == bp.period and b != bp.period),
+    "carried": (lambda bp: Q(period=bp), lambda bp, p, b: p == bp.period),
+}
+
+
+def month_cells(bp, scope: str, first=None, last=None) -> Iterator[tuple[str, str, Cell]]:
+    """(month, statement, cell) of the frozen days of the closed month `bp` in `scope` — "own":
+    its own usage as its close froze it; "booked": every day its statement carries (its own and
+    the late data of earlier months its close booked); "late": its late data later closes
+    booked; "carried": what statements carry of it (its own and its late data) — of the days
+    `first`..`last` if given. Within a page view (`stored.versions.versions_read_once`) every frozen
+    day of `bp` is read in one query, once, and each scope is taken from them: the overview
+    reads the month as billed, its days' money and its late hours from one read
+    (docs/performance.md, "Windows across a close"). Elsewhere, the scope's days alone, a few
+    at a time. The cells are shared between the readers of a page: never changed."""
+    where, keep = SCOPES[scope]
+    if not reading_once():
+        q = where(bp)
+        if first is not None:
+            q &= Q(day__gte=first, day__lte=last)
+        yield from frozen_cells(q)
+        return
+    days = read_once(("frozen days", bp.pk, bp.closed_at), lambda: list(_days(Q(period=bp) | Q(booked_in=bp))))
+    for period, booked_in, cells in days:
+        if keep(bp, period, booked_in) and (first is None or (cells and first <= cells[0].day <= last)):
+            for cell in cells:
+                yield period, booked_in, cell
+
+
 def carried_cells(bp) -> list[Cell]:
     """The cells a closed month's statements carry (its own and its adjustments)."""
-    return [cell for _period, _booked, cells in _days(Q(period=bp)) for cell in cells]
+    return [cell for _period, _booked, cell in month_cells(bp, "carried")]
 
 
 def booked_elsewhere(bp) -> list[str]:
