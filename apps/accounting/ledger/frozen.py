@@ -2,16 +2,18 @@
 measured against (docs/accounting.md, "Late data for a closed month").
 
 A close writes them (its month's cells, and the late data of the closed months before it that it
-books); late data, the ledger and the FOCUS export read them back as usage cells. They are stored
-by the day, as columns (`models.FrozenDay`): one row holds a day's cells, position i of each list
-being one cell. Only this module knows that shape (docs/performance.md, "Frozen cells stored by
-the day").
+books); late data, the ledger, the FOCUS export and the views of a closed month read them back
+as usage cells (a page view reads a month's once: `month_cells`), with the allocated, used, idle
+and MIG seconds the close read. They are stored by the day, as columns (`models.FrozenDay`): one
+row holds a day's cells, position i of each list being one cell. Only this module knows that
+shape (docs/performance.md, "Frozen cells stored by the day").
 """
 from __future__ import annotations
 
 import itertools
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from datetime import timedelta
 
 import psycopg
 from django.db import connection
@@ -19,6 +21,7 @@ from django.db.models import Q
 
 from apps.accounting.db.bulk import insert_rows
 from apps.accounting.core.lines import Cell
+from apps.accounting.core.periods import period_of
 from apps.accounting.models import FrozenDay
 from apps.accounting.stored.versions import read_once, reading_once
 
@@ -117,18 +120,21 @@ def month_cells(bp, scope: str, first=None, last=None) -> Iterator[tuple[str, st
     the late data of earlier months its close booked); "late": its late data later closes
     booked; "carried": what statements carry of it (its own and its late data) — of the days
     `first`..`last` if given. Within a page view (`stored.versions.versions_read_once`) every frozen
-    day of `bp` is read in one query, once, and each scope is taken from them: the overview
-    reads the month as billed, its days' money and its late hours from one read
-    (docs/performance.md, "Windows across a close"). Elsewhere, the scope's days alone, a few
-    at a time. The cells are shared between the readers of a page: never changed."""
+    day of `bp` (of those days, for part of the month) is read in one query, once, and each scope
+    is taken from them: the overview of a closed month reads the month as billed, its days'
+    money and its late hours from one read (docs/performance.md, "Closed months read as
+    billed"). Elsewhere, the scope's days alone, a few at a time. The cells are shared between
+    the readers of a page: never changed."""
     where, keep = SCOPES[scope]
+    days_q = Q(day__gte=first, day__lte=last) if first is not None else Q()
     if not reading_once():
-        q = where(bp)
-        if first is not None:
-            q &= Q(day__gte=first, day__lte=last)
-        yield from frozen_cells(q)
+        yield from frozen_cells(where(bp) & days_q)
         return
-    days = read_once(("frozen days", bp.pk, bp.closed_at), lambda: list(_days(Q(period=bp) | Q(booked_in=bp))))
+    whole = first is None or (first.day == 1 and period_of(first) == bp.period
+                              and period_of(last + timedelta(days=1)) != bp.period)
+    span = None if whole else (first, last)
+    days = read_once(("frozen days", bp.pk, bp.closed_at, span),
+                     lambda: list(_days((Q(period=bp) | Q(booked_in=bp)) & (Q() if whole else days_q))))
     for period, booked_in, cells in days:
         if keep(bp, period, booked_in) and (first is None or (cells and first <= cells[0].day <= last)):
             for cell in cells:
