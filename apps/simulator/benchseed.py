@@ -127,7 +127,7 @@ class Fleet:
         cols = ("cluster_id", "device_id", "namespace", "pod", "hour_start", "node", "gpu_model", "mig_profile",
                 "gpu_fraction", "sample_count", "gpu_seconds", "used_gpu_seconds", "idle_gpu_seconds", "mig_seconds",
                 "unknown_util_samples", "idle_prefix_seconds", "idle_suffix_seconds", "idle_max_run_seconds",
-                "idle_whole_hour")
+                "idle_whole_hour", "dra_claim")
         rows = 0
         for ci, cluster in enumerate(self.clusters):
             ids = self._device_ids(ci, cluster, hour_start)
@@ -138,7 +138,7 @@ class Fleet:
                         gpu_s = 3600.0 * fraction
                         copy.write_row((cluster.pk, ids[i], ns, f"pod-{i}" if ns else "", hour_start, node, model,
                                         profile, fraction, 60, gpu_s, gpu_s * util, 0.0,
-                                        3600.0 if profile else 0.0, 0, 0.0, 0.0, 0.0, False))
+                                        3600.0 if profile else 0.0, 0, 0.0, 0.0, 0.0, False, False))
                         rows += 1
         return rows
 

@@ -3,7 +3,7 @@
 the billing time zone — the closed month's statement (JSON and CSV, by team and by namespace), its
 workbook and its FOCUS export stay byte-identical (docs/chargeback.md, "3. Close the month"), and
 so do its figures on the overview, the team pages, the usage API and the explorer — money and the
-hours beside it, over the month and over the closed days of a window across its end
+hours beside it, idle GPU-hours and idle cost among them, over the month and over the closed days of a window across its end
 (docs/chargeback.md, "Windows across a close")."""
 import csv
 import html
@@ -77,8 +77,8 @@ def outputs(client, page_client=None) -> list:
     for group_by in ("team", "namespace", "gpu_model"):
         response = client.get("/api/v1/usage/", {**MARCH, "group_by": group_by})
         assert response.status_code == 200
-        out.append(sorted((r["key"], r["allocated_gpu_hours"], r["used_gpu_hours"], r["cost"], r["currency"])
-                          for r in response.json()["results"]))
+        out.append(sorted((r["key"], r["allocated_gpu_hours"], r["used_gpu_hours"], r["idle_gpu_hours"], r["cost"],
+                           r["currency"]) for r in response.json()["results"]))
     response = client.get("/api/v1/chargeback/xlsx/", {"period": "2026-03"})
     assert response.status_code == 200
     book = load_workbook(io.BytesIO(response.content))
@@ -89,8 +89,8 @@ def outputs(client, page_client=None) -> list:
 
 @pytest.fixture
 def closed_march(finance):
-    """Two namespaces of two teams on an H100 and a spot node, a day split by a re-label, a MIG
-    slice and an idle hour; closed in UTC."""
+    """Two namespaces of two teams on an H100 and a spot node, a day split by a re-label (ml's
+    first 4 hours of it idle), a MIG slice and unallocated hours; closed in UTC."""
     prod = make_cluster()
     make_team("alpha"), make_team("beta"), make_team("gamma")
     ml = make_namespace(prod, "ml", label_team="alpha")
@@ -103,6 +103,7 @@ def closed_march(finance):
     gpu, spot = make_device(prod, host="gpu-1"), make_device(prod, host="spot-1")
     small = make_device(prod, host="gpu-2", mig_profile="1g.10gb", fraction=1 / 7)
     make_usage(gpu, "ml", utc(2026, 3, 15), hours=24)
+    UsageHour.objects.filter(namespace="ml", hour_start__lt=utc(2026, 3, 15, 4)).update(idle_gpu_seconds=3600.0)
     make_usage(spot, "cv", utc(2026, 3, 31, 21), hours=5)
     make_usage(small, "cv", utc(2026, 3, 3), hours=3)
     make_usage(gpu, "", utc(2026, 3, 20), hours=2)
@@ -169,11 +170,13 @@ def apply(edit: str, prod, ml, gpu, spot, finance, settings) -> None:
             do_save_rate(finance, Rate(gpu_model=gpu.model_name, mig_profile="", price_class="on_demand",
                                        hourly_rate=Decimal("9.00"), currency="USD", effective_from=date(2026, 3, 10)))
     elif edit == "late_usage_seen_day":
-        # a late hour on a day the close saw (15 March, ml's day), on a node of its own
+        # a late idle hour on a day the close saw (15 March, ml's day), on a node of its own: the
+        # day's live idle share moves, its frozen idle does not
         taken = set(UsageHour.objects.filter(pod="late-seen").values_list("hour_start", flat=True))
         hour = next((h for h in (utc(2026, 3, 15) + timedelta(hours=i) for i in range(24)) if h not in taken), None)
         if hour is not None:
-            make_usage(make_device(prod, host="gpu-late"), "ml", hour, pod="late-seen")
+            [row] = make_usage(make_device(prod, host="gpu-late"), "ml", hour, pod="late-seen")
+            UsageHour.objects.filter(pk=row.pk).update(idle_gpu_seconds=3600.0)
 
 
 def test_no_edit_after_a_close_moves_the_closed_month(closed_march, finance, api, client, settings):
@@ -182,8 +185,10 @@ def test_no_edit_after_a_close_moves_the_closed_month(closed_march, finance, api
     baseline = outputs(api_client, client)
     # March's own usage: ml 24 h × 2.345 = 56.28, cv's 3 spot hours of 31 March (21:00–24:00 UTC)
     # × 0.90 = 2.70 and 3 instance-hours of 1g.10gb × 0.40 = 1.20: 60.18 beside 24 + 3 + 3/7 =
-    # 27.4 GPU-h (the 2 unallocated hours are capacity, not the Cost KPI's)
+    # 27.4 GPU-h (the 2 unallocated hours are capacity, not the Cost KPI's); ml's 4 idle hours
+    # (alpha's, before the re-label at 10:00) × 2.345 = 9.38 of idle cost
     assert ("Cost", "$60.18") in baseline[0] and ("Allocated", "27.4") in baseline[0]
+    assert ("Idle", "4.0") in baseline[0] and ("Idle cost", "$9.38") in baseline[0]
     assert all(baseline[1:10]), baseline[1:10]          # every table and every explorer cut has rows
     prod, ml, gpu, spot = closed_march
 

@@ -238,17 +238,19 @@ def _month_cells_sql(select: tuple[str, list] | None, rest: list) -> tuple[str, 
     if select is not None:
         sql, select_params = select
         parts.append(f"SELECT c.cluster_id AS cluster_id_value, c.cluster, c.namespace, c.team, c.gpu_model, "
-                     "c.mig_profile, c.price_class, c.day, c.gpu_seconds, c.used_gpu_seconds, c.mig_seconds "
+                     "c.mig_profile, c.price_class, c.day, c.gpu_seconds, c.used_gpu_seconds, c.idle_gpu_seconds, "
+                     "c.mig_seconds "
                      f"FROM ({sql}) AS c({', '.join(CELL_SQL_COLUMNS)})")
         params += select_params
     if rest or select is None:
         parts.append("SELECT * FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[], %s::text[], %s::text[], "
-                     "%s::text[], %s::date[], %s::float8[], %s::float8[], %s::float8[]) "
+                     "%s::text[], %s::date[], %s::float8[], %s::float8[], %s::float8[], %s::float8[]) "
                      f"AS r({', '.join(_FROZEN_COLUMNS)})")
         params += [[c.cluster_id for c in rest], [c.cluster for c in rest], [c.namespace for c in rest],
                    [c.team for c in rest], [c.gpu_model for c in rest], [c.mig_profile for c in rest],
                    [c.price_class for c in rest], [c.day for c in rest], [c.gpu_seconds for c in rest],
-                   [c.used_gpu_seconds for c in rest], [c.mig_seconds for c in rest]]
+                   [c.used_gpu_seconds for c in rest], [c.idle_gpu_seconds for c in rest],
+                   [c.mig_seconds for c in rest]]
     return " UNION ALL ".join(parts), params
 
 

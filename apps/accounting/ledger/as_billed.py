@@ -8,9 +8,8 @@ page, `/api/v1/usage/` and the explorer, over a whole month or any other window:
    usage, attributed and priced as it stands now (`usage.cells.usage_cells`, today's rate card).
 2. A whole day of a closed month is that month's **frozen day**: the cells its close froze for
    that date (`ledger.frozen`), with the team and price class the close booked them under and the
-   allocated, used and MIG seconds its statement priced. Idle seconds are not frozen: a frozen
-   cell has the idle share that the live usage of its day key (cluster, namespace, model, profile,
-   day) has, read as of the close. Hours that arrived after the close are not in it: they are
+   allocated, used, idle and MIG seconds its statement priced (idle: the idle seconds of those
+   hours as the close read them). Hours that arrived after the close are not in it: they are
    billed in a later month (`ledger.money.late_hours` says how many, and where).
 3. A part of a day of a closed month (a window that starts or ends at another instant than a
    midnight) has no frozen figures: its live hours are read as the month's close attributed
@@ -27,14 +26,13 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import date, datetime, timedelta
 
-from django.db.models import Q
 
 from apps.accounting.calendar.zone import billing_zone, day_start
 from apps.accounting.core.lines import Cell
 from apps.accounting.core.periods import period_of
 from apps.accounting.core.ratecard import RateCard
 from apps.accounting.ledger.answer import as_closed, closed_periods, window_cells
-from apps.accounting.ledger.frozen import frozen_cells
+from apps.accounting.ledger.frozen import month_cells
 from apps.accounting.models import BillingPeriod
 from apps.accounting.pricing.rates import billed_card as _billed_card
 from apps.accounting.usage import reader as rollup_reader
@@ -123,38 +121,20 @@ def billed_card() -> RateCard:
 
 
 def _frozen_days(f: UsageFilter, p: Piece) -> list[Cell]:
-    """The frozen cells of the closed month's whole days `p.days` that `f` selects, each with the
-    idle share of its day key's live usage as of the close."""
+    """The frozen cells of the closed month's whole days `p.days` that `f` selects, with the idle
+    seconds the close froze with them."""
     from apps.clusters.models import Cluster
 
     clusters = set(Cluster.objects.filter(name=f.cluster).values_list("id", flat=True)) if f.cluster else None
     out = []
-    where = Q(period=p.bp, booked_in=p.bp, day__gte=p.days[0], day__lte=p.days[-1])
-    for _period, _booked, c in frozen_cells(where):
+    for _period, _booked, c in month_cells(p.bp, "own", p.days[0], p.days[-1]):
         if (clusters is not None and c.cluster_id not in clusters) \
                 or (f.namespaces is not None and c.namespace not in f.namespaces) \
                 or (f.gpu_models is not None and c.gpu_model not in f.gpu_models) \
                 or (f.teams is not None and (not c.namespace or c.team not in f.teams)):
             continue
         out.append(c)
-    if any(c.namespace for c in out):
-        with as_closed(p.bp):
-            live = usage_cells(f)
-        seconds: dict[tuple, list[float]] = {}
-        for c in live:
-            if c.namespace:
-                s = seconds.setdefault(_day_key(c), [0.0, 0.0])
-                s[0] += c.gpu_seconds
-                s[1] += c.idle_gpu_seconds
-        for c in out:
-            gpu, idle = seconds.get(_day_key(c), (0.0, 0.0))
-            if c.namespace and gpu > 0:
-                c.idle_gpu_seconds = min(c.gpu_seconds, c.gpu_seconds * idle / gpu)
     return out
-
-
-def _day_key(c: Cell) -> tuple:
-    return (c.cluster_id, c.namespace, c.gpu_model, c.mig_profile, c.day)
 
 
 __all__ = ["Piece", "pieces", "crosses_a_close", "billed_cells", "billed_hour_cells", "billed_card"]

@@ -23,13 +23,12 @@ from datetime import date
 from decimal import ROUND_FLOOR, Decimal
 from zoneinfo import ZoneInfo
 
-from django.db.models import Q
 
 from apps.accounting.core.lines import Line, line_sums
 from apps.accounting.core.ratecard import RateCard, billed_cost
 from apps.accounting.core.rounding import apportion, ensure_shown
 from apps.accounting.core.shared_idle import spread_shared_idle
-from apps.accounting.ledger.frozen import frozen_cells
+from apps.accounting.ledger.frozen import month_cells
 from apps.accounting.models import BillingPeriod
 from apps.accounting.ledger.answer import (closed_before, closed_periods, month_late_cells, month_lines,
                                            month_zone, own_days, zone_edge_cells)
@@ -90,7 +89,7 @@ def focus_month(period: str) -> FocusMonth:
     card = rate_card_at(bp.rate_card_version)
     booked = defaultdict(list)
     # Read in chunks (a server-side cursor on Postgres): the rows are never all held as well as the cells.
-    for usage_period, _booked, cell in frozen_cells(Q(booked_in=bp)):
+    for usage_period, _booked, cell in month_cells(bp, "booked"):
         booked[usage_period].append(cell)
     days = day_figures(booked.pop(period, []), card)
     closed = closed_periods()

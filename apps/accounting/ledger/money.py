@@ -19,7 +19,6 @@ from decimal import Decimal
 
 import orjson
 
-from django.db.models import Q
 
 from apps.accounting.core.lines import Line
 from apps.accounting.core.periods import next_period, period_of
@@ -27,7 +26,7 @@ from apps.accounting.core.ratecard import billed_cost
 from apps.accounting.core.rounding import apportion, present
 from apps.accounting.core.measures import shown_hours
 from apps.accounting.ledger.daily_money import focus_month, line_key
-from apps.accounting.ledger.frozen import frozen_cells
+from apps.accounting.ledger.frozen import month_cells
 from apps.accounting.stored.responses import body
 from apps.accounting.stored.versions import read_inputs, stored_answers
 from apps.accounting.ledger.answer import closed_periods, month_late_cells, statement_version
@@ -205,7 +204,7 @@ def _late_cells(period: str, bp):
     then those waiting — in the order every sum of them adds them (`_late_live`,
     `late_by_team`). Every adjusted hour counts, unallocated capacity too: the note adds up to
     the adjustments the later month bills (docs/chargeback.md, "One month, one answer")."""
-    for _period, billed_in, cell in frozen_cells(Q(period=bp) & ~Q(booked_in=bp)):
+    for _period, billed_in, cell in month_cells(bp, "late"):
         yield billed_in, cell.team, cell.cluster, cell.gpu_seconds, not cell.namespace, cell.day
     for cell in month_late_cells(period, bp):
         yield None, cell.team, cell.cluster, cell.gpu_seconds, not cell.namespace, cell.day

@@ -102,4 +102,7 @@ class FrozenDay(models.Model):
     price_classes = ListColumn(of="text")
     gpu_seconds = ListColumn(of="double precision")
     used_gpu_seconds = ListColumn(of="double precision")
+    # The idle seconds the close froze with the cell (docs/chargeback.md, "Windows across a
+    # close"). Null only between migration 0018's schema change and its back-fill.
+    idle_gpu_seconds = ListColumn(of="double precision", null=True)
     mig_seconds = ListColumn(of="double precision")

@@ -131,6 +131,11 @@ def versions_read_once():
         _read_once.reset(token)
 
 
+def reading_once() -> bool:
+    """Whether reads are made once here (within `versions_read_once`)."""
+    return _read_once.get() is not None
+
+
 def read_once(key, read):
     """`read()`, or within `versions_read_once` the value it gave the first time for `key`."""
     memo = _read_once.get()

@@ -72,11 +72,14 @@ def usage_payload(request, group_by, usage_filter):
     money = can_see_money(request.user)
     rows = group_cells(billed_cells(usage_filter, per_day=False) if money else window_cells(usage_filter), group_by)
     shown = priced_rows(request.user, rows)
-    detail = iter(price_usage_rows_detail([r for r, ok in zip(rows, shown) if ok], billed_card())
-                  if any(shown) else [])
-    prices = [next(detail) if ok else None for ok in shown]
+    # A whole month's money is its ledger's (docs/chargeback.md, "One month, one answer"): only
+    # the rows it has no money for are priced from their hours (a closed month's: none, as a rule).
     ledger = month_money(usage_filter, group_by) if any(shown) else None
-    if ledger:      # a whole month's money is its ledger's (docs/chargeback.md, "One month, one answer")
+    live = [ok and (ledger is None or row.key not in ledger.rows) for row, ok in zip(rows, shown)]
+    detail = iter(price_usage_rows_detail([r for r, ok in zip(rows, live) if ok], billed_card())
+                  if any(live) else [])
+    prices = [next(detail) if ok else None for ok in live]
+    if ledger:
         prices = [ledger.price(row.key, price) if ok else None for row, price, ok in zip(rows, prices, shown)]
     out = []
     for row, priced in zip(rows, prices):

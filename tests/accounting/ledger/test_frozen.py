@@ -19,9 +19,9 @@ pytestmark = pytest.mark.django_db
 migration = importlib.import_module("apps.accounting.migrations.0013_frozen_days")
 
 
-def cell(ns, day, g, *, team="A", u=0.0, m=0.0, cid=1, cluster="prod", model="NVIDIA H100 80GB HBM3", profile="",
-         price_class="on_demand"):
-    return Cell(cid, cluster, ns, team, model, profile, day, g, u, 0.0, m, price_class)
+def cell(ns, day, g, *, team="A", u=0.0, i=0.0, m=0.0, cid=1, cluster="prod", model="NVIDIA H100 80GB HBM3",
+         profile="", price_class="on_demand"):
+    return Cell(cid, cluster, ns, team, model, profile, day, g, u, i, m, price_class)
 
 
 @pytest.fixture
@@ -36,7 +36,7 @@ def as_tuples(cells):
 
 def test_cells_written_by_the_day_come_back_as_they_went_in(months):
     feb, mar = months["2026-02"], months["2026-03"]
-    own = [cell("ml", date(2026, 3, 1), 3600.0, u=0.1 + 0.2), cell("ml", date(2026, 3, 2), 7200.0),
+    own = [cell("ml", date(2026, 3, 1), 3600.0, u=0.1 + 0.2, i=0.1 + 0.7), cell("ml", date(2026, 3, 2), 7200.0),
            cell("nlp", date(2026, 3, 1), -0.0, team="B", m=1e-300, profile="1g.10gb", cid=2, cluster="lab"),
            cell("", date(2026, 3, 1), 5e15, team="", price_class="spot")]
     late = [cell("ml", date(2026, 2, 28), 1800.0)]
@@ -57,14 +57,14 @@ def test_cells_written_by_the_day_come_back_as_they_went_in(months):
 def test_a_select_of_cells_is_frozen_in_the_database(months):
     mar = months["2026-03"]
     select = ("SELECT * FROM (VALUES (1::bigint, 'prod', 'ml', 'A', 'H100', '', 'on_demand', 3600.5::float8, "
-              "0.25::float8, 0::float8, '2026-03-01'::date), (1, 'prod', 'ml', 'A', 'H100', '', 'on_demand', 7200, 1, 0, "
-              "'2026-03-02'), (2, 'lab', 'nlp', %s, 'A100', '1g.10gb', 'spot', 60, 0, 60, '2026-03-01')) "
-              "AS v(cluster_id_value, cluster, namespace, team, gpu_model, mig_profile, price_class, gpu_seconds, "
-              "used_gpu_seconds, mig_seconds, day)")
+              "0.25::float8, 1800::float8, 0::float8, '2026-03-01'::date), (1, 'prod', 'ml', 'A', 'H100', '', "
+              "'on_demand', 7200, 1, 0, 0, '2026-03-02'), (2, 'lab', 'nlp', %s, 'A100', '1g.10gb', 'spot', 60, 0, 0, 60, "
+              "'2026-03-01')) AS v(cluster_id_value, cluster, namespace, team, gpu_model, mig_profile, price_class, "
+              "gpu_seconds, used_gpu_seconds, idle_gpu_seconds, mig_seconds, day)")
     freeze_select(select, ["B"], mar.pk)
     assert FrozenDay.objects.count() == 2
     assert as_tuples(carried_cells(mar)) == as_tuples([
-        cell("ml", date(2026, 3, 1), 3600.5, u=0.25, model="H100"),
+        cell("ml", date(2026, 3, 1), 3600.5, u=0.25, i=1800.0, model="H100"),
         cell("ml", date(2026, 3, 2), 7200.0, u=1.0, model="H100"),
         cell("nlp", date(2026, 3, 1), 60.0, team="B", m=60.0, cid=2, cluster="lab", model="A100",
              profile="1g.10gb", price_class="spot")])

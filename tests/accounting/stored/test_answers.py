@@ -85,9 +85,9 @@ def test_rows_copied_in_with_raw_sql_are_seen_too(march, finance, api):
         with cur.cursor.copy(f"COPY {UsageHour._meta.db_table} (cluster_id, device_id, namespace, pod, hour_start, "
                              "node, gpu_model, mig_profile, gpu_fraction, sample_count, gpu_seconds, used_gpu_seconds, "
                              "idle_gpu_seconds, mig_seconds, unknown_util_samples, idle_prefix_seconds, "
-                             "idle_suffix_seconds, idle_max_run_seconds, idle_whole_hour) FROM STDIN") as c:
+                             "idle_suffix_seconds, idle_max_run_seconds, idle_whole_hour, dra_claim) FROM STDIN") as c:
             c.write_row((gpu.cluster_id, gpu.pk, "cv", "copied", utc(2026, 3, 9, 1), gpu.host, gpu.model_name, "",
-                         1.0, 60, 1800.0, 900.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, False))   # B: +0.5 h, +1.00
+                         1.0, 60, 1800.0, 900.0, 0.0, 0.0, 0, 0.0, 0.0, 0.0, False, False))   # B: +0.5 h, +1.00
     assert_stale_then_right(api, finance, {"A": (3.0, "6.00"), "B": (1.5, "3.00")})
 
 
