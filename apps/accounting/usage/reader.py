@@ -16,7 +16,7 @@ no change in the window the query is the plain aggregate it always was.
 """
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import date, datetime, timedelta
 
 from django.db.models import (Avg, Case, DateTimeField, Exists, Max, Min, OuterRef, Q, Subquery, Sum, Value,
                               When)
@@ -25,10 +25,12 @@ from django.db.models.functions import TruncDate
 from apps.clusters.models import Cluster
 from apps.teams.resolve import TeamResolver
 
+from apps.accounting.core.measures import IdleBlock, idle_block
+from apps.accounting.models.daily import UsagePodDay, UsagePodDayBuilt
 from apps.accounting.models.rollups import DeviceHealthHour, QueuedDemandHour, QuotaHour, UsageHour
 from apps.accounting.usage.price_classes import price_class_expr
 from apps.accounting.usage.team_mapping import team_resolver
-from apps.accounting.calendar.zone import billing_zone
+from apps.accounting.calendar.zone import billing_zone, day_of, day_start
 from apps.accounting.usage.cells import NARROW_MAX_NAMESPACES, UsageFilter
 
 
@@ -110,33 +112,117 @@ def attributed(qs, keys: tuple[str, ...], aggregates: dict, f: UsageFilter, rule
 
 
 # ---- pod grain: the idle list --------------------------------------------------------------
+# Whole days are read from the per-pod day summary (UsagePodDay, written with the daily table by
+# `usage/daily.py`) and only the rest of the window from the hours: the edges, days not built in
+# the current zone, and days inside which some namespace changes team (docs/performance.md,
+# "The longest reads"). `summary=False` reads every hour (the tests' oracle).
 
 _POD_SUMS = dict(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"),
                  last=Max("hour_start"))
+_POD_DAY_SUMS = dict(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), idle_s=Sum("idle_gpu_seconds"),
+                     last=Max("last_hour"))
 
 
-def pod_totals(f: UsageFilter, rule: HourTeams) -> list[dict]:
+def summary_days(f: UsageFilter, rule: HourTeams) -> dict[int, list[date]]:
+    """The days of the window each cluster's idle list reads from the per-pod day summary: whole
+    billing days inside it, built in the current zone, with no team change strictly inside."""
+    zone = billing_zone()
+    cuts = rule.resolver.team_changes(f.start, f.end)
+    qs = UsagePodDayBuilt.objects.filter(zone=zone.key, day__gte=day_of(f.start, zone), day__lte=day_of(f.end, zone))
+    if f.cluster:
+        qs = qs.filter(cluster__name=f.cluster)
+    out: dict[int, list[date]] = {}
+    for cluster_id, day in qs.values_list("cluster_id", "day").order_by("cluster_id", "day"):
+        lo, hi = day_start(day, zone), day_start(day + timedelta(days=1), zone)
+        if lo < f.start or hi > f.end or any(lo < t < hi for t in cuts):
+            continue
+        out.setdefault(cluster_id, []).append(day)
+    return out
+
+
+def _day_spans(days: list[date]) -> list[tuple[datetime, datetime]]:
+    """Runs of consecutive days as [first midnight, midnight after the last)."""
+    zone, spans = billing_zone(), []
+    for day in days:
+        lo, hi = day_start(day, zone), day_start(day + timedelta(days=1), zone)
+        if spans and spans[-1][1] == lo:
+            spans[-1][1] = hi
+        else:
+            spans.append([lo, hi])
+    return [(a, b) for a, b in spans]
+
+
+def _split(f: UsageFilter, rule: HourTeams, summary: bool):
+    """(the summary's rows of the window, the hourly rows of the rest), allocated, in scope."""
+    hours = _window(UsageHour, f, rule).exclude(namespace="").filter(gpu_seconds__gt=0)
+    days = summary_days(f, rule) if summary else {}
+    if not days:
+        return UsagePodDay.objects.none(), hours
+    in_days, in_spans = Q(pk__in=[]), Q(pk__in=[])
+    for cluster_id, cluster_days in days.items():
+        in_days |= Q(cluster_id=cluster_id, day__in=cluster_days)
+        for lo, hi in _day_spans(cluster_days):
+            in_spans |= Q(cluster_id=cluster_id, hour_start__gte=lo, hour_start__lt=hi)
+    pod_days = UsagePodDay.objects.filter(in_days)
+    if f.namespaces is not None or f.teams is not None:
+        names = f.namespaces
+        if f.teams is not None:
+            narrowed = rule.resolver.namespaces_of(f.teams)
+            if narrowed is not None and len(narrowed) <= NARROW_MAX_NAMESPACES:
+                names = frozenset(narrowed) if names is None else names & narrowed
+        if names is not None:
+            pod_days = pod_days.filter(namespace__in=names)
+    if f.gpu_models is not None:
+        pod_days = pod_days.filter(gpu_model__in=f.gpu_models)
+    return pod_days, hours.exclude(in_spans)
+
+
+def pod_totals(f: UsageFilter, rule: HourTeams, summary: bool = True) -> list[dict]:
     """Per (cluster, namespace, pod, team): allocated, used and idle GPU-seconds, first and last hour."""
-    qs = _window(UsageHour, f, rule).exclude(namespace="").filter(gpu_seconds__gt=0)
-    return attributed(qs, ("cluster_id", "namespace", "pod"), _POD_SUMS, f, rule)
+    pod_days, hours = _split(f, rule, summary)
+    keys = ("cluster_id", "namespace", "pod")
+    out = {(r["cluster_id"], r["namespace"], r["pod"], r["team"]): r for r in attributed(hours, keys, _POD_SUMS, f, rule)}
+    day_rows = (pod_days.annotate(_since=rule.since(f.start, f.end, "first_hour")).values(*keys, "_since")
+                .annotate(_first=Min("first_hour"), **_POD_DAY_SUMS).order_by())
+    for r in day_rows:
+        team = rule.team(r["cluster_id"], r["namespace"], r["_first"])
+        if f.teams is not None and team not in f.teams:
+            continue
+        key = (r["cluster_id"], r["namespace"], r["pod"], team)
+        found = out.get(key)
+        if found is None:
+            out[key] = {**{k: r[k] for k in keys}, "team": team, "first": r["_first"],
+                        **{a: r[a] for a in _POD_DAY_SUMS}}
+        else:
+            found["first"] = min(found["first"], r["_first"])
+            _merge(found, r, _POD_DAY_SUMS)
+    return list(out.values())
 
 
-def pod_idle_hours(f: UsageFilter, pods, rule: HourTeams):
-    """The allocated hours of `pods` ((cluster id, namespace, pod) keys), per device and hour,
-    as (cluster id, namespace, pod, team, device id, node, fraction, hour, idle prefix, idle
-    suffix, longest idle run, whole hour idle), ordered by pod, team, device and hour: a stretch
-    never joins hours of two teams."""
-    # namespace IN / pod IN is a superset of the pods that the index serves well.
-    qs = (_window(UsageHour, f).exclude(namespace="").filter(gpu_seconds__gt=0)
-          .filter(namespace__in={k[1] for k in pods}, pod__in={k[2] for k in pods})
-          .values_list("cluster_id", "namespace", "pod", "device_id", "node", "gpu_fraction", "hour_start",
-                       "idle_prefix_seconds", "idle_suffix_seconds", "idle_max_run_seconds", "idle_whole_hour")
-          .order_by("cluster_id", "namespace", "pod", "device_id", "hour_start"))
+def pod_idle_blocks(f: UsageFilter, pods, rule: HourTeams, summary: bool = True):
+    """The allocated hours of `pods` ((cluster id, namespace, pod) keys) as idle blocks per
+    device: (cluster id, namespace, pod, team, device id, node, fraction at the block's last
+    hour, `IdleBlock`), ordered by pod, team, device and time: a whole day of the summary is one
+    block, an hour read from the hours another. A stretch never joins hours of two teams."""
+    pod_days, hours = _split(f, rule, summary)
+    namespaces, names = {k[1] for k in pods}, {k[2] for k in pods}
     out = []
-    for cluster_id, ns, pod, *rest in qs:
+    # namespace IN / pod IN is a superset of the pods that the index serves well.
+    for cluster_id, ns, pod, device_id, node, fraction, hour, *idle in (
+            hours.filter(namespace__in=namespaces, pod__in=names)
+            .values_list("cluster_id", "namespace", "pod", "device_id", "node", "gpu_fraction", "hour_start",
+                         "idle_prefix_seconds", "idle_suffix_seconds", "idle_max_run_seconds", "idle_whole_hour")):
         if (cluster_id, ns, pod) in pods:
-            out.append((cluster_id, ns, pod, rule.team(cluster_id, ns, rest[3]), *rest))
-    out.sort(key=lambda r: r[:5] + (r[7],))
+            out.append((cluster_id, ns, pod, rule.team(cluster_id, ns, hour), device_id, node, fraction,
+                        idle_block((int(hour.timestamp()), *idle))))
+    for cluster_id, ns, pod, device_id, node, fraction, first, last, *idle in (
+            pod_days.filter(namespace__in=namespaces, pod__in=names)
+            .values_list("cluster_id", "namespace", "pod", "device_id", "node", "last_fraction", "first_hour",
+                         "last_hour", "idle_head_seconds", "idle_tail_seconds", "idle_inner_seconds", "idle_whole")):
+        if (cluster_id, ns, pod) in pods:
+            out.append((cluster_id, ns, pod, rule.team(cluster_id, ns, first), device_id, node, fraction,
+                        IdleBlock(int(first.timestamp()), int(last.timestamp()), *idle)))
+    out.sort(key=lambda r: (*r[:5], r[7].first))
     return out
 
 
