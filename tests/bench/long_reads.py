@@ -32,7 +32,7 @@ FLOOR_BY_POD = ("SELECT cluster_id, namespace, pod, SUM(gpu_seconds), SUM(used_g
 HOURS_SQL = """
 INSERT INTO accounting_usagehour (cluster_id, device_id, namespace, pod, hour_start, node, gpu_model, mig_profile,
     gpu_fraction, sample_count, gpu_seconds, used_gpu_seconds, idle_gpu_seconds, mig_seconds, unknown_util_samples,
-    idle_prefix_seconds, idle_suffix_seconds, idle_max_run_seconds, idle_whole_hour)
+    idle_prefix_seconds, idle_suffix_seconds, idle_max_run_seconds, idle_whole_hour, dra_claim)
 SELECT d.cluster_id, d.id, 'ns-' || lpad((d.id %% %(namespaces)s)::text, 4, '0'),
        'pod-' || d.id || '-' || (h.i / 72), %(start)s + h.i * interval '1 hour', d.host, d.model_name, '',
        1.0, 60, 3600.0,
@@ -42,7 +42,7 @@ SELECT d.cluster_id, d.id, 'ns-' || lpad((d.id %% %(namespaces)s)::text, 4, '0')
        CASE WHEN (d.id + h.i / 72) %% 5 = 0 THEN 3600.0 ELSE 0.0 END,
        CASE WHEN (d.id + h.i / 72) %% 5 = 0 THEN 3600.0 ELSE 0.0 END,
        CASE WHEN (d.id + h.i / 72) %% 5 = 0 THEN 3600.0 ELSE 0.0 END,
-       (d.id + h.i / 72) %% 5 = 0
+       (d.id + h.i / 72) %% 5 = 0, false
 FROM clusters_device d CROSS JOIN generate_series(0, %(hours)s - 1) AS h(i)
 WHERE d.cluster_id = %(cluster)s AND ((d.id * 7919 + (h.i / 72) * 104729) %% 10) < 7
 """
@@ -77,6 +77,26 @@ def seed_hours(gpus: int, days: int, namespaces: int, end: datetime) -> dict:
     return {"clusters": [c.pk for c in clusters], "start": start, "rows": rows}
 
 
+def build_summary(clusters: list[int], start: datetime, end: datetime) -> int:
+    """The per-pod day summary of the seeded days, as ingest leaves it (`usage/daily.py`'s
+    `rebuild_pod_day`, the builder ingest's `rebuild_days` runs for each day it touches)."""
+    from django.db import connection
+
+    from apps.accounting.calendar.zone import billing_zone, day_start, days_touched
+    from apps.accounting.usage.daily import rebuild_pod_day
+
+    zone, rows = billing_zone(), 0
+    with connection.cursor() as cur:
+        cur.execute("SET statement_timeout = 0")
+    for cluster_id in clusters:
+        for day in days_touched(start, end):
+            rows += rebuild_pod_day(cluster_id, day, day_start(day, zone), day_start(day + timedelta(days=1), zone),
+                                    zone.key)
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE accounting_usagepodday")
+    return rows
+
+
 def bench_long_reads(results: dict) -> None:
     from django.conf import settings
     from django.contrib.auth.models import Group, User
@@ -92,6 +112,10 @@ def bench_long_reads(results: dict) -> None:
     print(f"seeded {seeded['rows']:,} hourly rows ({gpus:,} GPUs, {days} d, {namespaces} namespaces per cluster) "
           f"in {seed_seconds} s", flush=True)
     start = seeded["start"]
+    t = time.perf_counter()
+    summary_rows = build_summary(seeded["clusters"], start, end)
+    summary_seconds = round(time.perf_counter() - t, 1)
+    print(f"built {summary_rows:,} per-pod day rows in {summary_seconds} s", flush=True)
     user = User.objects.create_user("long-reader", password="bench")
     user.groups.add(Group.objects.get_or_create(name="admin")[0])
     client = Client()
@@ -112,6 +136,7 @@ def bench_long_reads(results: dict) -> None:
         return go, answered
     floor = timed(sql, repeats)
     out = {"gpus": gpus, "days": days, "hourly_rows": seeded["rows"], "seed_seconds": seed_seconds,
+           "summary_rows": summary_rows, "summary_seconds": summary_seconds,
            "bound_ms": bound_ms, "repeats": repeats}
     paths = {"idle": f"/api/v1/idle/?start={start:%Y-%m-%d}&end={end:%Y-%m-%d}",
              "rightsizing": f"/api/v1/rightsizing/?window_days={days}"}

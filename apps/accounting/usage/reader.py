@@ -16,10 +16,11 @@ no change in the window the query is the plain aggregate it always was.
 """
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from bisect import bisect_right
+from datetime import date, datetime, timedelta, timezone as dt_timezone
 
-from django.db.models import (Avg, Case, DateTimeField, Exists, Max, Min, OuterRef, Q, Subquery, Sum, Value,
-                              When)
+from django.db.models import (Avg, BigIntegerField, Case, DateTimeField, Exists, Func, Max, Min, OuterRef, Q, Subquery,
+                              Sum, Value, When)
 from django.db.models.functions import TruncDate
 
 from apps.clusters.models import Cluster
@@ -123,6 +124,36 @@ _POD_DAY_SUMS = dict(gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"), i
                      last=Max("last_hour"))
 
 
+class Epoch(Func):
+    """A timestamp as whole epoch seconds: read far faster than a datetime (the idle list reads
+    one or two per row)."""
+    template = "CAST(EXTRACT(EPOCH FROM %(expressions)s) AS bigint)"
+    output_field = BigIntegerField()
+
+    def as_sqlite(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, template="CAST(strftime('%%s', %(expressions)s) AS integer)", **extra)
+
+
+def epoch_instant(epoch: int) -> datetime:
+    """Epoch seconds (`Epoch`) as the aware UTC datetime the ORM would have read."""
+    return datetime.fromtimestamp(epoch, dt_timezone.utc)
+
+
+class _PartTeams:
+    """`HourTeams.team` at epoch seconds, asked once per namespace and stretch between two team
+    changes of the window (every namespace keeps one team between them: `team_changes`)."""
+
+    def __init__(self, f: UsageFilter, rule: HourTeams):
+        self.rule, self.cuts, self.known = rule, [int(t.timestamp()) for t in rule.resolver.team_changes(f.start, f.end)], {}
+
+    def __call__(self, cluster_id: int, namespace: str, epoch: int) -> str:
+        key = (cluster_id, namespace, bisect_right(self.cuts, epoch))
+        team = self.known.get(key)
+        if team is None:
+            team = self.known[key] = self.rule.team(cluster_id, namespace, epoch_instant(epoch))
+        return team
+
+
 def summary_days(f: UsageFilter, rule: HourTeams) -> dict[int, list[date]]:
     """The days of the window each cluster's idle list reads from the per-pod day summary: whole
     billing days inside it, built in the current zone, with no team change strictly inside."""
@@ -153,28 +184,35 @@ def _day_spans(days: list[date]) -> list[tuple[datetime, datetime]]:
 
 
 def _split(f: UsageFilter, rule: HourTeams, summary: bool):
-    """(the summary's rows of the window, the hourly rows of the rest), allocated, in scope."""
+    """(the summary's rows of the window, the hourly rows of the rest), allocated, in scope. The
+    rest is asked for by its ranges of hours (not as the window less the days: that scans them)."""
     hours = _window(UsageHour, f, rule).exclude(namespace="").filter(gpu_seconds__gt=0)
     days = summary_days(f, rule) if summary else {}
     if not days:
         return UsagePodDay.objects.none(), hours
-    in_days, in_spans = Q(pk__in=[]), Q(pk__in=[])
-    for cluster_id, cluster_days in days.items():
-        in_days |= Q(cluster_id=cluster_id, day__in=cluster_days)
-        for lo, hi in _day_spans(cluster_days):
-            in_spans |= Q(cluster_id=cluster_id, hour_start__gte=lo, hour_start__lt=hi)
+    in_days, rest = Q(pk__in=[]), Q(pk__in=[])
+    clusters = Cluster.objects.filter(name=f.cluster) if f.cluster else Cluster.objects.all()
+    for cluster_id in clusters.values_list("id", flat=True):
+        at = f.start
+        for lo, hi in _day_spans(days.get(cluster_id, [])):
+            if at < lo:
+                rest |= Q(cluster_id=cluster_id, hour_start__gte=at, hour_start__lt=lo)
+            at = hi
+        if at < f.end:
+            rest |= Q(cluster_id=cluster_id, hour_start__gte=at, hour_start__lt=f.end)
+        if cluster_id in days:
+            in_days |= Q(cluster_id=cluster_id, day__in=days[cluster_id])
     pod_days = UsagePodDay.objects.filter(in_days)
-    if f.namespaces is not None or f.teams is not None:
-        names = f.namespaces
-        if f.teams is not None:
-            narrowed = rule.resolver.namespaces_of(f.teams)
-            if narrowed is not None and len(narrowed) <= NARROW_MAX_NAMESPACES:
-                names = frozenset(narrowed) if names is None else names & narrowed
-        if names is not None:
-            pod_days = pod_days.filter(namespace__in=names)
+    names = f.namespaces
+    if f.teams is not None:
+        narrowed = rule.resolver.namespaces_of(f.teams)
+        if narrowed is not None and len(narrowed) <= NARROW_MAX_NAMESPACES:
+            names = frozenset(narrowed) if names is None else names & narrowed
+    if names is not None:
+        pod_days = pod_days.filter(namespace__in=names)
     if f.gpu_models is not None:
         pod_days = pod_days.filter(gpu_model__in=f.gpu_models)
-    return pod_days, hours.exclude(in_spans)
+    return pod_days, hours.filter(rest)
 
 
 def pod_totals(f: UsageFilter, rule: HourTeams, summary: bool = True) -> list[dict]:
@@ -182,20 +220,25 @@ def pod_totals(f: UsageFilter, rule: HourTeams, summary: bool = True) -> list[di
     pod_days, hours = _split(f, rule, summary)
     keys = ("cluster_id", "namespace", "pod")
     out = {(r["cluster_id"], r["namespace"], r["pod"], r["team"]): r for r in attributed(hours, keys, _POD_SUMS, f, rule)}
-    day_rows = (pod_days.annotate(_since=rule.since(f.start, f.end, "first_hour")).values(*keys, "_since")
-                .annotate(_first=Min("first_hour"), **_POD_DAY_SUMS).order_by())
-    for r in day_rows:
-        team = rule.team(r["cluster_id"], r["namespace"], r["_first"])
+    team_at = _PartTeams(f, rule)
+    day_rows = (pod_days.values_list(*keys).annotate(_first=Min(Epoch("first_hour")), _last=Max(Epoch("last_hour")),
+                                                     gpu_s=Sum("gpu_seconds"), used_s=Sum("used_gpu_seconds"),
+                                                     idle_s=Sum("idle_gpu_seconds"))
+                .order_by())
+    if team_at.cuts:    # a pod's days on both sides of a team change are two rows
+        day_rows = day_rows.annotate(_since=rule.since(f.start, f.end, "first_hour"))
+    for cluster_id, ns, pod, first, last, gpu_s, used_s, idle_s, *_since in day_rows:
+        team = team_at(cluster_id, ns, first)
         if f.teams is not None and team not in f.teams:
             continue
-        key = (r["cluster_id"], r["namespace"], r["pod"], team)
+        key = (cluster_id, ns, pod, team)
+        row = {"first": epoch_instant(first), "last": epoch_instant(last), "gpu_s": gpu_s, "used_s": used_s, "idle_s": idle_s}
         found = out.get(key)
         if found is None:
-            out[key] = {**{k: r[k] for k in keys}, "team": team, "first": r["_first"],
-                        **{a: r[a] for a in _POD_DAY_SUMS}}
+            out[key] = {"cluster_id": cluster_id, "namespace": ns, "pod": pod, "team": team, **row}
         else:
-            found["first"] = min(found["first"], r["_first"])
-            _merge(found, r, _POD_DAY_SUMS)
+            found["first"] = min(found["first"], row["first"])
+            _merge(found, row, _POD_SUMS)
     return list(out.values())
 
 
@@ -205,23 +248,25 @@ def pod_idle_blocks(f: UsageFilter, pods, rule: HourTeams, summary: bool = True)
     hour, `IdleBlock`), ordered by pod, team, device and time: a whole day of the summary is one
     block, an hour read from the hours another. A stretch never joins hours of two teams."""
     pod_days, hours = _split(f, rule, summary)
+    team_at = _PartTeams(f, rule)
     namespaces, names = {k[1] for k in pods}, {k[2] for k in pods}
     out = []
     # namespace IN / pod IN is a superset of the pods that the index serves well.
     for cluster_id, ns, pod, device_id, node, fraction, hour, *idle in (
-            hours.filter(namespace__in=namespaces, pod__in=names)
-            .values_list("cluster_id", "namespace", "pod", "device_id", "node", "gpu_fraction", "hour_start",
+            hours.filter(namespace__in=namespaces, pod__in=names).annotate(_at=Epoch("hour_start"))
+            .values_list("cluster_id", "namespace", "pod", "device_id", "node", "gpu_fraction", "_at",
                          "idle_prefix_seconds", "idle_suffix_seconds", "idle_max_run_seconds", "idle_whole_hour")):
         if (cluster_id, ns, pod) in pods:
-            out.append((cluster_id, ns, pod, rule.team(cluster_id, ns, hour), device_id, node, fraction,
-                        idle_block((int(hour.timestamp()), *idle))))
+            out.append((cluster_id, ns, pod, team_at(cluster_id, ns, hour), device_id, node, fraction,
+                        idle_block((hour, *idle))))
     for cluster_id, ns, pod, device_id, node, fraction, first, last, *idle in (
             pod_days.filter(namespace__in=namespaces, pod__in=names)
-            .values_list("cluster_id", "namespace", "pod", "device_id", "node", "last_fraction", "first_hour",
-                         "last_hour", "idle_head_seconds", "idle_tail_seconds", "idle_inner_seconds", "idle_whole")):
+            .annotate(_first=Epoch("first_hour"), _last=Epoch("last_hour"))
+            .values_list("cluster_id", "namespace", "pod", "device_id", "node", "last_fraction", "_first",
+                         "_last", "idle_head_seconds", "idle_tail_seconds", "idle_inner_seconds", "idle_whole")):
         if (cluster_id, ns, pod) in pods:
-            out.append((cluster_id, ns, pod, rule.team(cluster_id, ns, first), device_id, node, fraction,
-                        IdleBlock(int(first.timestamp()), int(last.timestamp()), *idle)))
+            out.append((cluster_id, ns, pod, team_at(cluster_id, ns, first), device_id, node, fraction,
+                        IdleBlock(first, last, *idle)))
     out.sort(key=lambda r: (*r[:5], r[7].first))
     return out
 
