@@ -131,7 +131,7 @@ class Epoch(Func):
     output_field = BigIntegerField()
 
     def as_sqlite(self, compiler, connection, **extra):
-        return self.as_sql(compiler, connection, template="CAST(strftime('%%s', %(expressions)s) AS integer)", **extra)
+        return self.as_sql(compiler, connection, template="CAST(strftime('%%%%s', %(expressions)s) AS integer)", **extra)
 
 
 def epoch_instant(epoch: int) -> datetime:
