@@ -121,7 +121,8 @@ def parse_idle_options(params, defaults=None) -> IdleOptions:
 
 
 def idle_pods(sel: ReportFilter, opts: IdleOptions) -> list[IdlePod]:
-    """Three queries whatever the number of pods: pod totals, cluster names, candidates' hours.
+    """A few queries whatever the number of pods: pod totals, cluster names, candidates' idle
+    blocks (whole days from the per-pod day summary, the rest from the hours; `SUMMARY`).
     A pod whose namespace changed team in the window is listed once per team, with that
     team's hours (docs/teams-and-relabels.md, "Which team owns an hour")."""
     f, rule = sel.usage_filter(), HourTeams()
