@@ -4,6 +4,7 @@ of the window from the hours, and the list is the one the hours alone give.
 
 Billing zone Europe/Berlin (UTC+1 in March), so the billing days are cut at 23:00 UTC.
 """
+import io
 import random
 from datetime import date, timedelta
 
@@ -202,3 +203,24 @@ def test_blocks_joined_give_the_longest_stretch_of_their_hours(steps, cuts):
     edges = sorted({0, len(hours), *(c for c in cuts if c <= len(hours))})
     blocks = [fold_idle_blocks(idle_block(h) for h in hours[a:b]) for a, b in zip(edges, edges[1:]) if b > a]
     assert block_longest_idle_seconds(fold_idle_blocks(blocks)) == longest_idle_seconds(hours)
+
+
+def test_rebuild_rollups_back_fills_the_summary_of_hours_already_stored(settings):
+    """Hours stored before migration 0018 have no summary: the idle list reads them from the
+    hours until `manage.py rebuild_rollups` builds it (docs/performance.md)."""
+    from django.core.management import call_command
+
+    settings.BILLING_TIMEZONE = ZONE
+    prod = make_cluster()
+    make_namespace(prod, "ml", label_team="A")
+    g = make_device(prod, host="n1")
+    UsageHour.objects.bulk_create([hour(g, "ml", "train", utc(2026, 3, 2, h), idle=HOUR, prefix=HOUR, whole=True)
+                                   for h in (21, 22, 23)])
+    window = (utc(2026, 3, 1, 23), utc(2026, 3, 3, 23))
+    before = listed(idle_pods(sel(*window), IdleOptions(*EVERY_IDLE_POD)))
+    assert not UsagePodDay.objects.exists()
+    call_command("rebuild_rollups", stdout=io.StringIO())
+    assert sorted(UsagePodDay.objects.values_list("day", "idle_head_seconds", "idle_whole")) == [
+        (date(2026, 3, 2), 2 * HOUR, True), (date(2026, 3, 3), HOUR, True)]
+    assert listed(idle_pods(sel(*window), IdleOptions(*EVERY_IDLE_POD))) == before
+    assert [p.longest_idle_seconds for p in idle_pods(sel(*window), IdleOptions(*EVERY_IDLE_POD))] == [3 * HOUR]
