@@ -19,7 +19,7 @@ from datetime import datetime, timedelta, timezone
 
 from tests.bench.common import env_int, figure, timed
 
-# The default window: 14 days keep this part to ~4 minutes here (3.4 measured). The longest the API allows
+# The default window: 14 days keep this part to ~4 minutes here (3.3 measured). The longest the API allows
 # (BENCH_LONG_DAYS=93, MAX_HOURLY_REPORT_DAYS) takes ~17 minutes, 8 of them seeding 15.6 million
 # rows and 6 building their summary, and its figures are in docs/performance.md, "The longest reads".
 DEFAULT_DAYS = 14
