@@ -1,11 +1,12 @@
 """`make bench`, the longest reads a user may ask (docs/performance.md, "The longest reads"):
 `/api/v1/idle/` and `/api/v1/rightsizing/` over MAX_HOURLY_REPORT_DAYS (93) days of hourly rows
 at 10,000 GPUs, each against the plain SQL read of the same rows (one aggregate per pod over the
-window) and a stated bound: STATEMENT_TIMEOUT_SECONDS, past which a statement of the call is cut
-and the call answers 503 (docs/security.md, "No request ties up the portal").
+window) and the stated bound, 10 s (`BOUND_SECONDS`; STATEMENT_TIMEOUT_SECONDS, 30 s, cuts a
+statement and the call answers 503: docs/security.md, "No request ties up the portal"). The
+per-pod day summary the idle list reads is built after the seeding as ingest builds it.
 
 Sizes (environment): BENCH_LONG_GPUS=10000 (whole GPUs on 8-GPU nodes, two clusters),
-BENCH_LONG_DAYS=14 (93, MAX_HOURLY_REPORT_DAYS, for the longest window allowed: ~12 minutes),
+BENCH_LONG_DAYS=14 (93, MAX_HOURLY_REPORT_DAYS, for the longest window allowed: ~17 minutes),
 BENCH_LONG_NAMESPACES=500,
 BENCH_LONG_REPEATS=2. The rows are written by Postgres itself (`generate_series`, one INSERT per
 cluster), as ingest would leave them: each GPU held 70 % of its hours by a pod that lives three
@@ -18,10 +19,14 @@ from datetime import datetime, timedelta, timezone
 
 from tests.bench.common import env_int, figure, timed
 
-# The default window: 14 days keep this part to ~4 minutes here (3.7 measured). The longest the API allows
-# (BENCH_LONG_DAYS=93, MAX_HOURLY_REPORT_DAYS) takes ~12 minutes, 8 of them seeding 15.6 million
-# rows, and its figures are in docs/performance.md, "The longest reads".
+# The default window: 14 days keep this part to ~4 minutes here (3.3 measured). The longest the API allows
+# (BENCH_LONG_DAYS=93, MAX_HOURLY_REPORT_DAYS) takes ~17 minutes, 8 of them seeding 15.6 million
+# rows and 6 building their summary, and its figures are in docs/performance.md, "The longest reads".
 DEFAULT_DAYS = 14
+
+# The stated bound: the longest call must answer within it at BENCH_LONG_GPUS (docs/performance.md,
+# "The longest reads"), a third of STATEMENT_TIMEOUT_SECONDS (30 s), which cuts a call (503).
+BOUND_SECONDS = 10
 
 FLOOR_BY_POD = ("SELECT cluster_id, namespace, pod, SUM(gpu_seconds), SUM(used_gpu_seconds), SUM(idle_gpu_seconds), "
                 "MIN(hour_start), MAX(hour_start) FROM accounting_usagehour "
@@ -32,7 +37,7 @@ FLOOR_BY_POD = ("SELECT cluster_id, namespace, pod, SUM(gpu_seconds), SUM(used_g
 HOURS_SQL = """
 INSERT INTO accounting_usagehour (cluster_id, device_id, namespace, pod, hour_start, node, gpu_model, mig_profile,
     gpu_fraction, sample_count, gpu_seconds, used_gpu_seconds, idle_gpu_seconds, mig_seconds, unknown_util_samples,
-    idle_prefix_seconds, idle_suffix_seconds, idle_max_run_seconds, idle_whole_hour)
+    idle_prefix_seconds, idle_suffix_seconds, idle_max_run_seconds, idle_whole_hour, dra_claim)
 SELECT d.cluster_id, d.id, 'ns-' || lpad((d.id %% %(namespaces)s)::text, 4, '0'),
        'pod-' || d.id || '-' || (h.i / 72), %(start)s + h.i * interval '1 hour', d.host, d.model_name, '',
        1.0, 60, 3600.0,
@@ -42,7 +47,7 @@ SELECT d.cluster_id, d.id, 'ns-' || lpad((d.id %% %(namespaces)s)::text, 4, '0')
        CASE WHEN (d.id + h.i / 72) %% 5 = 0 THEN 3600.0 ELSE 0.0 END,
        CASE WHEN (d.id + h.i / 72) %% 5 = 0 THEN 3600.0 ELSE 0.0 END,
        CASE WHEN (d.id + h.i / 72) %% 5 = 0 THEN 3600.0 ELSE 0.0 END,
-       (d.id + h.i / 72) %% 5 = 0
+       (d.id + h.i / 72) %% 5 = 0, false
 FROM clusters_device d CROSS JOIN generate_series(0, %(hours)s - 1) AS h(i)
 WHERE d.cluster_id = %(cluster)s AND ((d.id * 7919 + (h.i / 72) * 104729) %% 10) < 7
 """
@@ -77,6 +82,26 @@ def seed_hours(gpus: int, days: int, namespaces: int, end: datetime) -> dict:
     return {"clusters": [c.pk for c in clusters], "start": start, "rows": rows}
 
 
+def build_summary(clusters: list[int], start: datetime, end: datetime) -> int:
+    """The per-pod day summary of the seeded days, as ingest leaves it (`usage/daily.py`'s
+    `rebuild_pod_day`, the builder ingest's `rebuild_days` runs for each day it touches)."""
+    from django.db import connection
+
+    from apps.accounting.calendar.zone import billing_zone, day_start, days_touched
+    from apps.accounting.usage.daily import rebuild_pod_day
+
+    zone, rows = billing_zone(), 0
+    with connection.cursor() as cur:
+        cur.execute("SET statement_timeout = 0")
+    for cluster_id in clusters:
+        for day in days_touched(start, end):
+            rows += rebuild_pod_day(cluster_id, day, day_start(day, zone), day_start(day + timedelta(days=1), zone),
+                                    zone.key)
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE accounting_usagepodday")
+    return rows
+
+
 def bench_long_reads(results: dict) -> None:
     from django.conf import settings
     from django.contrib.auth.models import Group, User
@@ -92,11 +117,16 @@ def bench_long_reads(results: dict) -> None:
     print(f"seeded {seeded['rows']:,} hourly rows ({gpus:,} GPUs, {days} d, {namespaces} namespaces per cluster) "
           f"in {seed_seconds} s", flush=True)
     start = seeded["start"]
+    t = time.perf_counter()
+    summary_rows = build_summary(seeded["clusters"], start, end)
+    summary_seconds = round(time.perf_counter() - t, 1)
+    print(f"built {summary_rows:,} per-pod day rows in {summary_seconds} s", flush=True)
     user = User.objects.create_user("long-reader", password="bench")
     user.groups.add(Group.objects.get_or_create(name="admin")[0])
     client = Client()
     client.force_login(user)
-    bound_ms = settings.STATEMENT_TIMEOUT_SECONDS * 1000.0
+    bound_ms = BOUND_SECONDS * 1000.0
+    cut_ms = settings.STATEMENT_TIMEOUT_SECONDS * 1000.0
 
     def sql():
         with connection.cursor() as cur:
@@ -112,6 +142,8 @@ def bench_long_reads(results: dict) -> None:
         return go, answered
     floor = timed(sql, repeats)
     out = {"gpus": gpus, "days": days, "hourly_rows": seeded["rows"], "seed_seconds": seed_seconds,
+           "statement_timeout_ms": cut_ms,
+           "summary_rows": summary_rows, "summary_seconds": summary_seconds,
            "bound_ms": bound_ms, "repeats": repeats}
     paths = {"idle": f"/api/v1/idle/?start={start:%Y-%m-%d}&end={end:%Y-%m-%d}",
              "rightsizing": f"/api/v1/rightsizing/?window_days={days}"}
@@ -122,11 +154,11 @@ def bench_long_reads(results: dict) -> None:
         out[name] = {"path": path, "statuses": statuses,
                      "p50_ms": figure(took["p50"], floor["p50"], "ms", bound_ms,
                                       "baseline: the plain SQL read of the same rows (one aggregate per pod); "
-                                      "target: STATEMENT_TIMEOUT_SECONDS"),
+                                      f"target: the stated bound, {BOUND_SECONDS} s"),
                      "max_ms": figure(took["max"], floor["max"], "ms", bound_ms)}
         print(f"  {name} over {days} d at {gpus:,} GPUs: p50 {took['p50'] / 1000:.1f} s, max {took['max'] / 1000:.1f} s "
-              f"(SQL floor p50 {floor['p50'] / 1000:.1f} s; bound {bound_ms / 1000:.0f} s, "
-              f"STATEMENT_TIMEOUT_SECONDS); answered {statuses}", flush=True)
+              f"(SQL floor p50 {floor['p50'] / 1000:.1f} s; bound {BOUND_SECONDS} s, cut at "
+              f"{cut_ms / 1000:.0f} s, STATEMENT_TIMEOUT_SECONDS); answered {statuses}", flush=True)
     results["long_reads"] = out
 
 

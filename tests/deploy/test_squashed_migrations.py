@@ -37,7 +37,8 @@ SQUASHED = {("clusters", "0001_squashed_0007"), ("teams", "0001_squashed_0008"),
 LATER = [("accounting", "0013_frozen_days"), ("accounting", "0014_bulk_rows_unchecked"),
          ("clusters", "0008_cluster_archived"), ("accounting", "0015_period_watermarks"),
          ("teams", "0009_namespace_label_history"), ("accounting", "0016_usage_hour_dra_claim"),
-         ("accounting", "0017_rate_imports"), ("accounting", "0018_frozen_idle")]
+         ("accounting", "0017_rate_imports"), ("accounting", "0018_frozen_idle"),
+         ("accounting", "0019_pod_days")]
 
 
 def state_apps(app, name):

@@ -139,6 +139,63 @@ def longest_idle_seconds(hours: Iterable[IdleHour | tuple]) -> float:
     return max((s.idle_seconds for s in idle_stretches(hours)), default=0.0)
 
 
+class IdleBlock(NamedTuple):
+    """What the idle stretches of a run of one device-pod's hours (an hour, a day, a window)
+    need to be joined with the hours before and after it, exactly as `idle_stretches` joins
+    hours: the stretch that would continue one coming in (`head`), the one still open at its
+    end (`tail`), the longest of the others (`inner`), and whether the run is one idle stretch
+    from its first hour's start to its last hour's end (`whole`: `head` is then all of it).
+    A day's block is what the per-pod day summary stores (docs/performance.md, "The longest reads")."""
+    first: int               # epoch seconds of the first hour
+    last: int                # epoch seconds of the last hour
+    head: float
+    tail: float
+    inner: float
+    whole: bool
+
+
+def idle_block(hour: IdleHour | tuple) -> IdleBlock:
+    """One hour as a block."""
+    hour_start, prefix, suffix, max_run, whole = hour
+    if whole:
+        return IdleBlock(hour_start, hour_start, prefix, 0.0, 0.0, True)
+    # the longest run counts apart only when it is neither the prefix nor the suffix (as in `idle_stretches`)
+    return IdleBlock(hour_start, hour_start, prefix, suffix, max_run if max_run > max(prefix, suffix) else 0.0, False)
+
+
+def join_idle_blocks(a: IdleBlock, b: IdleBlock) -> IdleBlock:
+    """The block of `a`'s hours followed by `b`'s (b starts after a ends). A run reaching the
+    end of `a` goes on into `b` only when `b`'s first hour follows `a`'s last directly (`continues`)."""
+    if continues(a.last, b.first):
+        if a.whole and b.whole:
+            return IdleBlock(a.first, b.last, a.head + b.head, 0.0, 0.0, True)
+        if a.whole:
+            return IdleBlock(a.first, b.last, a.head + b.head, b.tail, b.inner, False)
+        if b.whole:
+            return IdleBlock(a.first, b.last, a.head, a.tail + b.head, a.inner, False)
+        return IdleBlock(a.first, b.last, a.head, b.tail, max(a.inner, a.tail + b.head, b.inner), False)
+    # a gap: a's open stretch ends with a; b's head starts afresh
+    closed = max(a.inner, 0.0 if a.whole else a.tail)
+    if b.whole:
+        return IdleBlock(a.first, b.last, a.head, b.head, closed, False)
+    return IdleBlock(a.first, b.last, a.head, b.tail, max(closed, b.head, b.inner), False)
+
+
+def fold_idle_blocks(blocks: Iterable[IdleBlock]) -> IdleBlock | None:
+    """The blocks of one device-pod, sorted by their first hour, as one block (None for none)."""
+    out = None
+    for b in blocks:
+        out = b if out is None else join_idle_blocks(out, b)
+    return out
+
+
+def block_longest_idle_seconds(block: IdleBlock | None) -> float:
+    """The longest idle stretch in a block: `longest_idle_seconds` of its hours."""
+    if block is None:
+        return 0.0
+    return max(block.head, block.tail, block.inner)
+
+
 def percentile(values: Sequence[float], p: float) -> float:
     """Linear interpolation between closest ranks (type 7); 0 for no values."""
     if not 0.0 <= p <= 1.0:

@@ -53,3 +53,50 @@ class UsageDayBuilt(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["cluster", "day"], name="usage_day_built_unique")]
+
+
+class UsagePodDay(models.Model):
+    """One device-pod's allocated hours of one billing day, summed, with the day's idle block
+    (`core.measures.IdleBlock`): what the idle list reads for whole days instead of the hours
+    (docs/performance.md, "The longest reads"). Written with UsageDay by `rebuild_days`; only
+    rows with a namespace and allocated seconds. Not enforced by the database, as UsageDay."""
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_index=False,
+                                db_constraint=False)
+    day = models.DateField(help_text="billing-zone day")
+    namespace = models.CharField(max_length=253)
+    pod = models.CharField(max_length=253)
+    device_id = models.BigIntegerField()
+    gpu_model = models.CharField(max_length=200)
+    node = models.CharField(max_length=255, blank=True)
+
+    gpu_seconds = models.FloatField(default=0.0)
+    used_gpu_seconds = models.FloatField(default=0.0)
+    idle_gpu_seconds = models.FloatField(default=0.0)
+    first_hour = models.DateTimeField()
+    last_hour = models.DateTimeField()
+    last_fraction = models.FloatField(help_text="gpu_fraction of the day's last hour")
+    idle_head_seconds = models.FloatField(default=0.0)
+    idle_tail_seconds = models.FloatField(default=0.0)
+    idle_inner_seconds = models.FloatField(default=0.0)
+    idle_whole = models.BooleanField(default=False)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["cluster", "day", "namespace", "pod", "device_id", "gpu_model", "node"],
+                                    name="usage_pod_day_unique"),
+        ]
+        indexes = [models.Index(fields=["day", "cluster"], name="usage_pod_day_time"),
+                   models.Index(fields=["cluster", "namespace", "pod", "day"], name="usage_pod_day_pod")]
+
+
+class UsagePodDayBuilt(models.Model):
+    """A (cluster, day) whose UsagePodDay rows equal the hourly rows, in `zone`: the idle list
+    reads the summary only for such days, the hours otherwise (an old database before the
+    rebuild, a new zone)."""
+    cluster = models.ForeignKey(Cluster, on_delete=models.CASCADE, related_name="+", db_index=False,
+                                db_constraint=False)
+    day = models.DateField()
+    zone = models.CharField(max_length=64)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["cluster", "day"], name="usage_pod_day_built_unique")]

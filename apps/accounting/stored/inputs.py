@@ -67,7 +67,8 @@ END $$;
 # The undated categories a caller names (`ledger.answer.usage_version(also=…)`); `InputChange` holds them all.
 RATES, OWNERS, QUOTA = InputChange.RATES, InputChange.OWNERS, InputChange.QUOTA  # named with the log's model
 
-DATED = {"accounting_usagehour": "hour", "accounting_usageday": "day", "accounting_usagedaybuilt": "day"}
+DATED = {"accounting_usagehour": "hour", "accounting_usageday": "day", "accounting_usagedaybuilt": "day",
+         "accounting_usagepodday": "day", "accounting_usagepoddaybuilt": "day"}
 # table: [(category, columns whose update counts ('*': any), which events)]
 UNDATED = {
     "accounting_rate": [(RATES, "*", "IUD"), ("mapping", "effective_from", "IUD")],

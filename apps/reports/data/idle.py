@@ -5,7 +5,8 @@ Idle samples (utilization under the idle threshold, 5 % by default) are counted 
 ingest. This report lists a pod when its average utilization over the window (used ÷
 allocated) is under the listing threshold (10 % by default) and its longest unbroken idle
 stretch lasts at least the listing minimum (30 minutes by default). Stretches are joined
-across hours per device-pod; a pod's longest is the longest over its devices.
+across hours per device-pod; a pod's longest is the longest over its devices. Whole days are
+read from the per-pod day summary, each day one idle block joined exactly as its hours would be.
 
 The page shows the list a page at a time, sorted as asked (`SORTS`); the cost of the pods
 shown, and of the capacity no pod held, are priced from usage cells (apps/reports/money.py).
@@ -19,7 +20,8 @@ from datetime import datetime
 
 from django.conf import settings
 from apps.accounting.usage import reader as rollup_reader
-from apps.accounting.core.measures import efficiency, longest_idle_seconds, share, shown_hours, shown_ratio
+from apps.accounting.core.measures import (block_longest_idle_seconds, efficiency, fold_idle_blocks, share, shown_hours,
+                                           shown_ratio)
 from apps.accounting.usage.reader import HourTeams
 from apps.accounting.core.lines import Cell
 from apps.accounting.usage.cells import cluster_name_by_id
@@ -89,7 +91,11 @@ def pod_order(p: "IdlePod") -> tuple:
     return (p.cluster, p.namespace, p.pod, p.team)
 
 
-EVERY_IDLE_POD = (1.0, 0.0)  # no listing filter: every pod with idle GPU-time
+EVERY_IDLE_POD = (1.0, 0.0)
+
+# Whole days from the per-pod day summary, the rest from the hours (docs/performance.md, "The
+# longest reads"); the tests set it False to read every hour, their oracle.
+SUMMARY = True  # no listing filter: every pod with idle GPU-time
 
 
 def parse_idle_options(params, defaults=None) -> IdleOptions:
@@ -115,13 +121,14 @@ def parse_idle_options(params, defaults=None) -> IdleOptions:
 
 
 def idle_pods(sel: ReportFilter, opts: IdleOptions) -> list[IdlePod]:
-    """Three queries whatever the number of pods: pod totals, cluster names, candidates' hours.
+    """A few queries whatever the number of pods: pod totals, cluster names, candidates' idle
+    blocks (whole days from the per-pod day summary, the rest from the hours; `SUMMARY`).
     A pod whose namespace changed team in the window is listed once per team, with that
     team's hours (docs/teams-and-relabels.md, "Which team owns an hour")."""
     f, rule = sel.usage_filter(), HourTeams()
     names = cluster_name_by_id()
     pods: dict[tuple[int, str, str, str], IdlePod] = {}
-    for t in rollup_reader.pod_totals(f, rule):
+    for t in rollup_reader.pod_totals(f, rule, summary=SUMMARY):
         if not t["idle_s"] or efficiency(t["used_s"], t["gpu_s"]) >= opts.max_utilization:
             continue
         pods[(t["cluster_id"], t["namespace"], t["pod"], t["team"])] = IdlePod(
@@ -138,22 +145,23 @@ def idle_pods(sel: ReportFilter, opts: IdleOptions) -> list[IdlePod]:
 
 
 def _fill_stretches(f, pods, rule):
-    runs = defaultdict(list)
+    blocks = defaultdict(list)
     fractions: dict[tuple, dict[int, float]] = defaultdict(dict)
     nodes: dict[tuple, set[str]] = defaultdict(set)
     wanted = {k[:3] for k in pods}
-    for cluster_id, ns, pod, team, device_id, node, fraction, hour, prefix, suffix, max_run, whole in (
-            rollup_reader.pod_idle_hours(f, wanted, rule)):
+    for cluster_id, ns, pod, team, device_id, node, fraction, block in (
+            rollup_reader.pod_idle_blocks(f, wanted, rule, summary=SUMMARY)):
         key = (cluster_id, ns, pod, team)
         if key not in pods:
             continue
-        runs[(key, device_id)].append((int(hour.timestamp()), prefix, suffix, max_run, whole))
+        blocks[(key, device_id)].append(block)
         fractions[key][device_id] = fraction
         if node:
             nodes[key].add(node)
-    for (key, _device), device_hours in runs.items():
+    for (key, _device), device_blocks in blocks.items():
         pod = pods[key]
-        pod.longest_idle_seconds = max(pod.longest_idle_seconds, longest_idle_seconds(device_hours))
+        pod.longest_idle_seconds = max(pod.longest_idle_seconds,
+                                       block_longest_idle_seconds(fold_idle_blocks(device_blocks)))
     for key, pod in pods.items():
         pod.gpus_held = sum(fractions[key].values())
         pod.nodes = sorted(nodes[key])
