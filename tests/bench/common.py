@@ -7,6 +7,7 @@ import os
 import platform
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 from urllib.parse import urlparse, urlunparse
@@ -62,7 +63,14 @@ def measured(args: list[str], env: dict) -> dict:
     this process' own peak when the child was started (see there)."""
     proc = subprocess.Popen([sys.executable, "-m", "tests.bench.child", *args], cwd=ROOT, env=env,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    out, err = proc.stdout.read(), proc.stderr.read()
+    # Both pipes drained at once: a child that logs more than a pipe holds (64 KiB) to stderr
+    # while the parent reads stdout to its end would wait on the parent for ever.
+    errs: list[bytes] = []
+    drain = threading.Thread(target=lambda: errs.append(proc.stderr.read()), daemon=True)
+    drain.start()
+    out = proc.stdout.read()
+    drain.join()
+    err = errs[0]
     _, status, usage = os.wait4(proc.pid, 0)
     proc.returncode = os.waitstatus_to_exitcode(status)
     if proc.returncode != 0:
