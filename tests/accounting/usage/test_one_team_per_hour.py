@@ -1,4 +1,4 @@
-"""One team-per-hour rule for every reader of the rollups (apps/accounting/usage/reader.py,
+"""One team-per-hour rule for every reader of the rollups (apps/accounting/usage/reader/,
 docs/teams-and-relabels.md, "Which team owns an hour"): a re-org moves namespace `ml` from team
 A to team B at 12:00, and the idle list, the explorer, the idle alerts, fleet health's energy
 and the team page's quota all give the hours before the move to A and the hours after to B; a
