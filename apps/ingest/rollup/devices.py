@@ -10,12 +10,13 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from .labels import canonical, device_identity, device_key, gpu_fraction, is_time_slice, names_the_exporter, workload_of
-from .records import (WORKLOAD_LABELS, WORKLOAD_NAMES, DeviceInfo, DeviceRollup, HourlySeries, RollupConfig, Series,
+from .labels import canonical, device_identity, gpu_fraction, is_time_slice, names_the_exporter, workload_of
+from .records import (WORKLOAD_LABELS, WORKLOAD_NAMES, DeviceInfo, DeviceRollup, RollupConfig, Series,
                       Window, _finite)
-from .arrays import columns, first_maxima, without_no_value, hour_slots, joined_columns, sequential_sums
+from .arrays import columns, without_no_value, joined_columns
 from .batch import _Acc, _Batch
 from .health import device_health
+from .memory import attach_memory
 from .copies import merge_copy_columns
 from .copies import priority as _priority
 from .timeline import Coverage, StreamGaps
@@ -135,7 +136,7 @@ def rollup_devices(
     accs, counted = _count_samples(cfg, window, streams, tiled, devices, warnings)
     warnings.extend(workloads.warnings())
 
-    _attach_memory(cfg, window, accs, fb_used, workloads)
+    attach_memory(cfg, window, accs, fb_used, workloads)
     health = device_health(cfg, window, devices, accs, power, temperature, xid, fallback)
 
     device_infos = {k: DeviceInfo(**v) for k, v in devices.items()}
@@ -347,57 +348,3 @@ def _own_values(mode: str, pods: Sequence[_Stream], plain: Sequence[_Stream]) ->
             if ts in at and _finite(v):
                 at[ts].append(v)
     return any(max(vs) - min(vs) > 1e-9 for vs in at.values() if len(vs) > 1)
-
-
-def _attach_memory(cfg, window, accs, fb_used, workloads: _Workloads):
-    """Memory per (device, pod, hour), joined on the utilization rows' keys (a reading: copies
-    of one value average to that value). Every series' readings in the window at once, in the
-    order the series come (`sequential_sums`: the floats of the per-sample loop in
-    tests/rollup_oracle/devices.py); Prometheus' per-hour sums, where asked for, take their place
-    in that order as one reading each (their sum, count and maximum)."""
-    slots: dict[tuple, int] = {}
-    groups, totals, counts, peaks = [], [], [], []      # arrays of readings, in the series' order
-    hourly: tuple[list, list, list, list] = ([], [], [], [])   # Prometheus' hours not yet in them
-
-    def flush():
-        if hourly[0]:
-            for arrays, values, dtype in zip((groups, totals, counts, peaks), hourly, (np.int64, float, float, float)):
-                arrays.append(np.array(values, dtype=dtype))
-                values.clear()
-
-    scale = cfg.fb_scale
-    for s in fb_used:
-        labels = canonical(s.labels)
-        key = device_key(labels)
-        namespace, pod = workloads.of(labels)
-        if isinstance(s, HourlySeries):
-            g, t, c, p = hourly
-            for hour, total, count, peak in s.hours:
-                if count and window.contains(hour):
-                    g.append(slots.setdefault((key, namespace, pod, hour), len(slots)))
-                    t.append(total * scale)
-                    c.append(count)
-                    p.append(peak * scale)
-            continue
-        flush()
-        ts, vs = columns(s.samples)
-        at = np.flatnonzero((ts >= window.start) & (ts < window.end) & np.isfinite(vs))
-        if not len(at):
-            continue
-        groups.append(hour_slots(ts[at], slots, (key, namespace, pod)))
-        values = vs[at] * scale
-        totals.append(values)
-        counts.append(np.ones(len(at)))
-        peaks.append(values)
-    flush()
-    if not slots:
-        return
-    g, peak_of = np.concatenate(groups), np.concatenate(peaks)
-    sums = sequential_sums(g, np.vstack([np.concatenate(totals), np.concatenate(counts)]), len(slots))
-    maxima = first_maxima(g, peak_of, len(slots))   # as max() keeps it, reading by reading
-    for acc_key, i in slots.items():
-        acc = accs.get(acc_key)
-        if acc is None:
-            continue
-        acc.rec.fb_used_mib_avg = float(sums[0, i]) / int(sums[1, i])
-        acc.rec.fb_used_mib_max = float(maxima[i])
