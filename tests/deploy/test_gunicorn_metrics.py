@@ -7,9 +7,6 @@ Postgres database, with PROMETHEUS_MULTIPROC_DIR in a temporary directory.
 import os
 import secrets
 import signal
-import socket
-import subprocess
-import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -17,23 +14,16 @@ from pathlib import Path
 import psutil
 import pytest
 import requests
-from django.db import connection
 from prometheus_client.mmap_dict import MmapedDict, mmap_key
 from prometheus_client.multiprocess import MultiProcessCollector
 
+from tests.support.gunicorn import answers, start_gunicorn, stop_gunicorn
 from tests.support.promtext import sample_values
 
-ROOT = Path(__file__).resolve().parents[2]
 ROUND = 24            # requests sent at once, 8 at a time, each on its own connection
 MAX_ROUNDS = 10       # until both workers have answered some
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def stale_counter_file(directory: Path):
@@ -52,41 +42,13 @@ METRICS_TOKEN = secrets.token_urlsafe(32)   # as deployed: /metrics answers the 
 def gunicorn(tmp_path):
     multiproc = tmp_path / "prometheus-multiproc"
     stale_counter_file(multiproc)
-    (tmp_path / "static").mkdir()
-    port = free_port()
-    env = dict(os.environ, DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{connection.settings_dict['NAME']}",
-               PROMETHEUS_MULTIPROC_DIR=str(multiproc), DEBUG="false", SECRET_KEY=secrets.token_urlsafe(50),
-               ALLOWED_HOSTS="127.0.0.1", SECURE_SSL_REDIRECT="false", STATIC_ROOT=str(tmp_path / "static"),
-               REDIS_URL="", LOG_LEVEL="ERROR", METRICS_TOKEN=METRICS_TOKEN,
-               HEALTH_BIND="")   # no health listener: its process would count as a worker here
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "-c", "gpuportal/gunicorn.conf.py", "--bind", f"127.0.0.1:{port}",
-         "--workers", "2", "--log-level", "warning", "gpuportal.wsgi:application"],
-        cwd=ROOT, env=env, start_new_session=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    base = f"http://127.0.0.1:{port}"
+    proc, base = start_gunicorn(tmp_path, lambda proc, base: len(workers(proc)) >= 2 and answers(base + "/livez"),
+                                within=60, METRICS_TOKEN=METRICS_TOKEN,
+                                HEALTH_BIND="")   # no health listener: its process would count as a worker here
     try:
-        deadline = time.monotonic() + 60
-        while len(workers(proc)) < 2 or not answers(base + "/livez"):
-            if proc.poll() is not None:
-                pytest.fail("gunicorn exited during start-up:\n" + proc.stdout.read())
-            if time.monotonic() > deadline:
-                pytest.fail("gunicorn did not answer /livez within 60 s")
-            time.sleep(0.3)
         yield base, proc, multiproc
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-
-
-def answers(url) -> bool:
-    try:
-        return requests.get(url, timeout=2).status_code == 200
-    except requests.RequestException:
-        return False
+        stop_gunicorn(proc)
 
 
 def workers(proc) -> list[int]:

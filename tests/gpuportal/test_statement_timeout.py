@@ -2,13 +2,13 @@
 reads STATEMENT_TIMEOUT_SECONDS, exports and writes STATEMENT_TIMEOUT_EXPORT_SECONDS, Celery
 workers STATEMENT_TIMEOUT_WORKER_SECONDS. Before, the database had no statement timeout: a
 400-day idle call ran as long as it took, and three of them held /healthz for 27 s."""
-import threading
 
 import pytest
 from django.db import connection, connections
 
 from gpuportal import dbtimeout
 from tests.support.factories import make_user
+from tests.support.db_locks import table_locked
 
 pytestmark = pytest.mark.postgres
 
@@ -44,27 +44,8 @@ def test_a_statement_past_its_limit_is_a_503_naming_the_setting(settings):
     from rest_framework.test import APIClient
     finance = APIClient()
     finance.force_authenticate(make_user("admin", "admin"))
-    locked, release = threading.Event(), threading.Event()
-
-    def hold():
-        other = connections.create_connection("default")
-        try:
-            with other.cursor() as cur:
-                cur.execute("BEGIN")
-                cur.execute("LOCK TABLE accounting_rate IN ACCESS EXCLUSIVE MODE")
-                locked.set()
-                release.wait(30)
-                cur.execute("ROLLBACK")
-        finally:
-            other.close()
-    holder = threading.Thread(target=hold)
-    holder.start()
-    try:
-        assert locked.wait(10)
+    with table_locked("accounting_rate"):
         response = finance.get("/api/v1/rates/")
-    finally:
-        release.set()
-        holder.join()
     assert response.status_code == 503 and response["Retry-After"] == "60"
     assert response.json() == {"detail": "the database took longer than 0.2 s (STATEMENT_TIMEOUT_SECONDS) for this "
                                          "request; ask for a shorter window or a narrower scope"}

@@ -18,6 +18,7 @@ from apps.accounting.models import Rate, RateImport
 from apps.accounting.tasks import import_rate_file
 from apps.teams.models import AuditEvent
 from tests.support.factories import H100, make_user
+from tests.support.db_locks import table_locked
 
 HEADER = "gpu_model,mig_profile,hourly_rate,currency,effective_from\n"
 LINES = 5000
@@ -40,31 +41,16 @@ def test_the_import_page_shows_progress_then_the_result():
     browser, uploader = Client(), Client()
     browser.force_login(admin)
     uploader.force_login(admin)
-    locked, release, answered = threading.Event(), threading.Event(), []
-
-    def hold_the_rate_table():
-        other = connections.create_connection("default")
-        try:
-            with other.cursor() as cur:
-                cur.execute("BEGIN")
-                cur.execute("LOCK TABLE accounting_rate IN SHARE MODE")     # reads pass, inserts wait
-                locked.set()
-                release.wait(60)
-                cur.execute("ROLLBACK")
-        finally:
-            other.close()
+    answered = []
 
     def post():
         try:
             answered.append(uploader.post("/admin-tools/rates/", {"file": SimpleUploadedFile("card.csv", a_card())}))
         finally:
             connections.close_all()
-    holder = threading.Thread(target=hold_the_rate_table)
-    holder.start()
-    assert locked.wait(10)
     poster = threading.Thread(target=post)
-    poster.start()
-    try:
+    with table_locked("accounting_rate", "SHARE"):                  # reads pass, inserts wait
+        poster.start()
         deadline, seen = time.monotonic() + 60, []
         while True:
             job = RateImport.objects.defer("data").first()
@@ -80,10 +66,7 @@ def test_the_import_page_shows_progress_then_the_result():
         assert '<meta http-equiv="refresh" content="1">' in body
         assert set(seen) <= {"queued", "checking", "writing"}
         assert not Rate.objects.exists() and not AuditEvent.objects.filter(action="rates.import").exists()
-    finally:
-        release.set()
-        holder.join()
-        poster.join()
+    poster.join()
     (response,) = answered
     assert response.status_code == 302 and response["Location"] == f"/admin-tools/rates/imports/{job.pk}/"
     body = browser.get(response["Location"]).content.decode()

@@ -6,6 +6,7 @@ reads of daily figures at MAX_REPORT_DAYS (400). Before, a viewer's 400-day idle
 import pytest
 
 from tests.support.factories import make_user
+from tests.support.db_locks import table_locked
 
 pytestmark = pytest.mark.django_db
 YEAR = {"start": "2025-10-24", "end": "2026-11-28"}         # 400 days
@@ -81,31 +82,16 @@ def test_a_user_runs_at_most_long_reads_per_user_at_once(settings):
         c = APIClient()
         c.force_authenticate(user)
         return c
-    locked, release, first = threading.Event(), threading.Event(), []
-
-    def hold():
-        other = connections.create_connection("default")
-        try:
-            with other.cursor() as cur:
-                cur.execute("BEGIN")
-                cur.execute("LOCK TABLE accounting_usagehour IN ACCESS EXCLUSIVE MODE")
-                locked.set()
-                release.wait(30)
-                cur.execute("ROLLBACK")
-        finally:
-            other.close()
+    first = []
 
     def long_call():
         try:
             first.append(client(ann).get("/api/v1/idle/", QUARTER).status_code)
         finally:
             connections.close_all()
-    holder = threading.Thread(target=hold)
-    holder.start()
-    assert locked.wait(10)
     caller = threading.Thread(target=long_call)
-    caller.start()
-    try:
+    with table_locked("accounting_usagehour", longest=30):
+        caller.start()
         for _ in range(100):        # until the first call holds its slot
             if cache.get("long-reads:%s" % ann.pk):
                 break
@@ -115,9 +101,6 @@ def test_a_user_runs_at_most_long_reads_per_user_at_once(settings):
         assert refused.json() == {"detail": "you already have 1 long read (idle GPUs, right-sizing) running; wait "
                                             "for one to finish (LONG_READS_PER_USER). Expected available in 10 seconds."}
         assert client(bob).get("/api/v1/rightsizing/").status_code == 200
-    finally:
-        release.set()
-        holder.join()
-        caller.join()
+    caller.join()
     assert first == [200]
     assert client(ann).get("/api/v1/rightsizing/").status_code == 200
