@@ -16,7 +16,7 @@ from apps.teams.models import AuditEvent
 class Command(BaseCommand):
     help = ("Recompute the daily usage rollups (UsageDay, and the per-pod day summary UsagePodDay) from the "
             "hourly rows, per billing day (BILLING_TIMEZONE). Run it after changing BILLING_TIMEZONE, and once "
-            "after migration accounting 0018 to build the summary for the hours already stored.")
+            "after migration accounting 0019 (pod_days) to build the summary for the hours already stored.")
 
     def add_arguments(self, parser):
         parser.add_argument("--cluster", help="cluster name (default: every cluster)")
