@@ -80,3 +80,35 @@ def test_a_write_to_what_they_read_is_seen_at_once(fleet):
     make_usage_hours(make_device(fleet, host="node-2"), "ml", "eval-0", [END - timedelta(hours=3)], 1)  # usage
     assert sorted(u.workload_name for u in workload_usage(ids, START, END)) == ["eval-0", "trainer"]
     assert set(histories(fleet)[(fleet.pk, "ml")].hourly["requests.nvidia.com/gpu"].values()) == {1.0, 2.0}
+
+
+def test_the_worker_stores_the_default_right_sizing_window(fleet, client):
+    """Every ingest run queues the worker's task (`prepare_month_answers`) after its writes; once
+    it has run, right-sizing's default window is read from the store: the API's first read after
+    the hours changed sums no hourly rows (docs/performance.md, "The longest reads"). Without the
+    worker's receiver, that read sums them."""
+    from apps.accounting.signals import month_prepared
+    from apps.accounting.tasks import prepare_month_answers
+    from apps.recommendations.apps import _prepare_rightsizing
+    from tests.support.factories import make_user
+
+    client.force_login(make_user("finance-rs", "finance"))
+
+    def read():
+        answered = []
+        summed = aggregates(lambda: answered.append(client.get("/api/v1/rightsizing/", secure=True)))
+        assert answered[0].status_code == 200
+        return summed, sorted(r["workload_name"] for r in answered[0].json()["results"])
+
+    make_usage_hours(make_device(fleet, host="node-3"), "ml", "eval-1", [END - timedelta(hours=5)], 1)
+    prepare_month_answers(recent=True)      # what the ingest run queues once its writes commit
+    assert read() == ([], ["eval-1", "train"])
+    uid = "recommendations.rightsizing_on_prepare"
+    assert month_prepared.disconnect(dispatch_uid=uid)
+    try:
+        make_usage_hours(make_device(fleet, host="node-4"), "ml", "eval-2", [END - timedelta(hours=5)], 1)
+        prepare_month_answers(recent=True)
+        summed, names = read()
+        assert summed and names == ["eval-1", "eval-2", "train"]
+    finally:
+        month_prepared.connect(_prepare_rightsizing, dispatch_uid=uid)

@@ -3,5 +3,5 @@
 
 Owns: the rules that pick an action and a profile (`rules`), the rows for a window and scope
 with their saving (`rows`), a team's or the fleet's summary stored per version (`summary`), the
-API view (`api`) and the page (`views`).
+API view (`api`), the page (`views`), and the default window the worker stores (`prepared`).
 """
