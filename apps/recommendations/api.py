@@ -5,14 +5,14 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounting.query.filters import MAX_WINDOW_DAYS, MIN_WINDOW_DAYS, filter_from, max_window_days
+from apps.accounting.query.filters import MAX_WINDOW_DAYS, MIN_WINDOW_DAYS, WORKLOAD_HOURS, filter_from, max_window_days
 
 from .advice import CSV_COLUMNS, AdviceQuery, advice_rows, params_from_settings
 
 # The OpenAPI parameter of both advice endpoints (docs/api.md): its bounds are the parser's.
 WINDOW_DAYS_SCHEMA = {"type": "integer", "minimum": MIN_WINDOW_DAYS, "maximum": MAX_WINDOW_DAYS}
-# Right-sizing reads hourly rows per pod: its window's limit is MAX_HOURLY_REPORT_DAYS.
-HOURLY_WINDOW_DAYS_SCHEMA = {"type": "integer", "minimum": MIN_WINDOW_DAYS, "maximum": max_window_days(hourly=True)}
+# Right-sizing reads every hourly row of each workload: its window's limit is MAX_RIGHTSIZING_DAYS.
+HOURLY_WINDOW_DAYS_SCHEMA = {"type": "integer", "minimum": MIN_WINDOW_DAYS, "maximum": max_window_days(WORKLOAD_HOURS)}
 
 RESOURCE_FIELDS = {
     "resource": serializers.CharField(), "hard": serializers.FloatField(allow_null=True),

@@ -8,7 +8,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Q
 from django.shortcuts import render
 
-from apps.accounting.query.filters import filter_from
+from apps.accounting.query.filters import DAILY, filter_from
 from apps.clusters.models import Cluster
 from apps.teams.access import can_see_money, is_admin, money_scope, team_scope
 from apps.web.pages import bad_request
@@ -19,13 +19,13 @@ from .advice import AdviceQuery, advice_rows
 from .models import Alert
 
 
-def page_query(request, query_of, *, hourly=False):
+def page_query(request, query_of, *, reads=DAILY):
     """(query, its ReportFilter, None), or (None, None, the 400 page) for bad parameters: the query
     string parsed once (`apps.accounting.query.filters`), so an unknown team or cluster is a 404 and a
     team not the user's a 403, as on the API; a user with no team to show gets a 403, on every
     advice page alike."""
     try:
-        sel = filter_from(request.GET, request.user, trailing=True, hourly=hourly)
+        sel = filter_from(request.GET, request.user, trailing=True, reads=reads)
     except BadParameters as exc:
         return None, None, bad_request(request, exc.detail)
     q = query_of(sel)

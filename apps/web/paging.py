@@ -1,5 +1,6 @@
-"""Server-side paging and sorting of a long list (the Idle GPUs page): `page`, `page_size` and
-`sort` from the URL, each refused with a message naming it (400, never 500)."""
+"""Server-side paging and sorting of a long list (the Idle GPUs page, the explorer) and of an
+API's ranking (idle GPUs, right-sizing): `page`, `page_size` and `sort` from the URL, each refused
+with a message naming it (400, never 500), and the API's paged body (docs/api.md, "Paging")."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -96,3 +97,22 @@ def page_of(rows: list, paging: Paging) -> Page:
     start = (paging.page - 1) * paging.page_size
     chunk = rows[start:start + paging.page_size]
     return Page(rows=chunk, number=paging.page, pages=pages, total=len(rows), first_index=start + 1 if chunk else 0)
+
+
+def api_page(request, rows: list, paging: Paging) -> dict:
+    """An API ranking's page as every paged endpoint answers it (docs/api.md, "Paging"): `count`
+    (the whole ranking's rows), `page`, `pages`, `next` / `previous` (the neighbouring pages' URLs
+    with every other parameter kept, null at either end) and `results`. A page past the last is an
+    empty page, not an error: the ranking may have shrunk between two calls, and a client walking
+    `next` stops at null; its `previous` is the last page."""
+    pages = max(1, ceil(len(rows) / paging.page_size))
+    shown = page_of(rows, paging).rows if paging.page <= pages else []
+
+    def link(number):
+        query = request.query_params.copy()
+        query["page"] = str(number)
+        return request.build_absolute_uri("?" + query.urlencode())
+    return {"count": len(rows), "page": paging.page, "pages": pages,
+            "next": link(paging.page + 1) if paging.page < pages else None,
+            "previous": link(min(paging.page - 1, pages)) if paging.page > 1 else None,
+            "results": shown}

@@ -52,9 +52,11 @@ STALE_INGEST_HOURS = _env_float("STALE_INGEST_HOURS", 3.0, 0.0)
 IDLE_LIST_UTILIZATION = _env_float("IDLE_LIST_UTILIZATION", 0.10, 0.0, 1.0)
 IDLE_LIST_MIN_MINUTES = _env_float("IDLE_LIST_MIN_MINUTES", 30.0, 0.0)
 MAX_REPORT_DAYS = _env_int("MAX_REPORT_DAYS", 400)
-# Endpoints that read hourly rows per pod (idle GPUs, right-sizing) cost ~25x a daily read for the
-# same window: their own, shorter limit (docs/security.md, "No request ties up the portal").
+# Endpoints that read hourly rows per pod (idle GPUs) cost ~25x a daily read for the same window:
+# their own, shorter limit; right-sizing reads every hourly row of each workload with its
+# percentiles, and has its own (docs/security.md, "No request ties up the portal").
 MAX_HOURLY_REPORT_DAYS = _env_int("MAX_HOURLY_REPORT_DAYS", 93)
+MAX_RIGHTSIZING_DAYS = _env_int("MAX_RIGHTSIZING_DAYS", 31)
 # Reads of hourly rows per pod one user may have running at once (apps/web/throttle.py); 0: no limit.
 LONG_READS_PER_USER = _env_int("LONG_READS_PER_USER", 2, low=0)
 

@@ -196,7 +196,7 @@ def test_labels_ingested_after_the_close_for_hours_past_its_watermark_count(fina
 
     prod = make_cluster()
     make_team("vision"), make_team("nlp")
-    cv = make_namespace(prod, "cv", label_team="vision")
+    make_namespace(prod, "cv", label_team="vision")
     make_rate(hourly_rate="1.00")
     gpu = make_device(prod)
     make_usage(gpu, "cv", utc(2026, 3, 15), hours=3)

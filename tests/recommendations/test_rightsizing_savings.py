@@ -127,3 +127,21 @@ def test_a_viewers_rows_come_largest_first_not_by_name(world):
     rows = api.get("/api/v1/rightsizing/", {"window_days": 2}).json()["results"]
     assert [r["workload_name"] for r in rows][:4] == ["infer-small", "peaky", "l4-serve", "embedder"]
     assert all(r["monthly_saving"] is None for r in rows)
+
+
+def test_a_team_page_over_a_year_measures_right_sizing_over_its_last_31_days(world):
+    """Right-sizing reads every hourly row of each workload, so its window has its own limit
+    (MAX_RIGHTSIZING_DAYS, 31 days): a team page showing a year measures the block over the
+    year's last 31 days, says so, and links to the list over those days, which the list answers
+    (a link over the year would be a 400). The fleet's 48 hours lie inside them; 31 days are 744
+    hours, more than a month's 730, so the saving is scaled down: 327.77 × 730 ÷ 744 = €321.61."""
+    client, _ = as_user("team_lead", [world["vision"]])
+    team_page = client.get("/teams/vision/", {"start": "2025-11-20", "end": "2026-11-20"})
+    assert team_page.status_code == 200
+    text = team_page.content.decode()
+    assert "€321.61" in text
+    assert "Measured over 2026-10-20 00:00 UTC – 2026-11-20 00:00 UTC (31 days)" in text
+    href = re.search(r'<a href="(/advice/rightsizing/[^"]*)">All 3 workloads', text).group(1).replace("&amp;", "&")
+    assert "start=2026-10-20" in href and "end=2026-11-20" in href
+    page = client.get(href)
+    assert page.status_code == 200 and "€321.61" in page.content.decode()

@@ -58,7 +58,7 @@ def add_import(tree: Path, module: str, line: str):
     ("apps.reports.views.chargeback", "from apps.reports.api.chargeback import SeesMoney",
      "apps.reports.views.chargeback is not allowed to import apps.reports.api"),
     # the report data modules answer a bad query string without DRF (apps/web/params.py)
-    ("apps.reports.data.paging", "from rest_framework.exceptions import ValidationError",
+    ("apps.reports.data.idle", "from rest_framework.exceptions import ValidationError",
      "apps.reports.data is not allowed to import rest_framework"),
     # ... not even through a helper that speaks DRF (the old picker reached it through api/params.py)
     ("apps.reports.data.explore", "from apps.web.drf import exception_handler",

@@ -30,17 +30,30 @@ def test_hourly_reads_have_the_shorter_limit(api, client):
     assert client.get("/idle/", QUARTER).status_code == 200
 
 
-def test_right_sizing_takes_at_most_the_hourly_limit(api, client):
+def test_right_sizing_takes_at_most_its_own_limit(api, client):
+    """Right-sizing reads every hourly row of each workload: its window has its own limit,
+    MAX_RIGHTSIZING_DAYS (31), shorter than the idle list's (93: it reads whole days from the
+    per-pod day summary)."""
     admin = make_user("admin", "admin")
-    refused = api(admin).get("/api/v1/rightsizing/", {"window_days": 366})
-    assert refused.status_code == 400
-    assert refused.json() == {"window_days": "window_days must be a whole number of days, 1 to 93 "
-                                             "(MAX_HOURLY_REPORT_DAYS: this reads hourly rows)"}
-    assert api(admin).get("/api/v1/rightsizing/", {"window_days": 93}).status_code == 200
+    for days in (366, 93, 32):
+        refused = api(admin).get("/api/v1/rightsizing/", {"window_days": days})
+        assert refused.status_code == 400
+        assert refused.json() == {"window_days": "window_days must be a whole number of days, 1 to 31 "
+                                                 "(MAX_RIGHTSIZING_DAYS: this reads every hourly row of each "
+                                                 "workload)"}
+    assert api(admin).get("/api/v1/rightsizing/", {"window_days": 31}).status_code == 200
+    assert api(admin).get("/api/v1/idle/", {"start": "2026-09-01", "end": "2026-11-28"}).status_code == 200  # 88 d
     assert api(admin).get("/api/v1/quota-recommendations/", {"window_days": 366}).status_code == 200
     client.force_login(admin)
-    assert client.get("/advice/rightsizing/", {"window_days": 366}).status_code == 400
-    assert 'name="window_days" min="1" max="93"' in client.get("/advice/rightsizing/").content.decode()
+    assert client.get("/advice/rightsizing/", {"window_days": 32}).status_code == 400
+    assert 'name="window_days" min="1" max="31"' in client.get("/advice/rightsizing/").content.decode()
+
+
+def test_the_default_right_sizing_window_never_passes_its_limit(settings):
+    from apps.recommendations.rightsizing.rows import default_days
+    assert default_days() == 28
+    settings.MAX_RIGHTSIZING_DAYS = 14
+    assert default_days() == 14
 
 
 def test_the_limits_are_configurable_and_in_the_schema(api, settings):
@@ -54,7 +67,9 @@ def test_the_limits_are_configurable_and_in_the_schema(api, settings):
     assert "at most MAX_REPORT_DAYS days long (400 as configured)" in usage
     window_days = next(p for p in schema["paths"]["/api/v1/rightsizing/"]["get"]["parameters"]
                        if p["name"] == "window_days")
-    assert window_days["schema"]["maximum"] == 93 and "MAX_HOURLY_REPORT_DAYS" in window_days["description"]
+    assert window_days["schema"]["maximum"] == 31 and "MAX_RIGHTSIZING_DAYS" in window_days["description"]
+    rightsizing = schema["paths"]["/api/v1/rightsizing/"]["get"]["description"]
+    assert "at most MAX_RIGHTSIZING_DAYS days long (31 as configured)" in rightsizing
 
 
 def test_the_api_throttle_defaults_to_600_a_minute():

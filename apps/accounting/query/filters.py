@@ -120,42 +120,48 @@ class ReportFilter:
 _FILE_UNSAFE = re.compile(r"[^A-Za-z0-9.+-]+")
 
 
-def window_limit(hourly: bool = False) -> tuple[int, str]:
-    """(days, setting) a window may span: MAX_REPORT_DAYS for reads of daily figures,
-    MAX_HOURLY_REPORT_DAYS for reads of hourly rows per pod (idle GPUs, right-sizing), which
-    cost far more per day (docs/security.md, "No request ties up the portal")."""
-    if hourly:
-        return min(settings.MAX_HOURLY_REPORT_DAYS, settings.MAX_REPORT_DAYS), "MAX_HOURLY_REPORT_DAYS"
-    return settings.MAX_REPORT_DAYS, "MAX_REPORT_DAYS"
+# What a read reads, and so the limit its window has (docs/security.md, "No request ties up the
+# portal"): daily figures; hourly rows per pod, whole days of them from the per-pod day summary
+# (idle GPUs); every hourly row of each workload, with its percentiles (right-sizing).
+DAILY, POD_HOURS, WORKLOAD_HOURS = "daily figures", "hourly rows per pod", "every hourly row of each workload"
+_LIMITS = {DAILY: ("MAX_REPORT_DAYS", ""), POD_HOURS: ("MAX_HOURLY_REPORT_DAYS", " for reads of hourly rows"),
+           WORKLOAD_HOURS: ("MAX_RIGHTSIZING_DAYS", " for right-sizing, which reads every hourly row")}
 
 
-def window_rules(hourly: bool = False) -> str:
+def window_limit(reads: str = DAILY) -> tuple[int, str]:
+    """(days, setting) a window of a read of `reads` may span: MAX_REPORT_DAYS for daily figures,
+    MAX_HOURLY_REPORT_DAYS for hourly rows per pod (idle GPUs), MAX_RIGHTSIZING_DAYS for every
+    hourly row of each workload (right-sizing), never more than MAX_REPORT_DAYS."""
+    setting = _LIMITS[reads][0]
+    return min(getattr(settings, setting), settings.MAX_REPORT_DAYS), setting
+
+
+def window_rules(reads: str = DAILY) -> str:
     """The rules between start and end, in words, for an endpoint's OpenAPI description (as the
     patterns above are for its parameters), with its window's limit (`window_limit`: hourly reads
     have their own, shorter one)."""
-    days, setting = window_limit(hourly)
-    what = " (this endpoint reads hourly rows per pod)" if hourly else ""
+    days, setting = window_limit(reads)
+    what = f" (this endpoint reads {reads})" if reads != DAILY else ""
     return ("\n\nRules between parameters (a 400 naming `end`): `end` must be after `start` (`end` "
             "defaults to now, `start` to a week before `end`), and the window may be at most "
             f"{setting} days long ({days} as configured){what}.")
 
 
 def filter_from(params, user, *, page=False, default_days=DEFAULT_DAYS, trailing=False,
-                dates_too=False, hourly=False) -> ReportFilter:
+                dates_too=False, reads=DAILY) -> ReportFilter:
     """Parse and authorise a query string's window and scope (the module docstring says how).
 
     Pages (`page=True`) without dates show the default preset, whole billing-zone days the
     picker's date inputs can show exactly; the API keeps its rolling window. `trailing`: the
     advice's window, `window_days` back from now, instead of `start` / `end`; with `dates_too`,
     `start` / `end` when given (right-sizing over a team page's window; they win over
-    `window_days`). `hourly`: the caller reads hourly rows per pod, and the window's limit is
-    theirs (`window_limit`)."""
+    `window_days`). `reads`: what the caller reads, which sets the window's limit (`window_limit`)."""
     if trailing and dates_too and (params.get("start") or params.get("end")):
         trailing = False
     today = timezone.now().astimezone(billing_zone()).date()
     if trailing:
         start = end = None
-        window_days = parse_window_days(params, hourly=hourly)
+        window_days = parse_window_days(params, reads=reads)
         preset = presets.CUSTOM
     else:
         window_days = None
@@ -164,7 +170,7 @@ def filter_from(params, user, *, page=False, default_days=DEFAULT_DAYS, trailing
         if page and not params.get("start") and not params.get("end"):
             default = presets.preset_named(presets.DEFAULT, today)
             window_params = {"start": default.start.isoformat(), "end": default.end.isoformat()}
-        start, end = parse_window(window_params, default_days=default_days, hourly=hourly)
+        start, end = parse_window(window_params, default_days=default_days, reads=reads)
     cluster = (params.get("cluster") or "").strip() or None
     if cluster and not Cluster.objects.filter(name=cluster).exists():
         raise UnknownName(f"no cluster named {cluster!r}")
@@ -186,7 +192,7 @@ def filter_from(params, user, *, page=False, default_days=DEFAULT_DAYS, trailing
     )
 
 
-def parse_window(params, *, default_days=DEFAULT_DAYS, hourly=False) -> tuple[datetime, datetime]:
+def parse_window(params, *, default_days=DEFAULT_DAYS, reads=DAILY) -> tuple[datetime, datetime]:
     """(start, end) from ?start=&end= (ISO 8601 instants or dates), defaulting to the last week.
 
     Dates and offset-less times are in the billing time zone (docs/dates-and-money.md); the
@@ -210,34 +216,34 @@ def parse_window(params, *, default_days=DEFAULT_DAYS, hourly=False) -> tuple[da
         raise BadParameters(errors)
     if end <= start:
         raise BadParameters({"end": f"end ({end.isoformat()}) must be after start ({start.isoformat()})"})
-    limit, setting = window_limit(hourly)
+    limit, setting = window_limit(reads)
     if end - start > timedelta(days=limit):
-        what = " for reads of hourly rows" if hourly else ""
+        what = _LIMITS[reads][1]
         raise BadParameters({"end": f"the window is {(end - start).days} days; the limit{what} is {limit} days "
                                     f"({setting})"})
     return start, end
 
 
-def parse_window_days(params, *, hourly=False) -> int | None:
-    """The advice's trailing window: whole days, 1 to 366 (to MAX_HOURLY_REPORT_DAYS where
-    hourly rows per pod are read); absent: the configured default."""
+def parse_window_days(params, *, reads=DAILY) -> int | None:
+    """The advice's trailing window: whole days, 1 to 366 (to the limit of what it reads,
+    `window_limit`, when shorter); absent: the configured default."""
     if not params.get("window_days"):
         return None
     try:
         days = int(params["window_days"])
     except ValueError:
         days = 0
-    most = max_window_days(hourly)
+    most = max_window_days(reads)
     if not MIN_WINDOW_DAYS <= days <= most:
-        reason = " (MAX_HOURLY_REPORT_DAYS: this reads hourly rows)" if hourly and most < MAX_WINDOW_DAYS else ""
+        reason = f" ({window_limit(reads)[1]}: this reads {reads})" if most < MAX_WINDOW_DAYS else ""
         raise BadParameters({"window_days": f"window_days must be a whole number of days, "
                                             f"{MIN_WINDOW_DAYS} to {most}{reason}"})
     return days
 
 
-def max_window_days(hourly=False) -> int:
-    """The largest `window_days` the advice takes: 366, or the hourly reads' limit."""
-    return min(MAX_WINDOW_DAYS, window_limit(True)[0]) if hourly else MAX_WINDOW_DAYS
+def max_window_days(reads=DAILY) -> int:
+    """The largest `window_days` the advice takes: 366, or the limit of what it reads when shorter."""
+    return min(MAX_WINDOW_DAYS, window_limit(reads)[0])
 
 
 def parse_choice(params, name, choices, default=None):

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from apps.accounting.core.rounding import present
 from apps.accounting.core.measures import gpu_hours, hours_of, shown_hours, shown_ratio
-from apps.accounting.query.filters import ReportFilter
+from apps.accounting.query.filters import WORKLOAD_HOURS, ReportFilter, max_window_days
 from apps.accounting.query.presets import window_text
 from apps.accounting.calendar.zone import billing_zone
 from apps.accounting.usage.workloads import WorkloadUsage, workload_usage
@@ -176,11 +176,17 @@ def _freed_gpu_hours(u: WorkloadUsage, advice: rs.Advice, params: rs.Params) -> 
     return 0.0
 
 
+def default_days() -> int:
+    """The trailing window without `window_days`: ADVICE_WINDOW_DAYS, never past right-sizing's
+    own limit (MAX_RIGHTSIZING_DAYS, docs/security.md, "No request ties up the portal")."""
+    return min(settings.ADVICE_WINDOW_DAYS, max_window_days(WORKLOAD_HOURS))
+
+
 def windows(q: RightsizeQuery, now: datetime) -> list[tuple[ClusterMark, tuple[datetime, datetime]]]:
     """Each cluster the query reads with the hours it reads of it: the trailing days up to its
     ingest watermark, or the explicit window never past the hours ingested (a cluster whose
     window is then empty is left out)."""
-    days = q.window_days or settings.ADVICE_WINDOW_DAYS
+    days = q.window_days or default_days()
     clusters = [c for c in cluster_marks() if not q.cluster or c.name == q.cluster]
     out = []
     for cluster in clusters:
@@ -214,7 +220,7 @@ def window_said(q: RightsizeQuery, now: datetime | None = None) -> str:
         return said
     # clusters ingested up to different hours: each is measured up to its own last hour
     if q.start is None:
-        days = q.window_days or settings.ADVICE_WINDOW_DAYS
+        days = q.window_days or default_days()
         return f"the last {days} days up to each cluster's last ingested hour ({said.rsplit(' (', 1)[0]})"
     return f"{said}, each cluster up to its last ingested hour"
 

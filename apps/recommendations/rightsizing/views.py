@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
-from apps.accounting.query.filters import filter_from, max_window_days, parse_choice
+from apps.accounting.query.filters import WORKLOAD_HOURS, filter_from, max_window_days, parse_choice
 from apps.clusters.models import Cluster
 from apps.teams.access import team_scope
 from apps.teams.models import Team
@@ -51,7 +51,7 @@ def _whole(params, name, default, high=None) -> int:
 @long_read_page
 def rightsizing(request):
     try:
-        sel = filter_from(request.GET, request.user, trailing=True, dates_too=True, hourly=True)   # hourly rows per pod
+        sel = filter_from(request.GET, request.user, trailing=True, dates_too=True, reads=WORKLOAD_HOURS)   # hourly rows per pod
         show = parse_choice(request.GET, "show", SHOWS, default="counted")
         number = _whole(request.GET, "page", 1)
         size = _whole(request.GET, "page_size", PAGE_SIZE, MAX_PAGE_SIZE)
@@ -75,7 +75,7 @@ def rightsizing(request):
         "counted": sum(1 for r in rows if r["in_totals"]), "short": sum(1 for r in rows if not r["in_totals"]),
         "show_links": {s: _link(request, show=None if s == "counted" else s, page=None) for s in SHOWS},
         "money": q.money, "cluster": q.cluster, "team": q.team, "window_days": q.window_days,
-        "max_window_days": max_window_days(hourly=True),
+        "max_window_days": max_window_days(WORKLOAD_HOURS),
         "start": sel.query.get("start") or "", "end": sel.query.get("end") or "",
         "window": window_said(q),
         "totals": total_saving(rows) if q.money else [],

@@ -2,10 +2,13 @@
 page — the largest right-sizing savings, their total and a link to /advice/rightsizing/
 (docs/advice-and-alerts.md, "Right-sizing"). Rows come from `rightsizing_rows`, scoped to the
 user's teams, so the block shows exactly what the page and the API show."""
+from dataclasses import replace
+from datetime import timedelta
 from urllib.parse import urlencode
 
 from django import template
 
+from apps.accounting.query.filters import WORKLOAD_HOURS, window_limit
 from apps.teams.access import can_see_money, money_covers, money_scope, team_scope
 
 from apps.recommendations.rightsizing.rows import RightsizeQuery
@@ -17,6 +20,12 @@ register = template.Library()
 @register.inclusion_tag("recommendations/_rightsizing_summary.html", takes_context=True)
 def rightsizing_summary(context, team=None, sel=None):
     user = context.get("user")
+    if sel is not None and sel.start is not None and sel.end is not None:
+        # a team page may show a year; right-sizing measures at most the last MAX_RIGHTSIZING_DAYS
+        # of it (docs/security.md, "No request ties up the portal"), and its link opens the same days
+        most = timedelta(days=window_limit(WORKLOAD_HOURS)[0])
+        if sel.end - sel.start > most:
+            sel = replace(sel, start=sel.end - most)
     scope = team_scope(user)
     # money per row, within the user's money scope (docs/security.md, "Money scope"); the totals
     # only when every team the block covers is in it

@@ -6,8 +6,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from ..data.idle import CSV_COLUMNS, EVERY_IDLE_POD, idle_pods, parse_idle_options
-from ..data.paging import MAX_PAGE_SIZE, page_of, parse_page
-from apps.accounting.query.filters import filter_from, iso_utc as iso, window_rules
+from apps.web.paging import MAX_PAGE_SIZE, api_page, parse_page
+from apps.accounting.query.filters import POD_HOURS, filter_from, iso_utc as iso, window_rules
+from apps.web.drf import paging_fields, paging_parameters
 from apps.web.throttle import long_read_api
 
 from .usage import WINDOW_PARAMS
@@ -35,28 +36,21 @@ class IdleView(APIView):
             OpenApiParameter("min_idle_minutes", {"type": "number", "minimum": 0},
                              description="only pods with an idle stretch at least this long "
                                          "(the page uses 30); default 0"),
-            OpenApiParameter("page", {"type": "integer", "minimum": 1},
-                             description="page of the ranked pods, from 1 (JSON; the CSV holds every pod)"),
-            OpenApiParameter("page_size", {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE},
-                             description=f"pods per page, 1 to {MAX_PAGE_SIZE}; default {API_PAGE_SIZE}"),
-        ],
+        ] + paging_parameters("pods", API_PAGE_SIZE),
         responses=inline_serializer("IdleResponse", {
             "start": serializers.CharField(), "end": serializers.CharField(),
             "max_utilization": serializers.FloatField(), "min_idle_minutes": serializers.FloatField(),
-            "count": serializers.IntegerField(help_text="pods in the whole ranking"),
-            "page": serializers.IntegerField(), "pages": serializers.IntegerField(),
-            "next": serializers.CharField(allow_null=True, help_text="the next page's URL; null on the last"),
-            "previous": serializers.CharField(allow_null=True, help_text="the previous page's URL; null on the first"),
+            **paging_fields("pods"),
             "results": inline_serializer("IdlePod", IDLE_ROW_FIELDS, many=True),
         }),
         description="The pods with idle GPU-time in the window, ranked by idle GPU-hours (narrow it with "
                     f"max_utilization / min_idle_minutes), {API_PAGE_SIZE} a page unless page_size says: "
                     "`count` is the whole ranking's, `next` the following page's URL; ?format=csv holds every "
-                    "pod." + window_rules(hourly=True),
+                    "pod." + window_rules(POD_HOURS),
     )
     @long_read_api
     def get(self, request):
-        sel = filter_from(request.query_params, request.user, hourly=True)
+        sel = filter_from(request.query_params, request.user, reads=POD_HOURS)
         opts = parse_idle_options(request.query_params, defaults=EVERY_IDLE_POD)
         export = request.accepted_renderer.format == "csv"
         # JSON a page at a time (docs/api.md, "Paging"); the CSV is an export of every pod.
@@ -66,25 +60,10 @@ class IdleView(APIView):
                 "min_idle_minutes": opts.min_idle_minutes}
         if export:
             return Response({**head, "results": [p.as_dict() for p in pods]})
-        pages = max(1, -(-len(pods) // paging.page_size))
-        # A page past the last is an empty page, not an error: the ranking may have shrunk
-        # between two calls, and a client walking `next` stops at null (docs/api.md, "Paging").
-        shown = page_of(pods, paging) if paging.page <= pages else None
-
-        def link(number):
-            return request.build_absolute_uri("?" + _with_page(request.query_params, number))
-        return Response({**head, "count": len(pods), "page": paging.page, "pages": pages,
-                         "next": link(paging.page + 1) if paging.page < pages else None,
-                         "previous": link(min(paging.page - 1, pages)) if paging.page > 1 else None,
-                         "results": [p.as_dict() for p in shown.rows] if shown else []})
+        body = api_page(request, pods, paging)
+        return Response({**head, **body, "results": [p.as_dict() for p in body["results"]]})
 
     def csv_columns(self, rows):
         if rows and isinstance(rows[0], dict) and "pod" not in rows[0]:
             return None  # an error body
         return CSV_COLUMNS
-
-
-def _with_page(params, number: int) -> str:
-    query = params.copy()
-    query["page"] = str(number)
-    return query.urlencode()

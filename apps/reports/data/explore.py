@@ -22,7 +22,7 @@ CSV_COLUMNS = ["period_start", "cluster", "team", "namespace", "gpu_model",
 MONEY_COLUMNS = ["cost", "idle_cost", "currency"]     # for roles that see money
 
 # The table is shown a page at a time (a month of 5,000 namespaces is 150,000 daily rows); the
-# CSV has every row. Sorts (apps/reports/data/paging.py), by default the period, then the row's names.
+# CSV has every row. Sorts (apps/web/paging.py), by default the period, then the row's names.
 SORTS = {
     "period": lambda r: r.period_start,
     "team": lambda r: r.team,

@@ -6,7 +6,7 @@ from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
 from apps.accounting.stored import versions_read_once
-from apps.accounting.query.filters import filter_from
+from apps.accounting.query.filters import DAILY, filter_from
 from apps.accounting.usage.team_mapping import cluster_names, team_names
 from apps.accounting.calendar.zone import billing_zone
 from apps.teams.models import UNASSIGNED
@@ -17,17 +17,17 @@ from apps.web.throttle import throttled_page
 from apps.accounting.query import presets
 
 
-def report_view(view=None, *, admin_only=False, hourly=False):
+def report_view(view=None, *, admin_only=False, reads=DAILY):
     """Sign-in required; throttled per user as the API is (docs/security.md, "Throttling"); the
-    picker parsed (bad values answer 400 with the reason) and scoped. `hourly`: the page reads
-    hourly rows per pod, and its window has their limit (`query.filters.window_limit`)."""
+    picker parsed (bad values answer 400 with the reason) and scoped. `reads`: what the page reads,
+    which sets its window's limit (`query.filters.window_limit`)."""
     def wrap(fn):
         @login_required
         @throttled_page
         @wraps(fn)
         def inner(request, *args, **kwargs):
             try:
-                sel = filter_from(request.GET, request.user, page=True, hourly=hourly)
+                sel = filter_from(request.GET, request.user, page=True, reads=reads)
             except BadParameters as exc:
                 return bad_request(request, exc.detail)
             if admin_only and not sel.admin:

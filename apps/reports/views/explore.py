@@ -8,7 +8,7 @@ from apps.web.params import BadParameters
 from .. import charts
 from ..data.explore import (CSV_COLUMNS, DEFAULT_SORT, GRAINS, MONEY_COLUMNS, MONEY_SORTS, SORTS, explore,
                             parse_options, row_order)
-from ..data.paging import page_of, parse_paging, sort_rows
+from apps.web.paging import page_of, parse_paging, sort_rows
 from ..money import money_columns, price_groups, shown_to_total
 from .common import page, report_view
 from .listing import page_links, sort_links

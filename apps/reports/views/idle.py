@@ -5,9 +5,10 @@ from apps.web.throttle import long_read_page
 from apps.web.params import BadParameters
 
 from .. import charts
+from apps.accounting.query.filters import POD_HOURS
 from ..data.idle import (CSV_COLUMNS, DEFAULT_SORT, MONEY_COLUMNS, SORTS, idle_pods, parse_idle_options, pod_cells, pod_order,
                          unallocated_capacity)
-from ..data.paging import page_of, parse_paging, sort_rows
+from apps.web.paging import page_of, parse_paging, sort_rows
 from ..money import load_rate_card, money_columns, price_groups
 from .common import page, report_view
 from .listing import page_links, sort_links
@@ -17,7 +18,7 @@ FIRST_DIRECTION = {"idle_gpu_hours": "-", "gpus_held": "-", "longest_idle": "-",
                    "pod": "", "namespace": "", "team": "", "cluster": ""}
 
 
-@report_view(hourly=True)     # idle stretches are read from hourly rows per pod
+@report_view(reads=POD_HOURS)     # idle stretches are read from hourly rows per pod
 @long_read_page
 def idle(request, sel):
     try:

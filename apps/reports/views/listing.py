@@ -1,5 +1,5 @@
 """Links of a paged, sortable list (Idle GPUs, the explorer): each keeps every filter of the page
-and changes only the page or the order (apps/reports/data/paging.py parses them back)."""
+and changes only the page or the order (apps/web/paging.py parses them back)."""
 from apps.web.links import page_url as _link
 
 
