@@ -58,18 +58,25 @@ def test_the_fleet_by_model_table_is_whole_at_1440(session):
 
 
 @pytest.mark.parametrize("viewport", [WIDE, PHONE], ids=["desktop", "phone"])
-def test_the_partial_days_note_and_last_label_are_whole(session, viewport):
+def test_the_partial_days_note_and_last_label_are_whole(session, viewport, monkeypatch):
     """Before: "14 of 24 h, at that pace" ran past the chart's right end at 1440 px, and on a
     phone the last day's label was lost. Today holds 3 hours of data on alpha (its watermark
-    an hour ago): a partial day."""
+    an hour ago): a partial day. Before 03:00 UTC today has no whole hour before the watermark,
+    so the portal's clock (served from this process) is set to 03:30 and alpha's watermark to
+    02:00: the test failed whenever CI ran in the first two hours of a UTC day."""
     from datetime import timedelta
 
     from django.utils import timezone as dj_timezone
 
     from apps.accounting.models import UsageHour
-    from apps.clusters.models import Device
+    from apps.clusters.models import Cluster, Device
     gpu = Device.objects.get(uuid="GPU-0")
     now = dj_timezone.now().replace(minute=0, second=0, microsecond=0)
+    if now.hour < 3:
+        pinned = now.replace(hour=3, minute=30)
+        monkeypatch.setattr(dj_timezone, "now", lambda: pinned)
+        now = now.replace(hour=3)
+        Cluster.objects.filter(name="alpha").update(ingested_until=now - timedelta(hours=1))
     start = max(now - timedelta(hours=4), now.replace(hour=0))
     hours = [start + timedelta(hours=i) for i in range(int((now - timedelta(hours=1) - start) / timedelta(hours=1)))]
     UsageHour.objects.bulk_create([

@@ -79,7 +79,7 @@ def test_single_field_bounds_are_in_the_schema(finance_api):
         {"type": "integer", "minimum": 1, "maximum": 366}
     # right-sizing reads hourly rows per pod: MAX_HOURLY_REPORT_DAYS (docs/security.md)
     assert params_of(doc, "/api/v1/rightsizing/")["window_days"]["schema"] == \
-        {"type": "integer", "minimum": 1, "maximum": 93}
+        {"type": "integer", "minimum": 1, "maximum": 31}
     idle = params_of(doc, "/api/v1/idle/")
     assert idle["max_utilization"]["schema"] == {"type": "number", "minimum": 0, "maximum": 1}
     assert idle["min_idle_minutes"]["schema"] == {"type": "number", "minimum": 0}

@@ -48,7 +48,7 @@ def test_bad_windows_are_a_400_naming_the_problem(as_role, base):
     ("/api/v1/quota-recommendations/?window_days=9999", "window_days"),
     ("/api/v1/quota-recommendations/?window_days=two", "window_days"),
     ("/api/v1/rightsizing/?window_days=9999", "window_days"),
-    ("/advice/rightsizing/?window_days=two", "window_days must be a whole number of days, 1 to 93"),
+    ("/advice/rightsizing/?window_days=two", "window_days must be a whole number of days, 1 to 31"),
     ("/explore/?grain=fortnight", "grain"),
     ("/advice/?window_days=9999", "window_days must be a whole number of days, 1 to 366"),
     ("/api/v1/usage/?group_by=team&cluster=a%00b", "NUL"),

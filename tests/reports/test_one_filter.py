@@ -75,7 +75,7 @@ CASES = [
     ("admin", ADVICE, {"window_days": "0"}, 400,
      "window_days: window_days must be a whole number of days, 1 to 366"),
     ("admin", RIGHTSIZING, {"window_days": "0"}, 400,
-     "window_days: window_days must be a whole number of days, 1 to 93 (MAX_HOURLY_REPORT_DAYS: this reads hourly rows)"),
+     "window_days: window_days must be a whole number of days, 1 to 31 (MAX_RIGHTSIZING_DAYS: this reads every hourly row of each workload)"),
     ("admin", CHARGEBACK, {"period": "2026-13"}, 400, "period: "),
     ("admin", CHARGEBACK, {"team": "no-such-team"}, 404, "no team named 'no-such-team'"),
 ]
