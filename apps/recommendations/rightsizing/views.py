@@ -1,9 +1,6 @@
 """The right-sizing page, /advice/rightsizing/: the same rows as /api/v1/rightsizing/, a page at a
 time, the largest saving first; the workloads held under a day listed apart (`?show=short`),
 out of the headline (docs/advice-and-alerts.md, "What a saving is")."""
-from dataclasses import dataclass
-from math import ceil
-
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
@@ -14,36 +11,13 @@ from apps.teams.access import team_scope
 from apps.teams.models import Team
 from apps.web.pages import bad_request
 from apps.web.params import BadParameters
-from apps.web.links import page_url as _link
+from apps.web.links import page_links, page_url as _link
+from apps.web.paging import page_of, parse_page
 from apps.web.throttle import long_read_page, throttled_page
 
 from apps.recommendations.rightsizing.rows import RightsizeQuery, params_from_settings, rightsizing_rows, total_saving, window_said
 
-PAGE_SIZE, MAX_PAGE_SIZE = 50, 500
 SHOWS = ("counted", "short")
-
-
-@dataclass(frozen=True)
-class Shown:
-    rows: list
-    number: int
-    pages: int
-    total: int
-    first_index: int
-
-    @property
-    def last_index(self) -> int:
-        return self.first_index + len(self.rows) - 1 if self.rows else 0
-
-
-def _whole(params, name, default, high=None) -> int:
-    raw = params.get(name) or ""
-    if not raw:
-        return default
-    if not raw.isdigit() or int(raw) < 1 or (high is not None and int(raw) > high):
-        raise BadParameters({name: f"{name}={raw!r} must be a whole number from 1"
-                                   + (f" to {high}" if high else "")})
-    return int(raw)
 
 
 @login_required
@@ -51,27 +25,24 @@ def _whole(params, name, default, high=None) -> int:
 @long_read_page
 def rightsizing(request):
     try:
-        sel = filter_from(request.GET, request.user, trailing=True, dates_too=True, reads=WORKLOAD_HOURS)   # hourly rows per pod
+        sel = filter_from(request.GET, request.user, trailing=True, dates_too=True, reads=WORKLOAD_HOURS)
         show = parse_choice(request.GET, "show", SHOWS, default="counted")
-        number = _whole(request.GET, "page", 1)
-        size = _whole(request.GET, "page_size", PAGE_SIZE, MAX_PAGE_SIZE)
+        paging = parse_page(request.GET)
     except BadParameters as exc:
         return bad_request(request, exc.detail)
     q = RightsizeQuery.of(sel)
     if q.teams is not None and not q.teams:
         raise PermissionDenied("no team to show")
     rows = rightsizing_rows(q)
-    listed = [r for r in rows if r["in_totals"] == (show == "counted")]
-    pages = max(1, ceil(len(listed) / size))
-    if number > pages:
-        return bad_request(request, {"page": f"page={number} is past the last page ({pages})"})
-    first = (number - 1) * size
-    shown = Shown(listed[first:first + size], number, pages, len(listed), first + 1 if listed else 0)
+    try:
+        shown = page_of([r for r in rows if r["in_totals"] == (show == "counted")], paging)
+    except BadParameters as exc:
+        return bad_request(request, exc.detail)
     scope = team_scope(request.user)
     teams = sorted(scope) if scope is not None else list(Team.objects.order_by("name").values_list("name", flat=True))
     params = params_from_settings()
     return render(request, "recommendations/rightsizing.html", {
-        "rows": shown.rows, "shown": shown, "page_links": _page_links(request, shown), "show": show,
+        "rows": shown.rows, "shown": shown, "page_links": page_links(request, shown), "show": show,
         "counted": sum(1 for r in rows if r["in_totals"]), "short": sum(1 for r in rows if not r["in_totals"]),
         "show_links": {s: _link(request, show=None if s == "counted" else s, page=None) for s in SHOWS},
         "money": q.money, "cluster": q.cluster, "team": q.team, "window_days": q.window_days,
@@ -81,17 +52,6 @@ def rightsizing(request):
         "totals": total_saving(rows) if q.money else [],
         "short_totals": total_saving(rows, low_confidence=True) if q.money else [],
         "clusters": Cluster.objects.filter(archived=False).values_list("name", flat=True),
-        "teams": teams, "headroom": params.headroom, "replicas": params.share_replicas, "page_size": size,
+        "teams": teams, "headroom": params.headroom, "replicas": params.share_replicas, "page_size": paging.page_size,
         "csv_url": sel.download_url("/api/v1/rightsizing/"), "api_url": sel.download_url("/api/v1/rightsizing/", None),
     })
-
-
-
-
-def _page_links(request, shown) -> dict:
-    return {
-        "previous": _link(request, page=shown.number - 1) if shown.number > 1 else None,
-        "next": _link(request, page=shown.number + 1) if shown.number < shown.pages else None,
-        "first": _link(request, page=None) if shown.number > 1 else None,
-        "last": _link(request, page=shown.pages) if shown.number < shown.pages else None,
-    }

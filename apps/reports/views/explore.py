@@ -11,7 +11,7 @@ from ..data.explore import (CSV_COLUMNS, DEFAULT_SORT, GRAINS, MONEY_COLUMNS, MO
 from apps.web.paging import page_of, parse_paging, sort_rows
 from ..money import money_columns, price_groups, shown_to_total
 from .common import page, report_view
-from .listing import page_links, sort_links
+from apps.web.links import page_links, sort_links
 
 # The direction a first click on a column sorts in.
 FIRST_DIRECTION = {"period": "", "team": "", "namespace": "", "allocated_gpu_hours": "-", "idle_gpu_hours": "-",

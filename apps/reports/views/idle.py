@@ -11,7 +11,7 @@ from ..data.idle import (CSV_COLUMNS, DEFAULT_SORT, MONEY_COLUMNS, SORTS, idle_p
 from apps.web.paging import page_of, parse_paging, sort_rows
 from ..money import load_rate_card, money_columns, price_groups
 from .common import page, report_view
-from .listing import page_links, sort_links
+from apps.web.links import page_links, sort_links
 
 # The columns the table sorts by, and the direction a first click sorts in.
 FIRST_DIRECTION = {"idle_gpu_hours": "-", "gpus_held": "-", "longest_idle": "-", "utilization": "",
